@@ -1,0 +1,1 @@
+"""The operator toolkit: one typed admin service used by every front end."""

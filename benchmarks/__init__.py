@@ -1,0 +1,1 @@
+"""Benchmarks run by `make bench`: each module exposes run(quick) -> list of result dicts."""

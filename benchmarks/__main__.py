@@ -1,0 +1,76 @@
+"""Run the benchmarks: ``python -m benchmarks [--quick] [NAME ...]`` (``make bench`` runs them all).
+
+Every figure is printed beside the machine limit measured in the same run, as a ratio, and beside
+its target where the project has one. ``--markdown`` prints the table for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+from benchmarks import bench_index, bench_store
+
+Result = dict[str, object]
+SUITES: dict[str, Callable[[bool], list[Result]]] = {"store": bench_store.run, "index": bench_index.run}
+
+
+def _num(v: object) -> float | None:
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _row(r: Result) -> list[str]:
+    value = _num(r["value"])
+    base = _num(r.get("baseline_value"))
+    target = _num(r.get("target", r.get("limit")))
+    ratio = f"{value / base:.2f}" if value is not None and base else ""
+    higher = r.get("unit") != "us"
+    met = "" if target is None or value is None else ("yes" if (value >= target) == higher else "NO")
+    return [
+        str(r["name"]),
+        f"{value:,.1f}" if value is not None else str(r["value"]),
+        str(r["unit"]),
+        str(r.get("baseline") or ""),
+        ratio,
+        "" if target is None else f"{'>=' if higher else '<='} {target:,.0f}",
+        met,
+        str(r.get("note", "")),
+    ]
+
+
+HEAD = ["benchmark", "value", "unit", "machine limit", "ratio", "target", "met", "note"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("names", nargs="*", help=f"suites to run: {', '.join(SUITES)}")
+    parser.add_argument("--quick", action="store_true", help="smaller data sets")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in SUITES]
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(SUITES)}")
+    rows: list[list[str]] = []
+    for name in args.names or list(SUITES):
+        began = time.perf_counter()
+        print(f"# running {name} ...", file=sys.stderr, flush=True)
+        rows += [_row(r) for r in SUITES[name](args.quick)]
+        print(f"# {name} took {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
+    print(f"# {platform.node()} {platform.machine()} Python {platform.python_version()}", file=sys.stderr)
+    if args.markdown:
+        print("| " + " | ".join(HEAD) + " |")
+        print("|" + "---|" * len(HEAD))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
+        for line in [HEAD, *rows]:
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

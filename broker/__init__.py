@@ -1,0 +1,1 @@
+"""rmqkit broker side: protocol codecs, store, servers and the Python SDK."""

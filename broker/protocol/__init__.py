@@ -1,0 +1,1 @@
+"""Sans-IO RocketMQ codecs: pure functions on bytes, no sockets and no files."""

@@ -1,0 +1,397 @@
+"""The stored message record (reference §3.1), the batch send body (§3.2) and the sysflag bits (§3.3).
+
+The same bytes are written to the CommitLog, returned by PULL/QUERY/VIEW responses and decoded by
+clients, so this one codec serves the store, the servers and the SDK.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import mmap
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from broker.protocol import properties as P
+from broker.protocol.properties import decode_properties
+
+MAGIC_V1 = -626843481  # 0xDAA320A7
+MAGIC_V2 = -626843477  # 0xDAA320AB
+BLANK_MAGIC = -875286124  # 0xCBD43194, end-of-file marker
+BLANK_SIZE = 8
+
+# MessageSysFlag
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+TRANSACTION_MASK = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOST_V6_FLAG = 0x20
+COMPRESSION_TYPE_MASK = 0x700
+
+# what the decoders read from: wire bytes, or a mapped store file without copying it
+Buffer = bytes | bytearray | memoryview | mmap.mmap
+
+MAX_PROPERTIES_BYTES = 32767
+MAX_TOPIC_BYTES = 127
+MAX_RETRY_TOPIC_BYTES = 255
+
+# TOTALSIZE .. BORNTIMESTAMP: fixed positions whatever the host sizes.
+_HEAD = struct.Struct(">iiiiiqqiq")  # 48 bytes
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+_HOST4 = struct.Struct(">4si")
+_HOST16 = struct.Struct(">16si")
+# after the hosts: RECONSUMETIMES, PREPARED_TRANSACTION_OFFSET, BODYLENGTH
+_TAIL = struct.Struct(">iqi")
+_TS = _I64
+_HEAD_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # everything up to the body for IPv4 hosts
+
+POS_TOTAL_SIZE = 0
+POS_MAGIC = 4
+POS_BODY_CRC = 8
+POS_QUEUE_ID = 12
+POS_FLAG = 16
+POS_QUEUE_OFFSET = 20
+POS_PHYSICAL_OFFSET = 28
+POS_SYSFLAG = 36
+POS_BORN_TIMESTAMP = 40
+POS_BORN_HOST = 48
+
+
+class RecordError(ValueError):
+    """A record that is not a valid stored message (bad magic, size or CRC)."""
+
+
+def body_crc(body: bytes | bytearray | memoryview) -> int:
+    """BODYCRC as RocketMQ stores it: CRC32 with the top bit masked off."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def pack_host(addr: str) -> bytes:
+    """``"ip:port"`` (IPv6 may be bracketed) to the 8- or 20-byte socket address of a record."""
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"not an ip:port address: {addr!r}")
+    ip = ipaddress.ip_address(host.strip("[]"))
+    if ip.version == 4:
+        return _HOST4.pack(ip.packed, int(port))
+    return _HOST16.pack(ip.packed, int(port))
+
+
+def unpack_host(raw: bytes | memoryview) -> str:
+    """The inverse of :func:`pack_host`."""
+    if len(raw) == 8:
+        ip4, port = _HOST4.unpack(raw)
+        return f"{ipaddress.IPv4Address(ip4)}:{port}"
+    ip6, port = _HOST16.unpack(raw)
+    return f"[{ipaddress.IPv6Address(ip6)}]:{port}"
+
+
+def host_flags(born_host: bytes, store_host: bytes) -> int:
+    """Sysflag bits that describe the host sizes of a record."""
+    flags = 0
+    if len(born_host) == 20:
+        flags |= BORNHOST_V6_FLAG
+    if len(store_host) == 20:
+        flags |= STOREHOST_V6_FLAG
+    return flags
+
+
+def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
+    """Total record size for the given part sizes (v1 topic length byte, v2 when the topic is longer)."""
+    born = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    store = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    topic_field = 1 if topic_len <= MAX_TOPIC_BYTES else 2
+    return 48 + born + 8 + store + 16 + body_len + topic_field + topic_len + 2 + props_len
+
+
+def encode_record(
+    *,
+    topic: bytes,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes,
+    properties: bytes,
+    crc: int | None = None,
+) -> bytes:
+    """Encode one stored record. ``topic`` and ``properties`` are UTF-8 bytes, hosts packed."""
+    sys_flag = (sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)) | host_flags(born_host, store_host)
+    v2 = len(topic) > MAX_TOPIC_BYTES
+    total = record_length(sys_flag, len(body), len(topic), len(properties))
+    if not v2 and len(born_host) == 8 and len(store_host) == 8:
+        # the common case in one pack call: IPv4 hosts, one-byte topic length
+        return b"".join(
+            (
+                _HEAD_V4.pack(
+                    total, MAGIC_V1, body_crc(body) if crc is None else crc, queue_id, flag, queue_offset,
+                    physical_offset, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+                    reconsume_times, prepared_transaction_offset, len(body),
+                ),
+                body,
+                bytes((len(topic),)),
+                topic,
+                _I16.pack(len(properties)),
+                properties,
+            )
+        )  # fmt: skip
+    return b"".join(
+        (
+            _HEAD.pack(
+                total,
+                MAGIC_V2 if v2 else MAGIC_V1,
+                body_crc(body) if crc is None else crc,
+                queue_id,
+                flag,
+                queue_offset,
+                physical_offset,
+                sys_flag,
+                born_timestamp,
+            ),
+            born_host,
+            _TS.pack(store_timestamp),
+            store_host,
+            _TAIL.pack(reconsume_times, prepared_transaction_offset, len(body)),
+            body,
+            _I16.pack(len(topic)) if v2 else bytes((len(topic),)),
+            topic,
+            _I16.pack(len(properties)),
+            properties,
+        )
+    )
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """A decoded stored message."""
+
+    total_size: int
+    magic: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    topic: str
+    properties: dict[str, str] = field(default_factory=dict)
+    store_host_raw: bytes = b""
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(P.TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        return P.split_keys(self.properties.get(P.KEYS))
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(P.UNIQ_KEY)
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker-side MessageId: store host + physical offset in upper-case hex."""
+        return (self.store_host_raw + _I64.pack(self.physical_offset)).hex().upper()
+
+    @property
+    def msg_id(self) -> str:
+        """The id clients show: UNIQ_KEY when present, else the offset id."""
+        return self.uniq_key or self.offset_msg_id
+
+    @property
+    def transaction_type(self) -> int:
+        return self.sys_flag & TRANSACTION_MASK
+
+
+@dataclass(slots=True, frozen=True)
+class RecordLayout:
+    """Where the variable parts of a record sit, found without decoding the strings."""
+
+    total_size: int
+    magic: int
+    crc: int
+    sys_flag: int
+    store_timestamp: int
+    body_pos: int
+    body_len: int
+    topic_pos: int
+    topic_len: int
+    props_pos: int
+    props_len: int
+
+
+def read_layout(buf: Buffer, pos: int, limit: int) -> RecordLayout:
+    """Parse the framing of the record at ``pos`` (not past ``limit``) and check its sizes.
+
+    Raises :class:`RecordError` when the bytes cannot be a record. The blank marker is
+    reported through ``magic == BLANK_MAGIC`` with only ``total_size`` meaningful.
+    """
+    if limit - pos < 8:
+        raise RecordError(f"truncated record header at {pos}")
+    total, magic = struct.unpack_from(">ii", buf, pos)
+    if magic == BLANK_MAGIC:
+        return RecordLayout(total, magic, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        raise RecordError(f"bad magic code 0x{magic & 0xFFFFFFFF:08X} at {pos}")
+    if total < 91 or pos + total > limit:
+        raise RecordError(f"record size {total} at {pos} runs past the end ({limit})")
+    crc = _I32.unpack_from(buf, pos + POS_BODY_CRC)[0]
+    sys_flag = _I32.unpack_from(buf, pos + POS_SYSFLAG)[0]
+    p = pos + POS_BORN_HOST + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+    store_ts = _TS.unpack_from(buf, p)[0]
+    p += 8 + (20 if sys_flag & STOREHOST_V6_FLAG else 8) + 12
+    body_len = _I32.unpack_from(buf, p)[0]
+    body_pos = p + 4
+    p = body_pos + body_len
+    if body_len < 0 or p + 3 > pos + total:
+        raise RecordError(f"body length {body_len} does not fit record at {pos}")
+    if magic == MAGIC_V2:
+        topic_len = _I16.unpack_from(buf, p)[0]
+        p += 2
+    else:
+        topic_len = buf[p]
+        p += 1
+    topic_pos = p
+    p += topic_len
+    if p + 2 > pos + total:
+        raise RecordError(f"topic length {topic_len} does not fit record at {pos}")
+    props_len = _I16.unpack_from(buf, p)[0]
+    props_pos = p + 2
+    if props_len < 0 or props_pos + props_len != pos + total:
+        raise RecordError(f"record size {total} at {pos} does not match its parts")
+    return RecordLayout(
+        total, magic, crc, sys_flag, store_ts, body_pos, body_len, topic_pos, topic_len, props_pos, props_len
+    )
+
+
+def check_crc(buf: Buffer, layout: RecordLayout) -> bool:
+    view = memoryview(buf)[layout.body_pos : layout.body_pos + layout.body_len]
+    return body_crc(view) == layout.crc
+
+
+def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> MessageRecord:
+    """Decode the record at ``pos``; raises :class:`RecordError` for anything invalid."""
+    layout = read_layout(buf, pos, len(buf))
+    if layout.magic == BLANK_MAGIC:
+        raise RecordError(f"blank end-of-file marker at {pos}")
+    if verify_crc and not check_crc(buf, layout):
+        raise RecordError(f"body CRC mismatch at {pos}")
+    (_t, _m, _c, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
+    p = pos + POS_BORN_HOST
+    bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    born_host = bytes(buf[p : p + bl])
+    p += bl + 8
+    sl = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    store_host = bytes(buf[p : p + sl])
+    p += sl
+    reconsume, prepared, _bl = _TAIL.unpack_from(buf, p)
+    try:
+        topic = bytes(buf[layout.topic_pos : layout.topic_pos + layout.topic_len]).decode("utf-8")
+        props = bytes(buf[layout.props_pos : layout.props_pos + layout.props_len]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
+    return MessageRecord(
+        total_size=layout.total_size,
+        magic=layout.magic,
+        body_crc=layout.crc,
+        queue_id=queue_id,
+        flag=flag,
+        queue_offset=queue_offset,
+        physical_offset=phys,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=unpack_host(born_host),
+        store_timestamp=layout.store_timestamp,
+        store_host=unpack_host(store_host),
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prepared,
+        body=bytes(buf[layout.body_pos : layout.body_pos + layout.body_len]),
+        topic=topic,
+        properties=decode_properties(props),
+        store_host_raw=store_host,
+    )
+
+
+def decode_records(buf: Buffer) -> Iterator[MessageRecord]:
+    """Decode concatenated records (a pull or query response body)."""
+    pos = 0
+    while pos < len(buf):
+        rec = decode_record(buf, pos)
+        yield rec
+        pos += rec.total_size
+
+
+# --- batch send body -----------------------------------------------------------------------
+
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC(0), BODYCRC(0), FLAG, BODYLENGTH
+
+
+@dataclass(slots=True, frozen=True)
+class BatchItem:
+    flag: int
+    body: bytes
+    properties: str
+
+
+def encode_batch(items: list[BatchItem]) -> bytes:
+    parts: list[bytes] = []
+    for item in items:
+        props = item.properties.encode("utf-8")
+        total = 20 + len(item.body) + 2 + len(props)
+        parts += [
+            _BATCH_HEAD.pack(total, 0, 0, item.flag, len(item.body)),
+            item.body,
+            _I16.pack(len(props)),
+            props,
+        ]
+    return b"".join(parts)
+
+
+def decode_batch(body: bytes) -> list[BatchItem]:
+    """Split a SEND_BATCH_MESSAGE body; raises :class:`RecordError` when it is malformed."""
+    items: list[BatchItem] = []
+    pos = 0
+    n = len(body)
+    while pos < n:
+        if n - pos < 22:
+            raise RecordError(f"truncated batch entry at {pos}")
+        total, _magic, _crc, flag, body_len = _BATCH_HEAD.unpack_from(body, pos)
+        end = pos + total
+        if total < 22 or end > n or body_len < 0 or pos + 20 + body_len + 2 > end:
+            raise RecordError(f"batch entry at {pos} has inconsistent sizes")
+        p = pos + 20
+        msg_body = body[p : p + body_len]
+        p += body_len
+        props_len = _I16.unpack_from(body, p)[0]
+        p += 2
+        if props_len < 0 or p + props_len != end:
+            raise RecordError(f"batch entry at {pos} has inconsistent sizes")
+        try:
+            props = body[p:end].decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordError(f"batch entry at {pos} has properties that are not UTF-8") from None
+        items.append(BatchItem(flag, msg_body, props))
+        pos = end
+    return items

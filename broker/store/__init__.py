@@ -1,0 +1,1 @@
+"""The RocketMQ store: CommitLog, ConsumeQueue, IndexFile, checkpoint, recovery, flush, retention."""

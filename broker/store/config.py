@@ -1,0 +1,106 @@
+"""Store settings, named as RocketMQ's MessageStoreConfig names them where one exists."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+GEOMETRY_FILE = "config/storeGeometry.json"
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """``"1s 5s 1m"`` -> milliseconds per level; raises ValueError naming the bad entry."""
+    levels: list[int] = []
+    for item in text.split():
+        unit = item[-1:]
+        if unit not in _UNITS or not item[:-1].isdigit():
+            raise ValueError(f"bad delay level {item!r} (expected a number followed by s, m, h or d)")
+        levels.append(int(item[:-1]) * _UNITS[unit])
+    if not levels:
+        raise ValueError("messageDelayLevel is empty")
+    return levels
+
+
+@dataclass(slots=True)
+class StoreConfig:
+    store_path: Path
+    mapped_file_size_commit_log: int = 1 << 30
+    mapped_file_size_consume_queue_units: int = 300_000
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    message_index_enable: bool = True
+    max_message_size: int = 4 * 1024 * 1024
+    flush_disk_type: str = "ASYNC_FLUSH"
+    flush_interval_commit_log_ms: int = 500
+    flush_interval_consume_queue_ms: int = 1000
+    sync_flush_timeout_ms: int = 5000
+    check_crc_on_recover: bool = True
+    file_reserved_time_hours: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    disk_space_clean_forcibly_ratio: int = 85
+    disk_space_warning_level_ratio: int = 90
+    clean_resource_interval_ms: int = 10_000
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    max_transfer_count_on_message: int = 32
+    max_transfer_bytes_on_message: int = 256 * 1024
+    max_filter_message_count: int = 16_000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type.upper() == "SYNC_FLUSH"
+
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        return parse_delay_levels(self.message_delay_level)
+
+    def geometry(self) -> dict[str, int]:
+        return {
+            "mappedFileSizeCommitLog": self.mapped_file_size_commit_log,
+            "mappedFileSizeConsumeQueueUnits": self.mapped_file_size_consume_queue_units,
+            "maxHashSlotNum": self.max_hash_slot_num,
+            "maxIndexNum": self.max_index_num,
+        }
+
+    def write_geometry(self) -> None:
+        """Record file sizes so offline tools can open a store written with non-default sizes."""
+        path = self.store_path / GEOMETRY_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.geometry(), indent=1))
+
+    @classmethod
+    def for_existing(cls, store_path: Path) -> StoreConfig:
+        """Settings for reading a store folder: its recorded geometry, else RocketMQ's defaults
+        with the CommitLog and ConsumeQueue file sizes taken from the files themselves."""
+        cfg = cls(store_path=store_path)
+        geo_path = store_path / GEOMETRY_FILE
+        try:
+            geo = json.loads(geo_path.read_text())
+            cfg.mapped_file_size_commit_log = int(geo["mappedFileSizeCommitLog"])
+            cfg.mapped_file_size_consume_queue_units = int(geo["mappedFileSizeConsumeQueueUnits"])
+            cfg.max_hash_slot_num = int(geo["maxHashSlotNum"])
+            cfg.max_index_num = int(geo["maxIndexNum"])
+            return cfg
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        commitlog = sorted((store_path / "commitlog").glob("[0-9]" * 20))
+        if commitlog:
+            cfg.mapped_file_size_commit_log = commitlog[0].stat().st_size
+        cq_files = sorted((store_path / "consumequeue").glob("*/*/" + "[0-9]" * 20))
+        if cq_files:
+            cfg.mapped_file_size_consume_queue_units = cq_files[0].stat().st_size // 20
+        return cfg
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["store_path"] = str(self.store_path)
+        return d
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]

@@ -1,0 +1,176 @@
+"""The one dispatch step: a stored record -> its ConsumeQueue unit and IndexFile keys.
+
+The append path builds requests from what it just wrote; recovery and a replicating slave
+build them by parsing CommitLog bytes. Both go through :class:`Dispatcher`, so the queues
+and indexes they produce are identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from broker.protocol import properties as P
+from broker.protocol.javahash import tags_code
+from broker.protocol.message import (
+    TRANSACTION_MASK,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    Buffer,
+    RecordLayout,
+)
+from broker.protocol.properties import decode_properties
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.index_service import IndexService
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+
+
+class DispatchRequest(NamedTuple):
+    topic: str
+    queue_id: int
+    commitlog_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    queue_offset: int
+    keys: str | None
+    uniq_key: str | None
+    sys_flag: int
+
+
+def in_consume_queue(sys_flag: int) -> bool:
+    """Half and rollback records get no ConsumeQueue unit (and queue offset 0)."""
+    return sys_flag & TRANSACTION_MASK not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+class TagsCodeRule:
+    """tagsCode is the tag's Java hash, except in the delay topics where it is the delivery time."""
+
+    def __init__(self, delay_levels_ms: Sequence[int]) -> None:
+        self.delay_levels_ms = list(delay_levels_ms)
+
+    def __call__(self, topic: str, props: dict[str, str], store_ts: int) -> int:
+        if topic == SCHEDULE_TOPIC:
+            try:
+                level = int(props.get(P.DELAY, "0"))
+            except ValueError:
+                level = 0
+            if level > 0 and self.delay_levels_ms:
+                return store_ts + self.delay_levels_ms[min(level, len(self.delay_levels_ms)) - 1]
+            return store_ts
+        if topic == TIMER_TOPIC:
+            try:
+                return int(props.get(P.TIMER_OUT_MS, store_ts))
+            except ValueError:
+                return store_ts
+        return tags_code(props.get(P.TAGS))
+
+
+def request_from_record(
+    buf: Buffer, pos: int, layout: RecordLayout, phys: int, rule: TagsCodeRule
+) -> DispatchRequest:
+    """Parse what dispatch needs from the record at ``pos`` of ``buf`` (absolute offset ``phys``)."""
+    topic = bytes(buf[layout.topic_pos : layout.topic_pos + layout.topic_len]).decode("utf-8", "replace")
+    props = decode_properties(
+        bytes(buf[layout.props_pos : layout.props_pos + layout.props_len]).decode("utf-8", "replace")
+    )
+    queue_id = int.from_bytes(buf[pos + 12 : pos + 16], "big", signed=True)
+    queue_offset = int.from_bytes(buf[pos + 20 : pos + 28], "big", signed=True)
+    return DispatchRequest(
+        topic,
+        queue_id,
+        phys,
+        layout.total_size,
+        rule(topic, props, layout.store_timestamp),
+        layout.store_timestamp,
+        queue_offset,
+        props.get(P.KEYS),
+        props.get(P.UNIQ_KEY),
+        layout.sys_flag,
+    )
+
+
+class ConsumeQueueTable:
+    """Every ConsumeQueue of the store, created on first use."""
+
+    def __init__(self, root: Path, units_per_file: int, *, read_only: bool = False) -> None:
+        self.root = root
+        self.units_per_file = units_per_file
+        self.read_only = read_only
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+    def load(self) -> None:
+        if not self.root.is_dir():
+            return
+        for topic_dir in sorted(self.root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for qdir in sorted(topic_dir.iterdir()):
+                if qdir.is_dir() and qdir.name.lstrip("-").isdigit():
+                    cq = ConsumeQueue(
+                        self.root,
+                        topic_dir.name,
+                        int(qdir.name),
+                        self.units_per_file,
+                        read_only=self.read_only,
+                    )
+                    cq.load()
+                    self.queues[(topic_dir.name, int(qdir.name))] = cq
+
+    def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.get((topic, queue_id))
+
+    def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.queues.get(key)
+        if cq is None:
+            cq = ConsumeQueue(self.root, topic, queue_id, self.units_per_file, read_only=self.read_only)
+            self.queues = {**self.queues, key: cq}  # replaced, not mutated: readers iterate safely
+        return cq
+
+    def of_topic(self, topic: str) -> list[ConsumeQueue]:
+        return sorted((cq for (t, _q), cq in self.queues.items() if t == topic), key=lambda c: c.queue_id)
+
+    def topics(self) -> list[str]:
+        return sorted({t for t, _q in self.queues})
+
+    def remove_topic(self, topic: str) -> None:
+        doomed = self.of_topic(topic)
+        self.queues = {k: v for k, v in self.queues.items() if k[0] != topic}
+        for cq in doomed:
+            cq.destroy()
+        topic_dir = self.root / topic
+        if topic_dir.is_dir() and not any(topic_dir.iterdir()):
+            topic_dir.rmdir()
+
+    def flush(self) -> None:
+        for cq in list(self.queues.values()):
+            cq.flush()
+
+    def close(self) -> None:
+        for cq in list(self.queues.values()):
+            cq.close()
+
+
+class Dispatcher:
+    def __init__(self, queues: ConsumeQueueTable, index: IndexService | None) -> None:
+        self.queues = queues
+        self.index = index
+        self.last_store_timestamp = 0
+
+    def dispatch(self, requests: Iterable[DispatchRequest]) -> None:
+        queues = self.queues
+        index = self.index
+        for req in requests:
+            if in_consume_queue(req.sys_flag):
+                queues.find_or_create(req.topic, req.queue_id).put(
+                    req.queue_offset, req.commitlog_offset, req.size, req.tags_code
+                )
+            if index is not None and req.sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
+                index.put_message(
+                    req.topic, req.uniq_key, req.keys, req.commitlog_offset, req.store_timestamp
+                )
+            self.last_store_timestamp = req.store_timestamp

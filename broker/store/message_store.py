@@ -1,0 +1,633 @@
+"""The store facade the broker uses: append, read, search, recover, flush and retention.
+
+Blocking by design: the broker calls it from worker threads. One lock orders appends, so queue
+offsets and CommitLog positions are assigned exactly once; readers need no lock because files,
+queues and file lists are only ever replaced, never changed under them.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from broker.protocol import properties as P
+from broker.protocol.message import (
+    MAX_PROPERTIES_BYTES,
+    MAX_RETRY_TOPIC_BYTES,
+    MAX_TOPIC_BYTES,
+    MessageRecord,
+    RecordError,
+    decode_record,
+    encode_record,
+    host_flags,
+    pack_host,
+    record_length,
+)
+from broker.protocol.properties import encode_properties
+from broker.store.checkpoint import Checkpoint, CheckpointValues, read_checkpoint
+from broker.store.commitlog import CommitLog, ScanResult
+from broker.store.config import StoreConfig
+from broker.store.consume_queue import Boundary, ConsumeQueue
+from broker.store.dispatch import (
+    ConsumeQueueTable,
+    Dispatcher,
+    DispatchRequest,
+    TagsCodeRule,
+    in_consume_queue,
+    request_from_record,
+)
+from broker.store.errors import NotAStoreError
+from broker.store.flush import FlushService
+from broker.store.index_service import IndexService
+from broker.store.retention import Retention, RetentionReport
+from broker.store.store_lock import StoreLock
+
+log = logging.getLogger(__name__)
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+
+
+class PutStatus(Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGE_CACHE_BUSY = "OS_PAGE_CACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetStatus(Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class PutMessage:
+    """One message to append. ``born_host`` is a packed socket address (see ``pack_host``)."""
+
+    topic: str
+    queue_id: int
+    body: bytes
+    properties: dict[str, str]
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = b"\x7f\x00\x00\x01\x00\x00\x00\x00"
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    store_timestamp: int = 0  # 0 = now; a commit keeps its half message's time
+
+
+@dataclass(slots=True)
+class PutResult:
+    status: PutStatus
+    remark: str = ""
+    offsets: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    queue_offsets: list[int] = field(default_factory=list)
+    store_timestamp: int = 0
+    end_offset: int = 0
+    store_host_raw: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutStatus.PUT_OK
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """Offset MessageIds of the appended records (built on demand: most callers need one)."""
+        prefix = self.store_host_raw.hex().upper()
+        return [f"{prefix}{phys:016X}" for phys in self.offsets]
+
+
+@dataclass(slots=True)
+class GetResult:
+    status: GetStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    records: list[bytes] = field(default_factory=list)
+    queue_offsets: list[int] = field(default_factory=list)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.records)
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    clean_shutdown: bool
+    scanned_from: int
+    commitlog_end: int
+    truncated_bytes: int
+    redispatched: int
+    problem: str | None
+    seconds: float
+
+
+def default_disk_usage(path: Path) -> float:
+    usage = shutil.disk_usage(path)
+    return (usage.total - usage.free) / usage.total if usage.total else 0.0
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        store_host: str = "127.0.0.1:10911",
+        read_only: bool = False,
+        clock: Callable[[], float] = time.time,
+        disk_usage: Callable[[Path], float] = default_disk_usage,
+    ) -> None:
+        self.config = config
+        self.root = config.store_path
+        self.read_only = read_only
+        self.clock = clock
+        self.store_host_raw = pack_host(store_host)
+        self.commitlog = CommitLog(
+            self.root / "commitlog", config.mapped_file_size_commit_log, read_only=read_only
+        )
+        self.queues = ConsumeQueueTable(
+            self.root / "consumequeue", config.mapped_file_size_consume_queue_units, read_only=read_only
+        )
+        self.index: IndexService | None = (
+            IndexService(
+                self.root / "index", config.max_hash_slot_num, config.max_index_num, read_only=read_only
+            )
+            if config.message_index_enable
+            else None
+        )
+        self.dispatcher = Dispatcher(self.queues, self.index)
+        self.tags_rule = TagsCodeRule(config.delay_levels_ms)
+        self.retention = Retention(config, clock=clock, disk_usage=disk_usage)
+        self._lock = StoreLock(self.root)
+        self._write_lock = threading.Lock()
+        self._queue_offsets: dict[tuple[str, int], int] = {}
+        self._checkpoint: Checkpoint | None = None
+        self._flush: FlushService | None = None
+        self._housekeeper: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.running = False
+        self.disk_full = False
+        self.recovery: RecoveryReport | None = None
+        self.put_count = 0
+        self.put_bytes = 0
+        self._last_put_ts = 0
+        self._cq_flushed_ts = 0
+
+    # == life cycle ============================================================================
+    def start(self) -> RecoveryReport:
+        """Lock the store, recover it and start the flush and clean-up threads."""
+        if self.read_only:
+            raise ValueError("a read-only store is opened with open_read_only()")
+        clean = self._lock.acquire()
+        try:
+            self.config.write_geometry()
+            self._checkpoint = Checkpoint(self.root / "checkpoint")
+            self.recovery = self._recover(clean, self._checkpoint.values)
+        except BaseException:
+            self._lock.release(clean=False)
+            raise
+        self._flush = FlushService(
+            self.commitlog.flush,
+            self._flush_rest,
+            interval_ms=self.config.flush_interval_commit_log_ms,
+            rest_interval_ms=self.config.flush_interval_consume_queue_ms,
+        )
+        self._flush.flushed_offset = self.commitlog.max_offset
+        self._flush.start()
+        self._housekeeper = threading.Thread(target=self._housekeeping, name="store-clean", daemon=True)
+        self._housekeeper.start()
+        self.running = True
+        return self.recovery
+
+    @classmethod
+    def open_read_only(cls, root: Path) -> MessageStore:
+        """Open any RocketMQ store folder for reading, broker running or not; nothing is written."""
+        if not root.is_dir():
+            raise NotAStoreError(f"{root}: no such folder")
+        if not (root / "commitlog").is_dir():
+            raise NotAStoreError(f"{root}: not a RocketMQ store (no commitlog folder)")
+        store = cls(StoreConfig.for_existing(root), read_only=True)
+        clean = not (root / "abort").exists()
+        store.recovery = store._recover(clean, read_checkpoint(root / "checkpoint"))
+        return store
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint and remove the abort marker."""
+        if self.read_only:
+            self._close_files()
+            return
+        if not self.running:
+            return
+        self.running = False
+        self._stop.set()
+        if self._housekeeper is not None:
+            self._housekeeper.join()
+        if self._flush is not None:
+            self._flush.stop()
+        self._close_files()
+        if self._checkpoint is not None:
+            self._checkpoint.close()
+        self._lock.release(clean=True)
+
+    def _close_files(self) -> None:
+        self.commitlog.close()
+        self.queues.close()
+        if self.index is not None:
+            self.index.close()
+
+    # == recovery ==============================================================================
+    def _recover(self, clean: bool, cp: CheckpointValues) -> RecoveryReport:
+        started = time.monotonic()
+        self.commitlog.load()
+        self.queues.load()
+        if self.index is not None:
+            self.index.load(clean, cp.index_msg_timestamp)
+        files = self.commitlog.files.files
+        if not files:
+            scan_from = 0
+        elif clean:
+            scan_from = files[max(0, len(files) - 3)].file_from
+        else:
+            scan_from = files[0].file_from
+            for mf in reversed(files):
+                ts = self.commitlog.store_timestamp_at(mf.file_from)
+                if ts is not None and ts <= cp.min_timestamp:
+                    scan_from = mf.file_from
+                    break
+        scan: ScanResult = self.commitlog.scan(scan_from, check_body_crc=self.config.check_crc_on_recover)
+        end = scan.end if files else 0
+        written_end = self._written_end()
+        self.commitlog.truncate(end)
+        for cq in list(self.queues.queues.values()):
+            cq.recover(self.commitlog.min_offset, end)
+        redispatch_from = scan_from if not clean else self._dispatched_upto(scan_from)
+        if self.index is not None:
+            # the index may have dropped files the checkpoint did not cover: rebuild from its end
+            indexed = self.index.end_phy_offset()
+            redispatch_from = min(redispatch_from, self.commitlog.min_offset if indexed is None else indexed)
+        redispatch_from = max(redispatch_from, self.commitlog.min_offset)
+        # a read-only open shows the files as they are; only a writer rebuilds what is missing
+        redispatched = 0 if self.read_only else self._redispatch(redispatch_from)
+        self._queue_offsets = {key: cq.max_offset for key, cq in self.queues.queues.items()}
+        report = RecoveryReport(
+            clean_shutdown=clean,
+            scanned_from=scan_from,
+            commitlog_end=end,
+            truncated_bytes=max(0, written_end - end),
+            redispatched=redispatched,
+            problem=None
+            if scan.problem is None
+            else f"{scan.problem.file} @ {scan.problem.offset}: {scan.problem.reason}",
+            seconds=time.monotonic() - started,
+        )
+        if report.problem and not self.read_only:
+            log.warning("recovery truncated the CommitLog at %d (%s)", end, report.problem)
+        return report
+
+    def _written_end(self) -> int:
+        """Where non-zero bytes end in the last CommitLog file (to report what recovery cut)."""
+        last = self.commitlog.files.last
+        if last is None:
+            return 0
+        mm = last.mm
+        end = last.size
+        step = 1 << 16
+        while end > 0:
+            start = max(0, end - step)
+            tail = mm[start:end].rstrip(b"\0")
+            if tail:
+                return last.file_from + start + len(tail)
+            end = start
+        return last.file_from
+
+    def _dispatched_upto(self, scan_from: int) -> int:
+        """After a clean shutdown: where dispatch stopped (re-dispatch is idempotent from earlier)."""
+        ends = [cq.max_physic_end for cq in self.queues.queues.values() if cq.max_physic_end >= 0]
+        return min(max(ends) if ends else scan_from, self.commitlog.max_offset)
+
+    def _redispatch(self, start: int) -> int:
+        if start >= self.commitlog.max_offset:
+            return 0
+        count = 0
+        batch: list[DispatchRequest] = []
+        rule = self.tags_rule
+        for mf, pos, layout in self.commitlog.walk(start, check_body_crc=False):
+            batch.append(request_from_record(mf.mm, pos, layout, mf.file_from + pos, rule))
+            if len(batch) >= 1024:
+                self.dispatcher.dispatch(batch)
+                count += len(batch)
+                batch = []
+        self.dispatcher.dispatch(batch)
+        return count + len(batch)
+
+    # == appending =============================================================================
+    def _check(self, msg: PutMessage, topic_raw: bytes, props_raw: bytes) -> tuple[PutStatus, str] | None:
+        limit = MAX_RETRY_TOPIC_BYTES if msg.topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) else MAX_TOPIC_BYTES
+        if not topic_raw or len(topic_raw) > limit:
+            return PutStatus.MESSAGE_ILLEGAL, f"topic length {len(topic_raw)} is not within 1..{limit} bytes"
+        if len(msg.body) > self.config.max_message_size:
+            return (
+                PutStatus.MESSAGE_ILLEGAL,
+                f"message body of {len(msg.body)} bytes exceeds the maximum {self.config.max_message_size}",
+            )
+        if len(props_raw) > MAX_PROPERTIES_BYTES:
+            return (
+                PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                f"properties of {len(props_raw)} bytes exceed the maximum {MAX_PROPERTIES_BYTES}",
+            )
+        return None
+
+    def append(self, msgs: Sequence[PutMessage]) -> PutResult:
+        """Append messages (a batch is atomic: all are checked before any is written)."""
+        if not self.running:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, "the store is not running")
+        if self.disk_full:
+            return PutResult(
+                PutStatus.SERVICE_NOT_AVAILABLE,
+                f"disk of {self.root} is more than {self.config.disk_space_warning_level_ratio}% full; "
+                "writes are refused until space is freed",
+            )
+        store_host = self.store_host_raw
+        encoded: list[tuple[PutMessage, bytes, bytes, int]] = []
+        for msg in msgs:
+            topic_raw = msg.topic.encode("utf-8")
+            props_raw = encode_properties(msg.properties).encode("utf-8")
+            problem = self._check(msg, topic_raw, props_raw)
+            if problem is not None:
+                return PutResult(problem[0], problem[1])
+            size = record_length(
+                host_flags(msg.born_host, store_host), len(msg.body), len(topic_raw), len(props_raw)
+            )
+            if size + 8 > self.commitlog.file_size:
+                return PutResult(
+                    PutStatus.MESSAGE_ILLEGAL, f"message of {size} bytes does not fit a CommitLog file"
+                )
+            encoded.append((msg, topic_raw, props_raw, size))
+
+        result = PutResult(PutStatus.PUT_OK, store_host_raw=store_host)
+        rule = self.tags_rule
+        requests: list[DispatchRequest] = []
+        offsets_out = result.offsets
+        sizes_out = result.sizes
+        queue_offsets_out = result.queue_offsets
+        with self._write_lock:
+            now = int(self.clock() * 1000)
+            result.store_timestamp = now
+            offsets = self._queue_offsets
+            chunk: list[bytes] = []
+            pending = 0  # bytes in ``chunk``, not yet copied into ``chunk_file``
+            chunk_file = None
+            for msg, topic_raw, props_raw, size in encoded:
+                sys_flag = msg.sys_flag
+                in_cq = in_consume_queue(sys_flag)
+                key = (msg.topic, msg.queue_id)
+                queue_offset = offsets.get(key, 0) if in_cq else 0
+                if chunk_file is None or size + 8 > chunk_file.remaining - pending:
+                    if chunk and chunk_file is not None:
+                        chunk_file.append(b"".join(chunk))
+                        chunk = []
+                        pending = 0
+                    chunk_file = self.commitlog.writable(size)
+                phys = chunk_file.file_from + chunk_file.wrote + pending
+                store_ts = msg.store_timestamp or now
+                chunk.append(
+                    encode_record(
+                        topic=topic_raw,
+                        queue_id=msg.queue_id,
+                        flag=msg.flag,
+                        queue_offset=queue_offset,
+                        physical_offset=phys,
+                        sys_flag=sys_flag,
+                        born_timestamp=msg.born_timestamp,
+                        born_host=msg.born_host,
+                        store_timestamp=store_ts,
+                        store_host=store_host,
+                        reconsume_times=msg.reconsume_times,
+                        prepared_transaction_offset=msg.prepared_transaction_offset,
+                        body=msg.body,
+                        properties=props_raw,
+                    )
+                )
+                pending += size
+                if in_cq:
+                    offsets[key] = queue_offset + 1
+                props = msg.properties
+                requests.append(
+                    DispatchRequest(
+                        msg.topic,
+                        msg.queue_id,
+                        phys,
+                        size,
+                        rule(msg.topic, props, store_ts),
+                        store_ts,
+                        queue_offset,
+                        props.get(P.KEYS),
+                        props.get(P.UNIQ_KEY),
+                        sys_flag,
+                    )
+                )
+                offsets_out.append(phys)
+                sizes_out.append(size)
+                queue_offsets_out.append(queue_offset)
+            if chunk and chunk_file is not None:
+                chunk_file.append(b"".join(chunk))
+            self.dispatcher.dispatch(requests)
+            result.end_offset = self.commitlog.max_offset
+            self.put_count += len(requests)
+            self.put_bytes += sum(sizes_out)
+            self._last_put_ts = now
+        return result
+
+    def flushed(self, end_offset: int) -> Future[bool]:
+        """Completes once ``end_offset`` is on disk (sync flush group commit)."""
+        assert self._flush is not None
+        return self._flush.request(end_offset)
+
+    def put_messages(self, msgs: Sequence[PutMessage], *, wait_store: bool = True) -> PutResult:
+        """Append, and under SYNC_FLUSH wait for the disk (FLUSH_DISK_TIMEOUT when it is too slow)."""
+        result = self.append(msgs)
+        if result.ok and self.config.sync_flush and wait_store:
+            try:
+                done = self.flushed(result.end_offset).result(self.config.sync_flush_timeout_ms / 1000)
+            except FutureTimeout:
+                done = False
+            if not done:
+                result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                result.remark = f"flush to disk took longer than {self.config.sync_flush_timeout_ms} ms"
+        return result
+
+    # == flushing and housekeeping =============================================================
+    def _flush_rest(self) -> None:
+        self.queues.flush()
+        index_ts = self.index.flush() if self.index is not None else 0
+        cp = self._checkpoint
+        if cp is not None:
+            ts = self._last_put_ts
+            cp.values.physic_msg_timestamp = ts
+            cp.values.logics_msg_timestamp = ts
+            if index_ts:
+                cp.values.index_msg_timestamp = index_ts
+            cp.flush()
+
+    def _housekeeping(self) -> None:
+        interval = self.config.clean_resource_interval_ms / 1000
+        while not self._stop.wait(interval):
+            try:
+                self.clean_expired()
+            except Exception:  # a failed clean-up must not stop the broker; it is retried
+                log.exception("store clean-up failed")
+
+    def clean_expired(self, *, manual: bool = False) -> RetentionReport:
+        """Apply the retention rules once (also run every ``clean_resource_interval_ms``)."""
+        report = self.retention.run(self.commitlog, manual=manual)
+        self.disk_full = report.disk_full
+        if report.deleted_files:
+            min_offset = self.commitlog.min_offset
+            for cq in list(self.queues.queues.values()):
+                cq.delete_expired(min_offset)
+            if self.index is not None:
+                self.index.delete_files_before(min_offset)
+        return report
+
+    # == reading ===============================================================================
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.get(topic, queue_id)
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.get(topic, queue_id)
+        return cq.max_offset if cq else 0
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.get(topic, queue_id)
+        return cq.min_offset if cq else 0
+
+    def store_time_at(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        cq = self.queues.get(topic, queue_id)
+        unit = cq.unit_at(queue_offset) if cq else None
+        return None if unit is None else self.commitlog.store_timestamp_at(unit.commitlog_offset)
+
+    def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
+        return self.store_time_at(topic, queue_id, self.min_offset(topic, queue_id))
+
+    def offset_by_time(
+        self, topic: str, queue_id: int, timestamp: int, boundary: Boundary = Boundary.LOWER
+    ) -> int:
+        cq = self.queues.get(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.search_by_time(timestamp, boundary, self.commitlog.store_timestamp_at)
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msgs: int,
+        *,
+        max_bytes: int | None = None,
+        tag_filter: Callable[[int], bool] | None = None,
+        record_filter: Callable[[bytes], bool] | None = None,
+    ) -> GetResult:
+        """Messages of a queue from ``offset`` with the statuses a pull answers (reference §6.5)."""
+        cq = self.queues.get(topic, queue_id)
+        if cq is None:
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        lo, hi = cq.min_offset, cq.max_offset
+        if hi == 0:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, lo, hi)
+        if offset < lo:
+            return GetResult(GetStatus.OFFSET_TOO_SMALL, lo, lo, hi)
+        if offset == hi:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, lo, hi)
+        if offset > hi:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, hi, lo, hi)
+        max_msgs = max(1, min(max_msgs, self.config.max_transfer_count_on_message * 32))
+        byte_limit = max_bytes or self.config.max_transfer_bytes_on_message
+        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, lo, hi)
+        total = 0
+        cl_min = self.commitlog.min_offset
+        next_offset = offset
+        removed = False
+        for q_off, phys, size, tags in cq.iter_units(offset, self.config.max_filter_message_count):
+            if len(result.records) >= max_msgs or (result.records and total + size > byte_limit):
+                break
+            next_offset = q_off + 1
+            if phys < cl_min:
+                removed = True
+                continue
+            if tag_filter is not None and not tag_filter(tags):
+                continue
+            data = self.commitlog.read(phys, size)
+            if data is None:
+                removed = True
+                continue
+            if record_filter is not None and not record_filter(data):
+                continue
+            result.records.append(data)
+            result.queue_offsets.append(q_off)
+            total += size
+        result.next_begin_offset = next_offset
+        if result.records:
+            result.status = GetStatus.FOUND
+        elif removed:
+            result.status = GetStatus.MESSAGE_WAS_REMOVING
+        return result
+
+    def record_at(self, phys: int) -> bytes | None:
+        """The stored record that starts exactly at CommitLog offset ``phys``."""
+        return self.commitlog.record_at(phys)
+
+    def message_at(self, phys: int) -> MessageRecord | None:
+        data = self.commitlog.record_at(phys)
+        if data is None:
+            return None
+        try:
+            return decode_record(data)
+        except RecordError:
+            return None
+
+    def query_by_key(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, *, unique: bool = False
+    ) -> list[MessageRecord]:
+        """Messages of ``topic`` whose KEYS (or UNIQ_KEY when ``unique``) contain ``key``, newest first."""
+        if self.index is None:
+            return []
+        found: list[MessageRecord] = []
+        for phys in self.index.query(topic, key, max_num * 2 if max_num > 0 else 64, begin_ms, end_ms):
+            rec = self.message_at(phys)
+            if rec is None or rec.topic != topic:
+                continue
+            if (rec.uniq_key == key) if unique else (key in rec.keys or rec.uniq_key == key):
+                found.append(rec)
+                if len(found) >= max_num > 0:
+                    break
+        return found
+
+    def topic_queue_ids(self, topic: str) -> list[int]:
+        return [cq.queue_id for cq in self.queues.of_topic(topic)]
+
+    def delete_topic(self, topic: str) -> None:
+        with self._write_lock:
+            self.queues.remove_topic(topic)
+            self._queue_offsets = {k: v for k, v in self._queue_offsets.items() if k[0] != topic}

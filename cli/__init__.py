@@ -1,0 +1,1 @@
+"""The ``rmq`` command tree and the ``mqadmin`` compatible entry point."""

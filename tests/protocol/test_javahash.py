@@ -1,0 +1,34 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.protocol.javahash import index_key_hash, java_hash, tags_code
+from broker.protocol.message import body_crc
+from tests.vectors import load
+
+HASHES = load("java_hash_crc_vectors.json")
+
+
+def test_java_hash_vectors() -> None:
+    for item in HASHES["string_hash"]:
+        assert java_hash(item["string"]) == item["java_hashCode"], item["string"]
+        assert index_key_hash(item["string"]) == item["index_keyHash"], item["string"]
+        assert index_key_hash(item["string"]) % 5_000_000 == item["index_slot_5000000"]
+        assert tags_code(item["string"]) == item["cq_tagsCode_int64"]
+
+
+def test_body_crc_vectors() -> None:
+    for item in HASHES["crc32"]:
+        assert body_crc(item["body_utf8"].encode()) == item["rocketmq_bodycrc"]
+
+
+def test_min_value_maps_to_zero() -> None:
+    assert java_hash("polygenelubricants") == -(2**31)
+    assert index_key_hash("polygenelubricants") == 0
+
+
+@given(st.text(), st.text())
+def test_hash_algebra_of_concatenation(a: str, b: str) -> None:
+    # Java: h(a+b) = h(a) * 31^len16(b) + h(b) (mod 2^32); the ASCII fast path must agree
+    n = len(b.encode("utf-16-be")) // 2
+    expected = (java_hash(a) * pow(31, n, 2**32) + java_hash(b)) % 2**32
+    assert java_hash(a + b) % 2**32 == expected
