@@ -1,4 +1,5 @@
-"""Access to the shared byte vectors (../shared/reference/vectors), located relative to the repo."""
+"""Byte vectors derived from Apache RocketMQ behaviour (Java hashCode/CRC values computed by a JVM,
+ids from upstream test constants, constructed wire frames), kept in tests/data."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-VECTORS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "vectors"
+VECTORS = Path(__file__).resolve().parent / "data"
 
 
 def load(name: str) -> Any:

@@ -1,0 +1,1 @@
+"""Python SDK: remoting client, producers, consumers and admin RPCs."""

@@ -1,0 +1,359 @@
+"""Remoting frames and RemotingCommand (reference §1.1-§1.3), sans-IO.
+
+A frame is ``i32 length | i32 (serializeType << 24 | headerLength) | header | body``. The header is
+either fastjson-style JSON or the compact ROCKETMQ binary form; both decode to one
+:class:`RemotingCommand`. Decoders are lenient where Java is (numbers and booleans as extField
+values, language as name or ordinal, unknown keys) and raise :class:`ProtocolError` for everything
+that cannot be a frame, so a server can drop exactly the offending connection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from broker.protocol import lenient_json
+from broker.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType, language_of
+
+MAX_FRAME_LENGTH = 16 * 1024 * 1024  # whole frame including the length field, as Netty counts it
+RESPONSE_FLAG = 1 << 0
+ONEWAY_FLAG = 1 << 1
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag: 13 bytes
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_HEADER_LENGTH_MASK = 0xFFFFFF
+
+
+class ProtocolError(ValueError):
+    """Bytes or fields that violate the remoting protocol; the message says exactly what and where."""
+
+
+class ExtFieldsHeader(Protocol):
+    """Anything that renders itself as extFields (the typed headers in :mod:`broker.protocol.headers`)."""
+
+    def to_ext_fields(self) -> dict[str, str]: ...
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    code: int
+    language: LanguageCode = LanguageCode.JAVA  # peers expect a broker to look like the Java one
+    version: int = CURRENT_VERSION
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY_FLAG)
+
+    def encode(self, serialize_type: SerializeType | None = None) -> bytes:
+        return encode_command(self, serialize_type)
+
+
+_opaque_counter = itertools.count()
+
+
+def next_opaque() -> int:
+    """Process-wide request id, kept non-negative so it survives every header form."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+def make_request(
+    code: int,
+    header: ExtFieldsHeader | None = None,
+    *,
+    body: bytes | None = None,
+    oneway: bool = False,
+    ext_fields: Mapping[str, str] | None = None,
+    opaque: int | None = None,
+    language: LanguageCode = LanguageCode.JAVA,
+    version: int = CURRENT_VERSION,
+) -> RemotingCommand:
+    """A request; ``ext_fields`` adds keys beyond the typed header (ACL fields, ``_UNIQUE_KEY_QUERY``)."""
+    fields = header.to_ext_fields() if header is not None else {}
+    if ext_fields:
+        fields.update(ext_fields)
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=next_opaque() if opaque is None else opaque,
+        flag=ONEWAY_FLAG if oneway else 0,
+        ext_fields=fields,
+        body=body,
+    )
+
+
+def make_response(
+    request: RemotingCommand,
+    code: int = ResponseCode.SUCCESS,
+    remark: str | None = None,
+    *,
+    header: ExtFieldsHeader | None = None,
+    body: bytes | None = None,
+) -> RemotingCommand:
+    """The answer to ``request``: same opaque, response flag set."""
+    return RemotingCommand(
+        code=code,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        remark=remark,
+        ext_fields=header.to_ext_fields() if header is not None else {},
+        body=body,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON header
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """fastjson's bean form: keys sorted, nulls (and an absent extFields map) omitted."""
+    obj: dict[str, Any] = {
+        "code": cmd.code,
+        "flag": cmd.flag,
+        "language": cmd.language.name,
+        "opaque": cmd.opaque,
+        "serializeTypeCurrentRPC": SerializeType.JSON.name,
+        "version": cmd.version,
+    }
+    if cmd.remark is not None:
+        obj["remark"] = cmd.remark
+    if cmd.ext_fields:
+        obj["extFields"] = cmd.ext_fields
+    return lenient_json.dumps(obj).encode("utf-8")
+
+
+def _java_string(value: Any) -> str:
+    """What Java's String.valueOf gives for a JSON scalar that fastjson stored in a String map."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return lenient_json.dumps(value)
+
+
+def _header_int(obj: Mapping[str, Any], name: str) -> int:
+    value = obj.get(name)
+    if value is None:
+        return 0  # fastjson leaves a missing int field at its default
+    if isinstance(value, bool):
+        raise ProtocolError(f"header field {name!r} must be an integer, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ProtocolError(f"header field {name!r} must be an integer, got {value!r}") from None
+    if not isinstance(value, int):
+        raise ProtocolError(f"header field {name!r} must be an integer, got {value!r}")
+    if not _I32_MIN <= value <= _I32_MAX:
+        raise ProtocolError(f"header field {name!r} is out of the 32-bit range: {value}")
+    return value
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    """Parse a JSON header; the caller sets the body and serialize type from the frame."""
+    try:
+        obj = lenient_json.loads(bytes(data).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"JSON header is not UTF-8 (byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:  # ValueError also covers numbers beyond int()'s digit limit
+        raise ProtocolError(f"JSON header does not parse: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"JSON header must be an object, got {type(obj).__name__}")
+    language = obj.get("language")
+    if language is not None and (isinstance(language, bool) or not isinstance(language, str | int)):
+        raise ProtocolError(f"header field 'language' must be a name or an ordinal, got {language!r}")
+    remark = obj.get("remark")
+    raw_ext = obj.get("extFields")
+    if raw_ext is not None and not isinstance(raw_ext, dict):
+        raise ProtocolError(f"header field 'extFields' must be an object, got {type(raw_ext).__name__}")
+    return RemotingCommand(
+        code=_header_int(obj, "code"),
+        language=LanguageCode.JAVA if language is None else language_of(language),
+        version=_header_int(obj, "version"),
+        opaque=_header_int(obj, "opaque"),
+        flag=_header_int(obj, "flag"),
+        remark=None if remark is None else _java_string(remark),
+        ext_fields={k: _java_string(v) for k, v in (raw_ext or {}).items() if v is not None},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# ROCKETMQ binary header
+
+
+def _check_i16(name: str, value: int) -> None:
+    if not -32768 <= value <= 32767:
+        raise ProtocolError(f"{name} {value} does not fit the ROCKETMQ header's 16 bits; use JSON")
+
+
+def encode_binary_header(cmd: RemotingCommand) -> bytes:
+    _check_i16("code", cmd.code)
+    _check_i16("version", cmd.version)
+    parts = [_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    parts += (_I32.pack(len(remark)), remark)
+    ext: list[bytes] = []
+    for key, value in cmd.ext_fields.items():
+        kb = key.encode("utf-8")
+        vb = value.encode("utf-8")
+        if len(kb) > 32767:
+            raise ProtocolError(f"extField name of {len(kb)} bytes does not fit the ROCKETMQ header")
+        ext += (_I16.pack(len(kb)), kb, _I32.pack(len(vb)), vb)
+    ext_block = b"".join(ext)
+    parts += (_I32.pack(len(ext_block)), ext_block)
+    return b"".join(parts)
+
+
+def _read_len(view: memoryview, pos: int, fmt: struct.Struct, limit: int, what: str) -> tuple[int, int]:
+    """Read a length prefix at ``pos`` and check that many bytes follow before ``limit``."""
+    if pos + fmt.size > limit:
+        raise ProtocolError(f"ROCKETMQ header truncated at byte {pos}: missing {what} length")
+    (length,) = fmt.unpack_from(view, pos)
+    pos += fmt.size
+    if length < 0 or length > limit - pos:
+        raise ProtocolError(f"ROCKETMQ header {what} length {length} at byte {pos - fmt.size} exceeds header")
+    return length, pos
+
+
+def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
+    view = memoryview(data)
+    size = len(view)
+    if size < _FIXED.size:
+        raise ProtocolError(f"ROCKETMQ header too short: {size} bytes, the fixed part is {_FIXED.size}")
+    code, language, version, opaque, flag = _FIXED.unpack_from(view, 0)
+    length, pos = _read_len(view, _FIXED.size, _I32, size, "remark")
+    # Java turns zero-length strings into null, and so do we.
+    remark = str(view[pos : pos + length], "utf-8", "replace") or None
+    ext_length, pos = _read_len(view, pos + length, _I32, size, "extFields")
+    end = pos + ext_length
+    ext: dict[str, str] = {}
+    while pos < end:
+        key_length, pos = _read_len(view, pos, _I16, end, "extField key")
+        key = str(view[pos : pos + key_length], "utf-8", "replace")
+        value_length, pos = _read_len(view, pos + key_length, _I32, end, "extField value")
+        value = str(view[pos : pos + value_length], "utf-8", "replace")
+        pos += value_length
+        if key and value:
+            ext[key] = value
+    return RemotingCommand(
+        code=code,
+        language=language_of(language),
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# frames
+
+
+def encode_command(cmd: RemotingCommand, serialize_type: SerializeType | None = None) -> bytes:
+    """A complete frame; ``serialize_type`` overrides the command's own (servers reply in theirs)."""
+    stype = cmd.serialize_type if serialize_type is None else serialize_type
+    header = encode_binary_header(cmd) if stype is SerializeType.ROCKETMQ else encode_json_header(cmd)
+    body = cmd.body or b""
+    length = 4 + len(header) + len(body)
+    if length + 4 > MAX_FRAME_LENGTH:
+        raise ProtocolError(f"frame of {length + 4} bytes exceeds the {MAX_FRAME_LENGTH}-byte maximum")
+    return b"".join((_I32.pack(length), mark_serialize_type(stype, len(header)), header, body))
+
+
+def mark_serialize_type(serialize_type: SerializeType, header_length: int) -> bytes:
+    """The second int of a frame (upstream's ``markProtocolType``)."""
+    return _I32.pack((serialize_type << 24) | (header_length & _HEADER_LENGTH_MASK))
+
+
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one frame without its leading length field."""
+    view = memoryview(frame)
+    if len(view) < 4:
+        raise ProtocolError(f"frame of {len(view)} bytes has no header-length field")
+    (marker,) = _I32.unpack_from(view, 0)
+    stype = (marker >> 24) & 0xFF
+    header_length = marker & _HEADER_LENGTH_MASK
+    if header_length > len(view) - 4:
+        raise ProtocolError(
+            f"header length {header_length} exceeds the {len(view) - 4} bytes left in the frame"
+        )
+    header = view[4 : 4 + header_length]
+    if stype == SerializeType.JSON:
+        cmd = decode_json_header(header)
+    elif stype == SerializeType.ROCKETMQ:
+        cmd = decode_binary_header(header)
+    else:
+        raise ProtocolError(f"unknown serialize type {stype}")
+    cmd.serialize_type = SerializeType(stype)
+    body = view[4 + header_length :]
+    cmd.body = bytes(body) if len(body) else None
+    return cmd
+
+
+class FrameDecoder:
+    """Reassembles frames from a byte stream: feed it what the socket gave, iterate the commands.
+
+    After a :class:`ProtocolError` the stream has lost its framing, so the decoder stays failed and
+    re-raises; the connection must be closed.
+    """
+
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._max = max_frame_length
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> Iterator[RemotingCommand]:
+        """Append ``data`` now; the returned iterator yields each complete command in order."""
+        if self._error is not None:
+            raise self._error
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+        return self._frames()
+
+    def _frames(self) -> Iterator[RemotingCommand]:
+        while self._error is None and len(self._buf) - self._pos >= 4:
+            try:
+                (length,) = _I32.unpack_from(self._buf, self._pos)
+                if length < 4:
+                    raise ProtocolError(f"frame length {length} is below the 4-byte minimum")
+                if length + 4 > self._max:
+                    raise ProtocolError(f"frame length {length} exceeds the {self._max}-byte maximum")
+                end = self._pos + 4 + length
+                if end > len(self._buf):
+                    return
+                frame = self._buf[self._pos + 4 : end]
+                self._pos = end
+                cmd = decode_frame(frame)
+            except ProtocolError as exc:
+                self._error = exc
+                raise
+            yield cmd

@@ -1,0 +1,1 @@
+"""The broker: remoting server, request processors and the services behind them."""
