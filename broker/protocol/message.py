@@ -249,14 +249,14 @@ def read_layout(buf: Buffer, pos: int, limit: int) -> RecordLayout:
     reported through ``magic == BLANK_MAGIC`` with only ``total_size`` meaningful.
     """
     if limit - pos < 8:
-        raise RecordError(f"truncated record header at {pos}")
+        raise RecordError("truncated record header")
     total, magic = struct.unpack_from(">ii", buf, pos)
     if magic == BLANK_MAGIC:
         return RecordLayout(total, magic, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if magic not in (MAGIC_V1, MAGIC_V2):
-        raise RecordError(f"bad magic code 0x{magic & 0xFFFFFFFF:08X} at {pos}")
+        raise RecordError(f"bad magic code 0x{magic & 0xFFFFFFFF:08X}")
     if total < 91 or pos + total > limit:
-        raise RecordError(f"record size {total} at {pos} runs past the end ({limit})")
+        raise RecordError(f"record size {total} runs past the end of the written data")
     crc = _I32.unpack_from(buf, pos + POS_BODY_CRC)[0]
     sys_flag = _I32.unpack_from(buf, pos + POS_SYSFLAG)[0]
     p = pos + POS_BORN_HOST + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
@@ -266,7 +266,7 @@ def read_layout(buf: Buffer, pos: int, limit: int) -> RecordLayout:
     body_pos = p + 4
     p = body_pos + body_len
     if body_len < 0 or p + 3 > pos + total:
-        raise RecordError(f"body length {body_len} does not fit record at {pos}")
+        raise RecordError(f"body length {body_len} does not fit record")
     if magic == MAGIC_V2:
         topic_len = _I16.unpack_from(buf, p)[0]
         p += 2
@@ -276,11 +276,11 @@ def read_layout(buf: Buffer, pos: int, limit: int) -> RecordLayout:
     topic_pos = p
     p += topic_len
     if p + 2 > pos + total:
-        raise RecordError(f"topic length {topic_len} does not fit record at {pos}")
+        raise RecordError(f"topic length {topic_len} does not fit record")
     props_len = _I16.unpack_from(buf, p)[0]
     props_pos = p + 2
     if props_len < 0 or props_pos + props_len != pos + total:
-        raise RecordError(f"record size {total} at {pos} does not match its parts")
+        raise RecordError(f"record size {total} does not match its parts")
     return RecordLayout(
         total, magic, crc, sys_flag, store_ts, body_pos, body_len, topic_pos, topic_len, props_pos, props_len
     )
@@ -293,7 +293,10 @@ def check_crc(buf: Buffer, layout: RecordLayout) -> bool:
 
 def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> MessageRecord:
     """Decode the record at ``pos``; raises :class:`RecordError` for anything invalid."""
-    layout = read_layout(buf, pos, len(buf))
+    try:
+        layout = read_layout(buf, pos, len(buf))
+    except RecordError as exc:
+        raise RecordError(f"record at {pos}: {exc}") from None
     if layout.magic == BLANK_MAGIC:
         raise RecordError(f"blank end-of-file marker at {pos}")
     if verify_crc and not check_crc(buf, layout):

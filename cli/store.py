@@ -1,0 +1,238 @@
+"""``rmq store``: offline, read-only tools for a store folder (info, verify, lookup, dump).
+
+They read the files directly, so they work on a stopped broker, a copied folder, a store written by
+Apache RocketMQ, or next to a running broker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.output import Fields, OutputFormat, OutputOption, ProgressBar, Section, Table, cell, emit, ms_time
+
+if TYPE_CHECKING:
+    from admin.store_tools import DumpResult, StoreInfo, VerifyResult
+    from broker.protocol.message import MessageRecord
+
+app = typer.Typer(
+    help="Inspect a store folder offline: files, offsets, integrity, messages.",
+    no_args_is_help=True,
+)
+
+StoreDir = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DIR", help="The store folder (storePathRootDir, e.g. ~/store).", show_default=False
+    ),
+]
+_PROGRESS_MIN_BYTES = 64 << 20  # a verify walk shorter than this finishes before a bar helps
+_BODY_PREVIEW = 40
+
+
+@app.command("info")
+def info(directory: StoreDir, output: OutputOption = OutputFormat.TABLE) -> None:
+    """CommitLog files, offsets, queues, index files, checkpoint, and what recovery would do."""
+    from admin.store_tools import store_info
+
+    result = store_info(directory)
+    emit(output, result, lambda: _info_sections(result))
+
+
+@app.command("verify")
+def verify(directory: StoreDir, output: OutputOption = OutputFormat.TABLE) -> None:
+    """Check every record and queue unit; exit 1 when problems are found."""
+    from admin.errors import OperationFailed
+    from admin.store_tools import store_verify
+
+    with ProgressBar(min_total=_PROGRESS_MIN_BYTES) as bar:
+        result = store_verify(directory, progress=bar)
+    emit(output, result, lambda: _verify_sections(result))
+    if not result.ok:
+        count = len(result.problems) + result.more_problems
+        raise OperationFailed(f"{count} problem(s) found in store {directory}")
+
+
+@app.command("lookup")
+def lookup(
+    directory: StoreDir,
+    msg_id: Annotated[
+        str | None, typer.Option("--msg-id", "-i", help="Offset MessageId (a UNIQ_KEY too, with --topic).")
+    ] = None,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Topic (needed for keys).")] = None,
+    key: Annotated[str | None, typer.Option("--key", "-k", help="A KEYS entry.")] = None,
+    unique_key: Annotated[
+        str | None,
+        typer.Option("--unique-key", "-u", help="A UNIQ_KEY (the id clients show)."),
+    ] = None,
+    begin: Annotated[int, typer.Option("--begin", help="Stored at or after (epoch ms).")] = 0,
+    end: Annotated[int | None, typer.Option("--end", help="Stored at or before (epoch ms).")] = None,
+    max_num: Annotated[int, typer.Option("--max", help="At most this many messages.")] = 64,
+    output: OutputOption = OutputFormat.TABLE,
+) -> None:
+    """Find messages by MessageId, or in a topic by key or unique key (through the IndexFile)."""
+    from admin.store_tools import MAX_TIMESTAMP, store_lookup
+
+    result = store_lookup(
+        directory,
+        msg_id=msg_id,
+        topic=topic,
+        key=key,
+        unique_key=unique_key,
+        begin_ms=begin,
+        end_ms=MAX_TIMESTAMP if end is None else end,
+        max_num=max_num,
+    )
+    messages = result.messages
+    emit(
+        output,
+        result,
+        lambda: [_message_fields(messages[0])] if len(messages) == 1 else [_messages_table(messages)],
+    )
+
+
+@app.command("dump")
+def dump(
+    directory: StoreDir,
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to dump.", show_default=False)],
+    queue: Annotated[int | None, typer.Option("--queue", "-q", help="Only this queue id.")] = None,
+    from_offset: Annotated[int, typer.Option("--from", help="First queue offset.")] = 0,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many messages.")] = 100,
+    output: OutputOption = OutputFormat.TABLE,
+) -> None:
+    """Messages of a topic in queue order, from a queue offset."""
+    from admin.store_tools import store_dump
+
+    result = store_dump(directory, topic, queue=queue, from_offset=from_offset, limit=limit)
+    emit(output, result, lambda: _dump_sections(result))
+
+
+# -- layouts for people ---------------------------------------------------------------------------
+def _info_sections(info: StoreInfo) -> list[Section]:
+    cp = info.checkpoint
+    rec = info.recovery
+    return [
+        Fields(
+            [
+                ("path", info.path),
+                ("clean shutdown", info.clean_shutdown),
+                ("min offset", info.min_offset),
+                ("max offset", info.max_offset),
+                ("checkpoint physic", ms_time(cp.physic_msg_timestamp)),
+                ("checkpoint logics", ms_time(cp.logics_msg_timestamp)),
+                ("checkpoint index", ms_time(cp.index_msg_timestamp)),
+                ("recovery scans from", rec.scanned_from),
+                ("recovery ends at", rec.commitlog_end),
+                ("recovery truncates", f"{rec.truncated_bytes} bytes"),
+                ("recovery problem", rec.problem),
+            ],
+            title="Store",
+        ),
+        Table(
+            ["file", "start offset", "size", "used"],
+            [(f.name, f.start_offset, f.size, f.used) for f in info.commitlog_files],
+            title="CommitLog",
+        ),
+        Table(
+            ["topic", "queue", "min offset", "max offset"],
+            [(q.topic, q.queue_id, q.min_offset, q.max_offset) for q in info.queues],
+            title="ConsumeQueues",
+        ),
+        Table(
+            ["file", "begin", "end", "entries"],
+            [
+                (f.name, ms_time(f.begin_timestamp), ms_time(f.end_timestamp), f.entries)
+                for f in info.index_files
+            ],
+            title="IndexFiles",
+        ),
+    ]
+
+
+def _verify_sections(result: VerifyResult) -> list[Section]:
+    rec = result.recovery
+    summary = Fields(
+        [
+            ("path", result.path),
+            ("ok", result.ok),
+            ("records", result.records),
+            ("bytes", result.bytes),
+            ("queues", result.queues),
+            ("units", result.units),
+            ("problems", len(result.problems) + result.more_problems),
+            ("recovery ends at", rec.commitlog_end),
+            ("recovery truncates", f"{rec.truncated_bytes} bytes"),
+        ],
+        title="Verify",
+    )
+    if not result.problems:
+        return [summary]
+    problems = Table(
+        ["area", "file", "offset", "reason"],
+        [(p.area, p.file, p.offset, p.reason) for p in result.problems],
+        title="Problems",
+    )
+    return [summary, problems]
+
+
+def _dump_sections(result: DumpResult) -> list[Section]:
+    sections: list[Section] = [_messages_table(result.messages, title=f"Topic {result.topic}")]
+    if result.unreadable:
+        sections.append(
+            Table(
+                ["queue", "offset", "commitlog offset", "reason"],
+                [(u.queue_id, u.queue_offset, u.commit_log_offset, u.reason) for u in result.unreadable],
+                title="Unreadable units",
+            )
+        )
+    return sections
+
+
+def _messages_table(messages: list[MessageRecord], title: str = "") -> Table:
+    return Table(
+        ["queue", "offset", "msg id", "tags", "keys", "stored", "size", "body"],
+        [
+            (
+                m.queue_id,
+                m.queue_offset,
+                m.offset_msg_id,
+                m.tags,
+                " ".join(m.keys) or None,
+                ms_time(m.store_timestamp),
+                m.total_size,
+                _preview(m.body),
+            )
+            for m in messages
+        ],
+        title=title,
+    )
+
+
+def _message_fields(m: MessageRecord) -> Fields:
+    items: list[tuple[str, object]] = [
+        ("topic", m.topic),
+        ("queue id", m.queue_id),
+        ("queue offset", m.queue_offset),
+        ("commitlog offset", m.physical_offset),
+        ("msg id", m.offset_msg_id),
+        ("uniq key", m.uniq_key),
+        ("tags", m.tags),
+        ("keys", " ".join(m.keys) or None),
+        ("born", f"{ms_time(m.born_timestamp)} from {m.born_host}"),
+        ("stored", f"{ms_time(m.store_timestamp)} on {m.store_host}"),
+        ("flag / sysflag", f"{m.flag} / {m.sys_flag}"),
+        ("reconsume times", m.reconsume_times),
+        ("size", m.total_size),
+        ("body CRC", m.body_crc),
+    ]
+    items += [(f"property {name}", value) for name, value in sorted(m.properties.items())]
+    items.append(("body", _preview(m.body, 4096)))
+    return Fields(items, title="Message")
+
+
+def _preview(body: bytes, width: int = _BODY_PREVIEW) -> str:
+    """The start of a body as text (undecodable bytes shown as \\ufffd)."""
+    text = cell(body[: width * 4].decode("utf-8", "replace"))
+    return text if len(text) <= width else text[: width - 1] + "…"
