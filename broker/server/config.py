@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.settings import SettingsTarget, parse_overrides, read_settings_file
+from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
 from broker.store.config import StoreConfig
 
 DEFAULT_STORE = Path("~/.rmqkit/store").expanduser()
@@ -62,8 +62,6 @@ class BrokerConfig:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
 
     def validate(self) -> None:
-        from broker.settings import SettingsError
-
         if self.broker_role.upper() not in BROKER_ROLES:
             raise SettingsError(
                 f"setting brokerRole: {self.broker_role!r} is not one of {', '.join(BROKER_ROLES)}"
@@ -116,11 +114,12 @@ def load_broker_settings(
         store.store_path = store_path
     broker.validate()
     if store.flush_disk_type.upper() not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
-        from broker.settings import SettingsError
-
         raise SettingsError(
             f"setting flushDiskType: {store.flush_disk_type!r} is not ASYNC_FLUSH or SYNC_FLUSH"
         )
     store.flush_disk_type = store.flush_disk_type.upper()
-    store.delay_levels_ms  # noqa: B018 - parses messageDelayLevel now so a bad value fails at start
+    try:
+        store.delay_levels_ms  # noqa: B018 - parsed now so that a bad value fails at start
+    except ValueError as exc:
+        raise SettingsError(f"setting messageDelayLevel: {exc}") from None
     return broker, store

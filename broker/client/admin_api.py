@@ -1,0 +1,333 @@
+"""Typed admin RPCs to NameServers and brokers (what mqadmin's MQAdminExt is in Java).
+
+Every function sends one request and returns a typed answer or raises :class:`RemoteError` with
+the server's code and remark. ``admin/`` builds the operator toolkit on these; screens and
+commands never talk to sockets themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from broker.client.remoting_client import RemotingClient, RemotingConnectError
+from broker.protocol import headers as H
+from broker.protocol.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    JsonBody,
+    KVTable,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.message import MessageRecord, RecordError, decode_records
+from broker.protocol.remoting import RemotingCommand, make_request
+
+B = TypeVar("B", bound=JsonBody)
+DEFAULT_TIMEOUT = 5.0
+
+
+class RemoteError(Exception):
+    """A server answered with an error code; ``remark`` is its explanation."""
+
+    def __init__(self, addr: str, request: int, code: int, remark: str | None) -> None:
+        self.addr = addr
+        self.request = request
+        self.code = code
+        self.remark = remark or ""
+        name = ResponseCode(code).name if code in ResponseCode._value2member_map_ else str(code)
+        super().__init__(
+            f"{addr} answered {name} ({code}) to request {request}: {self.remark or 'no remark'}"
+        )
+
+
+def _properties_text(values: Mapping[str, str]) -> bytes:
+    return "".join(f"{k}={v}\n" for k, v in values.items()).encode("utf-8")
+
+
+def parse_properties_body(body: bytes | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in (body or b"").decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.lstrip().startswith("#"):
+            out[key.strip()] = value.strip()
+    return out
+
+
+class AdminApi:
+    """Admin requests over one shared :class:`RemotingClient` (one connection per address)."""
+
+    def __init__(self, client: RemotingClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.client = client
+        self.timeout = timeout
+
+    async def call(
+        self,
+        addr: str,
+        code: int,
+        header: H.CommandHeader | None = None,
+        *,
+        body: bytes | None = None,
+        ext: Mapping[str, str] | None = None,
+        ok: Sequence[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        response = await self.client.invoke(
+            addr, make_request(code, header, body=body, ext_fields=ext), timeout=self.timeout
+        )
+        if response.code not in ok:
+            raise RemoteError(addr, code, response.code, response.remark)
+        return response
+
+    async def _body(self, addr: str, code: int, cls: type[B], header: H.CommandHeader | None = None) -> B:
+        response = await self.call(addr, code, header)
+        return cls.from_json(response.body or b"{}")
+
+    # == NameServer ============================================================================
+    async def first_namesrv(self, addrs: Sequence[str], code: int, header: H.CommandHeader | None = None,
+                            *, ok: Sequence[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:  # fmt: skip
+        """Ask the NameServers in turn until one answers (a down one is skipped)."""
+        last: Exception | None = None
+        for addr in addrs:
+            try:
+                return await self.call(addr, code, header, ok=ok)
+            except RemotingConnectError as exc:
+                last = exc
+        if last is None:
+            raise ValueError("no NameServer address given")
+        raise last
+
+    async def topic_route(self, namesrv: Sequence[str], topic: str) -> TopicRouteData:
+        r = await self.first_namesrv(
+            namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, H.GetRouteInfoRequestHeader(topic=topic)
+        )
+        return TopicRouteData.from_json(r.body or b"{}")
+
+    async def cluster_info(self, namesrv: Sequence[str]) -> ClusterInfo:
+        r = await self.first_namesrv(namesrv, RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(r.body or b"{}")
+
+    async def topic_list(self, namesrv: Sequence[str]) -> list[str]:
+        r = await self.first_namesrv(namesrv, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return TopicList.from_json(r.body or b"{}").topicList
+
+    async def topics_by_cluster(self, namesrv: Sequence[str], cluster: str) -> list[str]:
+        header = H.GetTopicsByClusterRequestHeader(cluster=cluster)
+        r = await self.first_namesrv(namesrv, RequestCode.GET_TOPICS_BY_CLUSTER, header)
+        return TopicList.from_json(r.body or b"{}").topicList
+
+    async def delete_topic_in_namesrv(
+        self, namesrv_addr: str, topic: str, cluster: str | None = None
+    ) -> None:
+        header = H.DeleteTopicFromNamesrvRequestHeader(topic=topic, clusterName=cluster)
+        await self.call(namesrv_addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, header)
+
+    async def put_kv(self, namesrv_addr: str, namespace: str, key: str, value: str) -> None:
+        header = H.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        await self.call(namesrv_addr, RequestCode.PUT_KV_CONFIG, header)
+
+    async def get_kv(self, namesrv: Sequence[str], namespace: str, key: str) -> str | None:
+        header = H.GetKVConfigRequestHeader(namespace=namespace, key=key)
+        ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        r = await self.first_namesrv(namesrv, RequestCode.GET_KV_CONFIG, header, ok=ok)
+        if r.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return H.GetKVConfigResponseHeader.from_ext_fields(r.ext_fields).value
+
+    async def delete_kv(self, namesrv_addr: str, namespace: str, key: str) -> None:
+        header = H.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        await self.call(namesrv_addr, RequestCode.DELETE_KV_CONFIG, header)
+
+    async def kv_list(self, namesrv: Sequence[str], namespace: str) -> dict[str, str]:
+        header = H.GetKVListByNamespaceRequestHeader(namespace=namespace)
+        ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        r = await self.first_namesrv(namesrv, RequestCode.GET_KVLIST_BY_NAMESPACE, header, ok=ok)
+        return {} if r.code == ResponseCode.QUERY_NOT_FOUND else KVTable.from_json(r.body or b"{}").table
+
+    async def namesrv_config(self, namesrv_addr: str) -> dict[str, str]:
+        r = await self.call(namesrv_addr, RequestCode.GET_NAMESRV_CONFIG)
+        return parse_properties_body(r.body)
+
+    async def update_namesrv_config(self, namesrv_addr: str, values: Mapping[str, str]) -> None:
+        await self.call(namesrv_addr, RequestCode.UPDATE_NAMESRV_CONFIG, body=_properties_text(values))
+
+    async def wipe_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        header = H.WipeWritePermOfBrokerRequestHeader(brokerName=broker_name)
+        r = await self.call(namesrv_addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, header)
+        return H.WipeWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).wipeTopicCount or 0
+
+    async def add_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        header = H.AddWritePermOfBrokerRequestHeader(brokerName=broker_name)
+        r = await self.call(namesrv_addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, header)
+        return H.AddWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).addTopicCount or 0
+
+    # == broker: topics and groups ===============================================================
+    async def create_topic(self, broker_addr: str, config: TopicConfig) -> None:
+        header = H.CreateTopicRequestHeader(
+            topic=config.topicName or "",
+            defaultTopic="TBW102",
+            readQueueNums=config.readQueueNums,
+            writeQueueNums=config.writeQueueNums,
+            perm=config.perm,
+            topicFilterType=config.topicFilterType.name,
+            topicSysFlag=config.topicSysFlag,
+            order=config.order,
+            attributes=",".join(f"+{k}={v}" for k, v in config.attributes.items()) or None,
+        )
+        await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+
+    async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
+        await self.call(
+            broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, H.DeleteTopicRequestHeader(topic=topic)
+        )
+
+    async def all_topic_config(self, broker_addr: str) -> dict[str, TopicConfig]:
+        wrapper = await self._body(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG, TopicConfigSerializeWrapper)
+        return wrapper.topicConfigTable
+
+    async def create_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
+        await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
+
+    async def delete_group(self, broker_addr: str, group: str, clean_offsets: bool = False) -> None:
+        header = H.DeleteSubscriptionGroupRequestHeader(groupName=group, cleanOffset=clean_offsets)
+        await self.call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
+
+    async def all_group_config(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        r = await self.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        from broker.protocol.bodies import load_json
+
+        doc = load_json(r.body or b"{}", "SubscriptionGroupWrapper")
+        table = doc.get("subscriptionGroupTable", {}) if isinstance(doc, dict) else {}
+        return {str(k): SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
+
+    # == broker: state and statistics ============================================================
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        r = await self.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties_body(r.body)
+
+    async def update_broker_config(self, broker_addr: str, values: Mapping[str, str]) -> None:
+        await self.call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=_properties_text(values))
+
+    async def runtime_info(self, broker_addr: str) -> dict[str, str]:
+        return (await self._body(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO, KVTable)).table
+
+    async def topic_stats(self, broker_addr: str, topic: str) -> TopicStatsTable:
+        header = H.GetTopicStatsInfoRequestHeader(topic=topic)
+        return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, TopicStatsTable, header)
+
+    async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
+        header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
+        return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, ConsumeStats, header)
+
+    async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection | None:
+        """The group's online clients, or None when none is online (206 CONSUMER_NOT_ONLINE)."""
+        header = H.GetConsumerConnectionListRequestHeader(consumerGroup=group)
+        ok = (ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
+        r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
+        return None if r.code != ResponseCode.SUCCESS else ConsumerConnection.from_json(r.body or b"{}")
+
+    async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
+        header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
+        return await self._body(
+            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ProducerConnection, header
+        )
+
+    async def groups_consuming(self, broker_addr: str, topic: str) -> list[str]:
+        header = H.QueryTopicConsumeByWhoRequestHeader(topic=topic)
+        return (
+            await self._body(broker_addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, GroupList, header)
+        ).groupList
+
+    # == broker: offsets ======================================================================
+    async def reset_offset(
+        self, broker_addr: str, group: str, topic: str, *, timestamp: int = 0, offset: int | None = None,
+        queue_id: int = -1, force: bool = True,
+    ) -> ResetOffsetBody:  # fmt: skip
+        header = H.ResetOffsetRequestHeader(
+            group=group, topic=topic, timestamp=timestamp, offset=offset, queueId=queue_id, isForce=force
+        )
+        return await self._body(
+            broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ResetOffsetBody, header
+        )
+
+    async def clone_group_offset(
+        self, broker_addr: str, src: str, dest: str, topic: str | None = None
+    ) -> None:
+        header = H.CloneGroupOffsetRequestHeader(srcGroup=src, destGroup=dest, topic=topic)
+        await self.call(broker_addr, RequestCode.CLONE_GROUP_OFFSET, header)
+
+    async def _offset(self, broker_addr: str, code: int, header: H.CommandHeader) -> int:
+        r = await self.call(broker_addr, code, header)
+        return H.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
+
+    async def max_offset(self, broker_addr: str, topic: str, queue_id: int) -> int:
+        header = H.GetMaxOffsetRequestHeader(topic=topic, queueId=queue_id)
+        return await self._offset(broker_addr, RequestCode.GET_MAX_OFFSET, header)
+
+    async def min_offset(self, broker_addr: str, topic: str, queue_id: int) -> int:
+        header = H.GetMinOffsetRequestHeader(topic=topic, queueId=queue_id)
+        return await self._offset(broker_addr, RequestCode.GET_MIN_OFFSET, header)
+
+    async def search_offset(
+        self, broker_addr: str, topic: str, queue_id: int, timestamp: int, upper: bool = False
+    ) -> int:
+        header = H.SearchOffsetRequestHeader(
+            topic=topic,
+            queueId=queue_id,
+            timestamp=timestamp,
+            boundaryType=H.BoundaryType.UPPER if upper else H.BoundaryType.LOWER,
+        )
+        return await self._offset(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
+
+    # == broker: messages ======================================================================
+    async def view_message(self, broker_addr: str, phys_offset: int) -> MessageRecord:
+        r = await self.call(
+            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, H.ViewMessageRequestHeader(offset=phys_offset)
+        )
+        return self._records(broker_addr, r.body)[0]
+
+    async def query_message(
+        self,
+        broker_addr: str,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 64,
+        begin: int = 0,
+        end: int = 2**63 - 1,
+        unique: bool = False,
+    ) -> list[MessageRecord]:
+        """Messages whose key (or UNIQ_KEY) is ``key``; the broker's index may return collisions, so
+        results are re-checked here as mqadmin does."""
+        header = H.QueryMessageRequestHeader(
+            topic=topic, key=key, maxNum=max_num, beginTimestamp=begin, endTimestamp=end
+        )
+        ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        ext = {"_UNIQUE_KEY_QUERY": "true" if unique else "false"}
+        r = await self.call(broker_addr, RequestCode.QUERY_MESSAGE, header, ext=ext, ok=ok)
+        if r.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        found = [m for m in self._records(broker_addr, r.body) if m.topic == topic]
+        if unique:
+            return [m for m in found if m.uniq_key == key]
+        return [m for m in found if key in m.keys or m.uniq_key == key]
+
+    @staticmethod
+    def _records(addr: str, body: bytes | None) -> list[MessageRecord]:
+        try:
+            records = list(decode_records(body or b""))
+        except RecordError as exc:
+            raise RemoteError(
+                addr, 0, ResponseCode.SYSTEM_ERROR, f"undecodable message body: {exc}"
+            ) from None
+        if not records:
+            raise RemoteError(addr, 0, ResponseCode.SYSTEM_ERROR, "empty message body")
+        return records
