@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from cli import run as run_commands
 from cli import store
 from cli.errors import run
 
@@ -69,6 +70,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(store.app, name="store")
+app.command("up")(run_commands.up)
+app.command("namesrv")(run_commands.namesrv)
+app.command("broker")(run_commands.broker)
 
 
 def _print_version(value: bool) -> None:

@@ -1,0 +1,340 @@
+"""The NameServer's routing state (reference §6.8), with no IO: the server feeds it registrations,
+heartbeats, closed connections and the clock, and encodes what it answers.
+
+Tables, as in RocketMQ's RouteInfoManager: topic -> brokerName -> QueueData; brokerName ->
+BrokerData (cluster, brokerId -> address); cluster -> brokerNames; (cluster, address) -> liveness.
+A connection is an opaque token here (whatever the transport hands over), only compared by
+identity, so the table can be driven directly in tests and by an embedded broker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from broker.protocol.bodies import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+    TopicRouteData,
+)
+
+log = logging.getLogger(__name__)
+
+MASTER_ID = 0
+PERM_READ = 4
+PERM_WRITE = 2
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class BrokerAddrInfo(NamedTuple):
+    """Liveness key: the same address may belong to brokers of two clusters."""
+
+    cluster: str
+    addr: str
+
+
+@dataclass(slots=True)
+class BrokerLiveInfo:
+    last_update_ms: int
+    timeout_ms: int
+    data_version: DataVersion
+    channel: object | None
+    ha_server_addr: str
+
+
+class BrokerIdentity(NamedTuple):
+    """Who is registering or leaving: the fields of an UNREGISTER_BROKER."""
+
+    cluster: str
+    addr: str
+    broker_name: str
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterResult:
+    """What a slave is told about its master (both None for masters or while no master is live)."""
+
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+
+
+class RouteTable:
+    def __init__(self, clock: Callable[[], int] = _monotonic_ms) -> None:
+        self._clock = clock
+        self._topics: dict[str, dict[str, QueueData]] = {}
+        self._brokers: dict[str, BrokerData] = {}
+        self._clusters: dict[str, set[str]] = {}
+        self._live: dict[BrokerAddrInfo, BrokerLiveInfo] = {}
+        self._filter_servers: dict[BrokerAddrInfo, list[str]] = {}
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def register_broker(
+        self,
+        identity: BrokerIdentity,
+        *,
+        ha_server_addr: str,
+        timeout_ms: int,
+        data_version: DataVersion,
+        topics: Mapping[str, TopicConfig],
+        filter_servers: list[str] | None = None,
+        enable_acting_master: bool | None = None,
+        zone_name: str | None = None,
+        channel: object | None = None,
+    ) -> RegisterResult | None:
+        """REGISTER_BROKER. Returns None when refused: another address holds this id with a newer
+        stateVersion (a stale master coming back after a failover)."""
+        cluster, addr, name, broker_id = identity
+        key = BrokerAddrInfo(cluster, addr)
+        self._clusters.setdefault(cluster, set()).add(name)
+        brokers = self._brokers.get(name)
+        first = brokers is None
+        if brokers is None:
+            brokers = self._brokers[name] = BrokerData(cluster=cluster, brokerName=name)
+        old_version_broker = enable_acting_master is None  # brokers before 5.0 do not send the flag
+        brokers.enableActingMaster = bool(enable_acting_master)
+        brokers.zoneName = zone_name
+        addrs = brokers.brokerAddrs
+        # One address holds one id: a slave promoted to master re-registers its address as id 0.
+        for stale_id in [i for i, a in addrs.items() if a == addr and i != broker_id]:
+            del addrs[stale_id]
+        holder = addrs.get(broker_id)
+        if holder is not None and holder != addr:
+            holder_live = self._live.get(BrokerAddrInfo(cluster, holder))
+            if holder_live is not None and holder_live.data_version.stateVersion > data_version.stateVersion:
+                log.warning("%s refused: %s holds its id with a newer state version", identity, holder)
+                self._live.pop(key, None)
+                return None
+        first = first or holder is None
+        addrs[broker_id] = addr
+        is_master = broker_id == MASTER_ID
+        if is_master or (not old_version_broker and broker_id == min(addrs)):  # master or prime slave
+            changed = first or self._version_changed(key, data_version)
+            for topic, config in topics.items():
+                if changed or name not in self._topics.get(topic, {}):
+                    perm = config.perm if is_master else config.perm & ~PERM_WRITE
+                    self._topics.setdefault(topic, {})[name] = _queue_data(name, config, perm)
+        if key not in self._live:
+            log.info("new broker registered: %s, HA %s", identity, ha_server_addr)
+        self._live[key] = BrokerLiveInfo(self._clock(), timeout_ms, data_version, channel, ha_server_addr)
+        if filter_servers:
+            self._filter_servers[key] = list(filter_servers)
+        elif filter_servers is not None:
+            self._filter_servers.pop(key, None)
+        master_addr = None if is_master else addrs.get(MASTER_ID)
+        master_live = self._live.get(BrokerAddrInfo(cluster, master_addr)) if master_addr else None
+        if master_live is None:
+            return RegisterResult()
+        return RegisterResult(master_addr=master_addr, ha_server_addr=master_live.ha_server_addr)
+
+    def unregister_brokers(self, identities: Iterable[BrokerIdentity]) -> None:
+        """UNREGISTER_BROKER (also expiry and closed connections). A brokerName whose last address
+        goes takes its queue data with it; with acting master on, losing the master wipes write."""
+        removed: set[str] = set()
+        reduced: set[str] = set()
+        for ident in identities:
+            key = BrokerAddrInfo(ident.cluster, ident.addr)
+            if self._live.pop(key, None) is not None:
+                log.info("broker %s %s at %s unregistered", ident.cluster, ident.broker_name, ident.addr)
+            self._filter_servers.pop(key, None)
+            brokers = self._brokers.get(ident.broker_name)
+            if brokers is None:
+                continue
+            for broker_id in [i for i, a in brokers.brokerAddrs.items() if a == ident.addr]:
+                del brokers.brokerAddrs[broker_id]
+            if brokers.brokerAddrs:
+                reduced.add(ident.broker_name)
+                continue
+            del self._brokers[ident.broker_name]
+            removed.add(ident.broker_name)
+            names = self._clusters.get(ident.cluster)
+            if names is not None:
+                names.discard(ident.broker_name)
+                if not names:
+                    del self._clusters[ident.cluster]
+        for topic in list(self._topics):
+            per_broker = self._topics[topic]
+            for name in removed:
+                per_broker.pop(name, None)
+            if not per_broker:
+                del self._topics[topic]
+                continue
+            for name in reduced & per_broker.keys():
+                brokers = self._brokers.get(name)
+                if (
+                    brokers is not None
+                    and brokers.enableActingMaster
+                    and min(brokers.brokerAddrs) > MASTER_ID
+                ):
+                    per_broker[name].perm &= ~PERM_WRITE
+
+    def register_topic(self, topic: str, queue_datas: list[QueueData]) -> bool:
+        """REGISTER_TOPIC_IN_NAMESRV: only for a new topic whose brokers are all known."""
+        if topic in self._topics or not queue_datas:
+            return False
+        if any(qd.brokerName not in self._brokers for qd in queue_datas):
+            log.warning("topic %s not registered: it names an unknown broker", topic)
+            return False
+        self._topics[topic] = {qd.brokerName or "": dataclasses.replace(qd) for qd in queue_datas}
+        return True
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        """DELETE_TOPIC_IN_NAMESRV: everywhere, or only on the brokers of ``cluster``."""
+        if not cluster:
+            self._topics.pop(topic, None)
+            return
+        per_broker = self._topics.get(topic)
+        if per_broker is None:
+            return
+        for name in self._clusters.get(cluster, ()):
+            per_broker.pop(name, None)
+        if not per_broker:
+            del self._topics[topic]
+
+    def set_write_perm(self, broker_name: str, writable: bool) -> int:
+        """WIPE/ADD_WRITE_PERM_OF_BROKER: returns how many topics of the broker changed. Adding
+        gives read+write, as Java does, whatever the perm was before the wipe."""
+        count = 0
+        for per_broker in self._topics.values():
+            qd = per_broker.get(broker_name)
+            if qd is not None:
+                qd.perm = PERM_READ | PERM_WRITE if writable else qd.perm & ~PERM_WRITE
+                count += 1
+        return count
+
+    # -- liveness -------------------------------------------------------------------------------
+
+    def touch(self, cluster: str, addr: str) -> bool:
+        """A heartbeat: refresh a registered broker's liveness; False when it is not registered."""
+        live = self._live.get(BrokerAddrInfo(cluster, addr))
+        if live is None:
+            return False
+        live.last_update_ms = self._clock()
+        return True
+
+    def data_version(self, cluster: str, addr: str) -> DataVersion | None:
+        live = self._live.get(BrokerAddrInfo(cluster, addr))
+        return None if live is None else live.data_version
+
+    def is_data_version_changed(self, cluster: str, addr: str, version: DataVersion) -> bool:
+        return self._version_changed(BrokerAddrInfo(cluster, addr), version)
+
+    def _version_changed(self, key: BrokerAddrInfo, version: DataVersion) -> bool:
+        live = self._live.get(key)
+        return live is None or live.data_version != version
+
+    def scan_not_active(self) -> list[BrokerLiveInfo]:
+        """Unregister every broker silent for longer than its timeout; returns their liveness
+        records so the caller can close their connections."""
+        now = self._clock()
+        expired = {k: v for k, v in self._live.items() if v.last_update_ms + v.timeout_ms < now}
+        for key, live in expired.items():
+            log.warning(
+                "broker %s at %s expired after %d ms of silence", key.cluster, key.addr, live.timeout_ms
+            )
+        self._unregister_addrs(expired)
+        return list(expired.values())
+
+    def channel_closed(self, channel: object) -> None:
+        """Drop every broker that registered over a connection that has just closed."""
+        self._unregister_addrs([k for k, v in self._live.items() if v.channel is channel])
+
+    def _unregister_addrs(self, keys: Iterable[BrokerAddrInfo]) -> None:
+        identities = []
+        for key in keys:
+            ident = self._identity_of(key)
+            if ident is None:
+                self._live.pop(key, None)
+                self._filter_servers.pop(key, None)
+            else:
+                identities.append(ident)
+        self.unregister_brokers(identities)
+
+    def _identity_of(self, key: BrokerAddrInfo) -> BrokerIdentity | None:
+        for brokers in self._brokers.values():
+            if brokers.cluster != key.cluster:
+                continue
+            for broker_id, addr in brokers.brokerAddrs.items():
+                if addr == key.addr:
+                    return BrokerIdentity(key.cluster, addr, brokers.brokerName or "", broker_id)
+        return None
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def route(self, topic: str, *, acting_master: bool = False) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC's answer (copies), or None when no live broker hosts the topic.
+
+        With ``acting_master`` a masterless brokerName whose queues lost write permission shows
+        its lowest slave as id 0, so clients keep reading from it."""
+        per_broker = self._topics.get(topic)
+        if not per_broker:
+            return None
+        names = sorted(per_broker)
+        broker_datas = [_copy_broker(self._brokers[n]) for n in names if n in self._brokers]
+        if not broker_datas:
+            return None
+        route = TopicRouteData(
+            queueDatas=[dataclasses.replace(per_broker[n]) for n in names], brokerDatas=broker_datas
+        )
+        if self._filter_servers:
+            for bd in broker_datas:
+                for addr in bd.brokerAddrs.values():
+                    servers = self._filter_servers.get(BrokerAddrInfo(bd.cluster or "", addr))
+                    if servers is not None:
+                        route.filterServerTable[addr] = list(servers)
+        if acting_master:
+            for bd in broker_datas:
+                addrs = bd.brokerAddrs
+                qd = per_broker.get(bd.brokerName or "")
+                if (
+                    addrs
+                    and MASTER_ID not in addrs
+                    and bd.enableActingMaster
+                    and qd
+                    and not qd.perm & PERM_WRITE
+                ):
+                    addrs[MASTER_ID] = addrs.pop(min(addrs))
+        return route
+
+    def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(
+            brokerAddrTable={name: _copy_broker(bd) for name, bd in sorted(self._brokers.items())},
+            clusterAddrTable={cluster: sorted(names) for cluster, names in sorted(self._clusters.items())},
+        )
+
+    def topic_names(self) -> list[str]:
+        return sorted(self._topics)
+
+    def topics_of_cluster(self, cluster: str) -> list[str]:
+        """Topics with queue data on any broker of ``cluster`` (empty for an unknown cluster)."""
+        names = self._clusters.get(cluster, set())
+        return sorted(t for t, per_broker in self._topics.items() if names & per_broker.keys())
+
+    def live_brokers(self) -> dict[BrokerAddrInfo, BrokerLiveInfo]:
+        """Registered broker addresses and their liveness (a copy, for status pages and metrics)."""
+        return {key: dataclasses.replace(live) for key, live in self._live.items()}
+
+
+def _queue_data(broker_name: str, config: TopicConfig, perm: int) -> QueueData:
+    return QueueData(
+        brokerName=broker_name,
+        readQueueNums=config.readQueueNums,
+        writeQueueNums=config.writeQueueNums,
+        perm=perm,
+        topicSysFlag=config.topicSysFlag,
+    )
+
+
+def _copy_broker(bd: BrokerData) -> BrokerData:
+    return dataclasses.replace(bd, brokerAddrs=dict(sorted(bd.brokerAddrs.items())))

@@ -1,0 +1,286 @@
+"""Broker metadata administration: topics (17, 215, 21), subscription groups (200, 207, 201),
+broker configuration (26, 25) and runtime information (28).
+
+Consumer-facing admin codes live in :mod:`broker.server.consumer_admin_processor`, message lookups
+in :mod:`broker.server.query_processor`; this processor hands their handlers out too, so the
+broker registers one admin family.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from typing import TYPE_CHECKING
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol.bodies import (
+    DataVersion,
+    KVTable,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicFilterType,
+)
+from broker.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from broker.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+)
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.config import BrokerConfig, settings_target
+from broker.server.consumer_admin_processor import ConsumerAdminProcessor
+from broker.server.query_processor import QueryProcessor
+from broker.server.subscription_group import group_name_problem
+from broker.server.topic_config import topic_name_problem
+from broker.settings import SettingsError, parse_properties
+from broker.store.config import StoreConfig
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+VERSION_DESC = "V5_3_3"
+# Settings UPDATE_BROKER_CONFIG may change at runtime; everything else needs a restart (and some,
+# like paths, must never be reachable from the network: CVE-2023-33246).
+RUNTIME_SETTINGS = frozenset(
+    {
+        "broker_permission",
+        "auto_create_topic_enable",
+        "auto_create_subscription_group",
+        "default_topic_queue_nums",
+        "long_polling_enable",
+        "short_polling_time_mills",
+        "wait_time_mills_in_send_queue",
+        "notify_consumer_ids_changed_enable",
+        "use_server_side_reset_offset",
+        "reject_transaction_message",
+        "register_name_server_period",
+        "region_id",
+        "trace_on",
+        "file_reserved_time_hours",
+        "delete_when",
+        "disk_max_used_space_ratio",
+        "max_message_size",
+    }
+)
+
+
+def _attributes(text: str | None, current: dict[str, str]) -> dict[str, str]:
+    """Apply ``+k=v,-k`` attribute edits (CreateTopicRequestHeader.attributes)."""
+    result = dict(current)
+    for item in (text or "").split(","):
+        item = item.strip()
+        if item.startswith("+") and "=" in item:
+            key, _, value = item[1:].partition("=")
+            result[key] = value
+        elif item.startswith("-"):
+            result.pop(item[1:], None)
+        elif item:
+            raise ValueError(f"attribute {item!r} is not +key=value or -key")
+    return result
+
+
+def _runtime(boot_ms: int) -> str:
+    seconds = max(0, int(time.time() - boot_ms / 1000))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
+
+
+class AdminProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config_version = DataVersion()
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.create_group,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_group_config,
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
+            **ConsumerAdminProcessor(self.broker).handlers(),
+            **QueryProcessor(self.broker).handlers(),
+        }
+
+    # == topics ================================================================================
+    async def create_topic(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = CreateTopicRequestHeader.parse(request.ext_fields)
+        topics = self.broker.topics
+        problem = topic_name_problem(h.topic)
+        if problem is None and topics.is_system_topic(h.topic):
+            problem = f"The topic[{h.topic}] is conflict with system topic."
+        if problem is None and not (h.readQueueNums > 0 and h.writeQueueNums > 0):
+            problem = f"queue numbers must be positive, got read {h.readQueueNums} write {h.writeQueueNums}"
+        if problem is None and not 0 <= h.perm <= 7:
+            problem = f"perm {h.perm} is not within 0..7"
+        if problem is None and h.topicFilterType.upper() not in TopicFilterType.__members__:
+            problem = f"topicFilterType {h.topicFilterType!r} is not SINGLE_TAG or MULTI_TAG"
+        if problem is None:
+            existing = topics.get(h.topic)
+            try:
+                attributes = _attributes(h.attributes, existing.attributes if existing else {})
+            except ValueError as exc:
+                problem = str(exc)
+        if problem is not None:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        topics.put(
+            TopicConfig(
+                topicName=h.topic,
+                readQueueNums=h.readQueueNums,
+                writeQueueNums=h.writeQueueNums,
+                perm=h.perm,
+                topicFilterType=TopicFilterType[h.topicFilterType.upper()],
+                topicSysFlag=h.topicSysFlag or 0,
+                order=bool(h.order),
+                attributes=attributes,
+            )
+        )
+        return make_response(request)
+
+    async def delete_topic(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = DeleteTopicRequestHeader.parse(request.ext_fields)
+        broker = self.broker
+        if not h.topic.strip():
+            return make_response(request, ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
+        if broker.topics.is_system_topic(h.topic):
+            return make_response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                f"The topic[{h.topic}] is conflict with system topic.",
+            )
+        broker.topics.delete(h.topic)
+        broker.offsets.remove_topic(h.topic)
+        broker.stats.forget_topic(h.topic)
+        await broker.write(broker.store.delete_topic, h.topic)
+        return make_response(request)
+
+    async def all_topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        topics = self.broker.topics
+        body = TopicConfigAndMappingSerializeWrapper(
+            topicConfigTable=dict(topics.table), dataVersion=topics.data_version
+        )
+        return make_response(request, body=body.to_json())
+
+    # == groups ================================================================================
+    async def create_group(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        config = SubscriptionGroupConfig.from_json(request.body or b"{}")
+        problem = group_name_problem(config.groupName)
+        if problem is not None:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        self.broker.groups.put(config)
+        return make_response(request)
+
+    async def delete_group(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = DeleteSubscriptionGroupRequestHeader.parse(request.ext_fields)
+        self.broker.groups.delete(h.groupName)
+        if h.clean_offsets:
+            self.broker.offsets.remove_group(h.groupName)
+        return make_response(request)
+
+    async def all_group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        return make_response(request, body=self.broker.groups.document(pretty=False).encode("utf-8"))
+
+    # == broker configuration ==================================================================
+    async def get_broker_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        props = settings_target(self.broker.config, self.broker.store_config).as_properties()
+        text = "".join(f"{key}={value}\n" for key, value in sorted(props.items()))
+        response = make_response(request, body=text.encode("utf-8"))
+        response.ext_fields["version"] = self.config_version.to_json().decode("utf-8")
+        return response
+
+    async def update_broker_config(
+        self, request: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand:
+        """Apply Java properties text, all or nothing: only RUNTIME_SETTINGS keys are accepted."""
+        broker = self.broker
+        try:
+            items = parse_properties((request.body or b"").decode("utf-8", "replace"), "UPDATE_BROKER_CONFIG")
+        except SettingsError as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        index = settings_target(broker.config, broker.store_config).index
+        for key, _ in items:
+            entry = index.get(key)
+            if entry is None or entry[1] not in RUNTIME_SETTINGS:
+                return make_response(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"Can not update config {key!r}: not changeable at runtime",
+                )
+        trial: tuple[BrokerConfig, StoreConfig] = (
+            dataclasses.replace(broker.config),
+            dataclasses.replace(broker.store_config),
+        )
+        try:
+            settings_target(*trial).apply(items, "UPDATE_BROKER_CONFIG")
+            trial[0].validate()
+        except SettingsError as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        settings_target(broker.config, broker.store_config).apply(items, "UPDATE_BROKER_CONFIG")
+        self.config_version = DataVersion(counter=self.config_version.counter + 1)
+        broker.registration.trigger()  # brokerPermission is part of every route
+        return make_response(request)
+
+    # == runtime information ===================================================================
+    async def runtime_info(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        broker = self.broker
+        table = await broker.read(self._store_facts)
+        snap = broker.stats.snapshot()
+        table.update(
+            {
+                "brokerVersionDesc": VERSION_DESC,
+                "brokerVersion": str(CURRENT_VERSION),
+                "brokerActive": "true",
+                "putTps": snap.put.rates.text(),
+                "getTransferredTps": snap.get.rates.text(),
+                "msgPutTotalYesterdayMorning": str(snap.put_total_yesterday_morning),
+                "msgPutTotalTodayMorning": str(snap.put_total_today_morning),
+                "msgPutTotalTodayNow": str(snap.put.messages),
+                "msgGetTotalYesterdayMorning": str(snap.get_total_yesterday_morning),
+                "msgGetTotalTodayMorning": str(snap.get_total_today_morning),
+                "msgGetTotalTodayNow": str(snap.get.messages),
+                "bootTimestamp": str(snap.boot_timestamp),
+                "runtime": _runtime(snap.boot_timestamp),
+                "sendThreadPoolQueueSize": str(broker.write_queue_size),
+                "sendThreadPoolQueueHeadWaitTimeMills": "0",
+                "pullThreadPoolQueueSize": "0",
+                "pullThreadPoolQueueHeadWaitTimeMills": "0",
+                "pageCacheLockTimeMills": "0",
+                "dispatchBehindBytes": "0",
+                "startAcceptSendRequestTimeStamp": "0",
+                "timerReadBehind": "0",
+                "timerOffsetBehind": "0",
+                "timerCongestNum": "0",
+                "timerEnqueueTps": "0.0",
+                "timerDequeueTps": "0.0",
+            }
+        )
+        return make_response(request, body=KVTable(table=table).to_json())
+
+    def _store_facts(self) -> dict[str, str]:
+        """Runtime keys that read the store or the disk (runs on a reader thread)."""
+        store = self.broker.store
+        usage = shutil.disk_usage(store.root)
+        ratio = (usage.total - usage.free) / usage.total if usage.total else 0.0
+        min_offset = store.commitlog.min_offset
+        earliest = (
+            store.commitlog.store_timestamp_at(min_offset)
+            if store.commitlog.max_offset > min_offset
+            else None
+        )
+        return {
+            "commitLogMinOffset": str(min_offset),
+            "commitLogMaxOffset": str(store.commitlog.max_offset),
+            "commitLogDiskRatio": f"{ratio:.4f}",
+            "consumeQueueDiskRatio": f"{ratio:.4f}",
+            "commitLogDirCapacity": f"Total : {usage.total}, Free : {usage.free}.",
+            "earliestMessageTimeStamp": str(earliest or 0),
+            "putMessageTimesTotal": str(store.put_count),
+            "putMessageSizeTotal": str(store.put_bytes),
+        }

@@ -1,0 +1,213 @@
+"""The broker: the store, the metadata managers, the request processors and their background work.
+
+The store is blocking, so it is only ever called from worker threads: one single-thread executor
+for appends (it orders writes and is the "send queue" whose wait time triggers flow control) and
+a small pool for reads. Everything else (client registry, offsets in memory, long polling) lives
+on the event loop and needs no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol.bodies import BodyError
+from broker.protocol.codes import ResponseCode, SerializeType
+from broker.protocol.headers import HeaderFieldError
+from broker.protocol.message import pack_host
+from broker.protocol.msgid import UniqKeyGenerator
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.admin_processor import AdminProcessor
+from broker.server.client_processor import ClientProcessor
+from broker.server.client_registry import ClientRegistry, RebalanceLockManager
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
+from broker.server.offset_processor import OffsetProcessor
+from broker.server.pull_processor import PullProcessor
+from broker.server.registration import NameServerRegistration
+from broker.server.send_processor import SendProcessor
+from broker.server.stats import BrokerStats
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import TopicConfigManager
+from broker.server.transport import RemotingServer
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore, RecoveryReport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+READ_THREADS = 4
+MAX_INFLIGHT_PER_CONNECTION = 1024  # a consumer holds one suspended pull per queue on one connection
+STOP_GRACE_SECONDS = 10.0
+CLIENT_SCAN_SECONDS = 10.0
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, store_config: StoreConfig) -> None:
+        self.config = config
+        self.store_config = store_config
+        config_dir = store_config.store_path / "config"
+        self.store = MessageStore(store_config, store_host=config.broker_addr)
+        self.topics = TopicConfigManager(config, config_dir)
+        self.groups = SubscriptionGroupManager(config, config_dir)
+        self.offsets = ConsumerOffsetManager(config_dir)
+        self.clients = ClientRegistry(
+            channel_expired_seconds=config.channel_expired_timeout / 1000,
+            notify_enabled=config.notify_consumer_ids_changed_enable,
+        )
+        self.locks = RebalanceLockManager()
+        self.stats = BrokerStats()
+        self.holds = PullHoldService()
+        self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
+        self.registration = NameServerRegistration(config, self.topics.wrapper)
+        self.recovery: RecoveryReport | None = None
+        self.server: RemotingServer | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._reader: ThreadPoolExecutor | None = None
+        self._write_pending = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    # == properties ============================================================================
+    @property
+    def port(self) -> int:
+        return self.config.listen_port
+
+    @property
+    def address(self) -> str:
+        """brokerIP1:port, what clients reach and what offset MessageIds encode."""
+        return self.config.broker_addr
+
+    @property
+    def ready(self) -> bool:
+        """Store recovered and registered with every configured NameServer at least once."""
+        return self._started and self.registration.all_registered
+
+    @property
+    def write_queue_size(self) -> int:
+        """Appends waiting for (or in) the store-writer thread."""
+        return self._write_pending
+
+    # == store access ==========================================================================
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._reader is not None, "the broker is not started"
+        return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self._writer is not None, "the broker is not started"
+        self._write_pending += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+        finally:
+            self._write_pending -= 1
+
+    # == life cycle ============================================================================
+    async def start(self) -> None:
+        """Recover the store, load metadata, listen, register, then start the periodic work."""
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
+        self.recovery = await self.write(self.store.start)
+        await self.read(self._load_metadata)
+        self.server = RemotingServer(
+            self.config.listen_host,
+            self.config.listen_port,
+            idle_timeout=self.config.server_channel_max_idle_time_seconds,
+            serialize_type=SerializeType[self.config.serialize_type.upper()],
+            max_inflight=MAX_INFLIGHT_PER_CONNECTION,
+        )
+        for processor in (
+            SendProcessor(self),
+            PullProcessor(self),
+            OffsetProcessor(self),
+            ClientProcessor(self),
+            AdminProcessor(self),
+        ):
+            for code, handler in processor.handlers().items():
+                self.server.register(code, self._instrument(code, handler))
+        await self.server.start()
+        # Port 0 means "any free port": from here on the bound one is the broker's address.
+        self.config.listen_port = self.server.port
+        self.store.store_host_raw = pack_host(self.address)
+        self.topics.on_change = self.registration.trigger
+        await self.registration.start()
+        self._tasks = [
+            self._every(1.0, self.stats.tick),
+            self._every(CLIENT_SCAN_SECONDS, self.clients.scan_expired),
+            self._every(self.config.flush_consumer_offset_interval / 1000, self._persist_offsets),
+        ]
+        self._started = True
+        log.info("broker %s listening on %s", self.config.broker_name, self.address)
+
+    def _load_metadata(self) -> None:
+        self.topics.load()
+        self.groups.load()
+        self.offsets.load()
+
+    async def stop(self) -> None:
+        """Stop accepting, finish in-flight requests, persist offsets, unregister, close the store.
+
+        Safe after a failed or partial start and when called twice.
+        """
+        self._started = False
+        self.holds.stop()
+        if self.server is not None:
+            await self.server.stop(STOP_GRACE_SECONDS)
+            self.server = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self.clients.close()
+        await self.registration.stop()
+        if self._writer is not None and self._reader is not None:
+            if self.store.running:
+                await self.read(self.offsets.persist)
+            await self.write(self.store.shutdown)
+            self._writer.shutdown()
+            self._reader.shutdown()
+            self._writer = self._reader = None
+
+    # == helpers ===============================================================================
+    def _instrument(self, code: int, handler: Handler) -> Handler:
+        """Time every request and turn malformed headers or bodies into INVALID_PARAMETER answers."""
+
+        async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
+            started = time.monotonic()
+            try:
+                return await handler(request, channel)
+            except (HeaderFieldError, BodyError) as exc:
+                return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+            finally:
+                self.stats.record_latency(code, time.monotonic() - started)
+
+        return run
+
+    def _every(self, seconds: float, fn: Callable[[], Awaitable[None] | None]) -> asyncio.Task[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                try:
+                    result = fn()
+                    if result is not None:
+                        await result
+                except Exception:  # periodic work must survive one failure and try again
+                    log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+        return asyncio.create_task(loop())
+
+    async def _persist_offsets(self) -> None:
+        await self.read(self.offsets.persist)
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()

@@ -1,0 +1,227 @@
+"""Consumer-side administration: topic stats (202), consume stats (208), connections (203, 204),
+who consumes a topic (300), offset reset (222, pushing 220) and offset cloning (314)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol.bodies import (
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    TopicOffset,
+    TopicStatsTable,
+)
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import (
+    CloneGroupOffsetRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from broker.protocol.remoting import RemotingCommand, make_request, make_response
+from broker.server.client_registry import ClientChannelInfo
+from broker.store.consume_queue import Boundary
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+class ResetError(Exception):
+    """An explicit reset target outside the queue."""
+
+
+class ConsumerAdminProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
+            RequestCode.GET_CONSUME_STATS: self.consume_stats,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by_who,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
+        }
+
+    def _mq(self, topic: str, queue_id: int) -> MessageQueue:
+        return MessageQueue(topic=topic, brokerName=self.broker.config.broker_name, queueId=queue_id)
+
+    # == statistics ============================================================================
+    async def topic_stats(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.parse(request.ext_fields)
+        config = self.broker.topics.get(h.topic)
+        if config is None:
+            return make_response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        queues = max(config.readQueueNums, config.writeQueueNums)
+        table = await self.broker.read(self._topic_offsets, h.topic, queues)
+        body = TopicStatsTable(
+            offsetTable=table, topicPutTps=self.broker.stats.topic_put_rates(h.topic).tps60
+        )
+        return make_response(request, body=body.to_json())
+
+    def _topic_offsets(self, topic: str, queues: int) -> dict[MessageQueue, TopicOffset]:
+        store = self.broker.store
+        table: dict[MessageQueue, TopicOffset] = {}
+        for qid in range(queues):
+            hi = max(0, store.max_offset(topic, qid))
+            last = store.store_time_at(topic, qid, hi - 1) if hi > 0 else None
+            table[self._mq(topic, qid)] = TopicOffset(store.min_offset(topic, qid), hi, last or 0)
+        return table
+
+    async def consume_stats(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = GetConsumeStatsRequestHeader.parse(request.ext_fields)
+        broker = self.broker
+        group = h.consumerGroup
+        topics = h.topics
+        if not topics:
+            online = broker.clients.consumer_group(group)
+            topics = [
+                t
+                for t in broker.offsets.topics_of_group(group)
+                if online is None or not online.subscriptions or t in online.subscriptions
+            ]
+        wanted = [(t, cfg.writeQueueNums) for t in topics if (cfg := broker.topics.get(t)) is not None]
+        table = await broker.read(self._consume_offsets, group, wanted)
+        tps = sum(broker.stats.group_get_rates(group, t).tps60 for t, _ in wanted)
+        return make_response(request, body=ConsumeStats(offsetTable=table, consumeTps=tps).to_json())
+
+    def _consume_offsets(
+        self, group: str, topics: list[tuple[str, int]]
+    ) -> dict[MessageQueue, OffsetWrapper]:
+        store = self.broker.store
+        offsets = self.broker.offsets
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        for topic, queues in topics:
+            for qid in range(queues):
+                consumer = max(0, offsets.query(group, topic, qid))
+                last = store.store_time_at(topic, qid, consumer - 1) if consumer > 0 else None
+                table[self._mq(topic, qid)] = OffsetWrapper(
+                    brokerOffset=store.max_offset(topic, qid),
+                    consumerOffset=consumer,
+                    pullOffset=max(consumer, offsets.pulled(group, topic, qid)),
+                    lastTimestamp=last or 0,
+                )
+        return table
+
+    # == connections ===========================================================================
+    async def consumer_connections(
+        self, request: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand:
+        h = GetConsumerConnectionListRequestHeader.parse(request.ext_fields)
+        info = self.broker.clients.consumer_group(h.consumerGroup)
+        if info is None or not info.channels:
+            return make_response(
+                request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumerGroup}] not online"
+            )
+        body = ConsumerConnection(
+            connectionSet=[_connection(c) for c in info.channels.values()],
+            subscriptionTable=dict(info.subscriptions),
+            consumeType=info.consume_type,
+            messageModel=info.message_model,
+            consumeFromWhere=info.consume_from_where,
+        )
+        return make_response(request, body=body.to_json())
+
+    async def producer_connections(
+        self, request: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand:
+        h = GetProducerConnectionListRequestHeader.parse(request.ext_fields)
+        channels = self.broker.clients.producers.get(h.producerGroup)
+        if not channels:
+            return make_response(
+                request, ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producerGroup}] not exist"
+            )
+        body = ProducerConnection(connectionSet=[_connection(c) for c in channels.values()])
+        return make_response(request, body=body.to_json())
+
+    async def consumed_by_who(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = QueryTopicConsumeByWhoRequestHeader.parse(request.ext_fields)
+        groups = set(self.broker.clients.groups_subscribing(h.topic)) | set(
+            self.broker.offsets.groups_of_topic(h.topic)
+        )
+        return make_response(request, body=GroupList(groupList=sorted(groups)).to_json())
+
+    # == offsets ===============================================================================
+    async def reset_offset(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Server-side reset (reference §6.7); without it, push RESET_CONSUMER_CLIENT_OFFSET instead."""
+        h = ResetOffsetRequestHeader.parse(request.ext_fields)
+        broker = self.broker
+        config = broker.topics.get(h.topic)
+        if config is None:
+            return make_response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        if broker.groups.get(h.group) is None:
+            return make_response(
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}"
+            )
+        online = broker.clients.consumer_group(h.group)
+        server_side = broker.config.use_server_side_reset_offset
+        if not server_side and (online is None or not online.channels):
+            return make_response(
+                request,
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic}",
+            )
+        queue_ids = [h.queueId] if h.queueId >= 0 else list(range(config.readQueueNums))
+        try:
+            targets = await broker.read(self._reset_targets, h, queue_ids)
+        except ResetError as exc:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        for qid, offset in targets.items():
+            if server_side:
+                broker.offsets.assign_reset(h.group, h.topic, qid, offset)
+            else:
+                broker.offsets.commit(h.group, h.topic, qid, offset)
+        body = ResetOffsetBody(offsetTable={self._mq(h.topic, q): o for q, o in targets.items()}).to_json()
+        if not server_side and online is not None:
+            for client in online.channels:
+                broker.clients.push(
+                    client, make_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, h, body=body)
+                )
+        return make_response(request, body=body)
+
+    def _reset_targets(self, h: ResetOffsetRequestHeader, queue_ids: list[int]) -> dict[int, int]:
+        store = self.broker.store
+        targets: dict[int, int] = {}
+        for qid in queue_ids:
+            lo, hi = store.min_offset(h.topic, qid), store.max_offset(h.topic, qid)
+            if h.offset is not None and h.offset != -1:
+                if not lo <= h.offset <= hi:
+                    raise ResetError(f"offset {h.offset} of queue {qid} is outside [{lo}, {hi}]")
+                targets[qid] = h.offset
+                continue
+            found = (
+                hi if h.timestamp == -1 else store.offset_by_time(h.topic, qid, h.timestamp, Boundary.LOWER)
+            )
+            current = self.broker.offsets.query(h.group, h.topic, qid)
+            targets[qid] = found if h.isForce or current < 0 or found < current else current
+        return targets
+
+    async def clone_offsets(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = CloneGroupOffsetRequestHeader.parse(request.ext_fields)
+        broker = self.broker
+        topics = [h.topic] if h.topic and h.topic.strip() else broker.offsets.topics_of_group(h.srcGroup)
+        for topic in topics:
+            if broker.topics.get(topic) is not None:
+                broker.offsets.clone(h.srcGroup, h.destGroup, topic)
+        return make_response(request)
+
+
+def _connection(info: ClientChannelInfo) -> Connection:
+    return Connection(
+        clientId=info.client_id,
+        clientAddr=info.channel.remote_addr,
+        language=info.language,
+        version=info.version,
+    )

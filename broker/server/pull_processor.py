@@ -1,0 +1,202 @@
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): reference §6.5.
+
+A pull that finds nothing new and may be suspended is held by :class:`PullHoldService` and then
+executed once more without the right to suspend, exactly like RocketMQ's
+PullRequestHoldService re-running the request when it wakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol.bodies import SubscriptionData
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from broker.protocol.javahash import tags_code
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.header_limits import range_problem
+from broker.server.topic_config import PERM_READ
+from broker.store.message_store import GetResult, GetStatus
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+SUB_ALL = "*"
+
+_STATUS_CODES = {
+    GetStatus.FOUND: ResponseCode.SUCCESS,
+    GetStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class PullRejected(Exception):
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def tag_filter_of(expression: str | None) -> Callable[[int], bool] | None:
+    """The ConsumeQueue test for a TAG expression ("*" or "A || B"); None matches everything."""
+    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
+        return None
+    codes = frozenset(tags_code(tag.strip()) for tag in expression.split("||") if tag.strip())
+    return codes.__contains__
+
+
+@dataclass(slots=True, frozen=True)
+class _Plan:
+    """What the checks resolved: read from here, filter like this."""
+
+    header: PullMessageRequestHeader
+    tag_filter: Callable[[int], bool] | None
+
+
+class PullProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def handlers(self) -> dict[int, Handler]:
+        return {RequestCode.PULL_MESSAGE: self.pull, RequestCode.LITE_PULL_MESSAGE: self.pull}
+
+    async def pull(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        header = PullMessageRequestHeader.parse(request.ext_fields)
+        problem = range_problem(header, ("queueId", "maxMsgNums", "sysFlag"), ("queueOffset", "commitOffset"))
+        if problem:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        try:
+            plan = self._check(header, channel)
+        except PullRejected as exc:
+            return make_response(request, exc.code, exc.remark)
+        response = await self._execute(request, plan, allow_suspend=True)
+        may_suspend = header.sysFlag & FLAG_SUSPEND and response.code == ResponseCode.PULL_NOT_FOUND
+        if not may_suspend:
+            return response
+        cfg = self.broker.config
+        timeout_ms = header.suspendTimeoutMillis if cfg.long_polling_enable else cfg.short_polling_time_mills
+        await self.broker.holds.hold(
+            header.topic,
+            header.queueId,
+            header.queueOffset,
+            max(0, timeout_ms) / 1000,
+            plan.tag_filter,
+            lambda: self.broker.read(self.broker.store.max_offset, header.topic, header.queueId),
+        )
+        return await self._execute(request, plan, allow_suspend=False)
+
+    def _check(self, header: PullMessageRequestHeader, channel: RemotingChannel) -> _Plan:
+        broker = self.broker
+        if not broker.config.broker_permission & PERM_READ:
+            raise PullRejected(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
+            )
+        group = broker.groups.find(header.consumerGroup)
+        if group is None:
+            raise PullRejected(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{header.consumerGroup}] does not exist",
+            )
+        if not group.consumeEnable:
+            raise PullRejected(
+                ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumerGroup}"
+            )
+        topic = broker.topics.get(header.topic)
+        if topic is None:
+            raise PullRejected(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!"
+            )
+        if not topic.perm & PERM_READ:
+            raise PullRejected(
+                ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden"
+            )
+        if not 0 <= header.queueId < topic.readQueueNums:
+            raise PullRejected(
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{header.queueId}] is illegal, topic:[{header.topic}] "
+                f"topicConfig.readQueueNums:[{topic.readQueueNums}] consumer:[{channel.remote_addr}]",
+            )
+        return _Plan(header, tag_filter_of(self._subscription(header).subString))
+
+    def _subscription(self, header: PullMessageRequestHeader) -> SubscriptionData:
+        if header.sysFlag & FLAG_SUBSCRIPTION:
+            expression_type = (header.expressionType or "TAG").upper()
+            if expression_type != "TAG":
+                raise PullRejected(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                    f"The broker does not support consumer to filter message by {expression_type}",
+                )
+            return SubscriptionData(topic=header.topic, subString=header.subscription or SUB_ALL)
+        group = self.broker.clients.consumer_group(header.consumerGroup)
+        if group is None:
+            raise PullRejected(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                f"the consumer's group info not exist, {header.consumerGroup}",
+            )
+        sub = group.subscriptions.get(header.topic)
+        if sub is None:
+            raise PullRejected(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {header.topic}"
+            )
+        if sub.subVersion < header.subVersion:
+            raise PullRejected(
+                ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                f"the consumer's subscription not latest, {sub.subString}",
+            )
+        return sub
+
+    async def _execute(
+        self, request: RemotingCommand, plan: _Plan, *, allow_suspend: bool
+    ) -> RemotingCommand:
+        broker = self.broker
+        h = plan.header
+        reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId)
+        if reset is not None:
+            lo, hi = await broker.read(_bounds, broker, h.topic, h.queueId)
+            header = PullMessageResponseHeader(
+                suggestWhichBrokerId=0, nextBeginOffset=reset, minOffset=lo, maxOffset=hi
+            )
+            return make_response(request, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header=header)
+        result: GetResult = await broker.read(
+            lambda: broker.store.get_messages(
+                h.topic,
+                h.queueId,
+                h.queueOffset,
+                h.maxMsgNums,
+                max_bytes=h.maxMsgBytes,
+                tag_filter=plan.tag_filter,
+            )
+        )
+        code = _STATUS_CODES.get(result.status)
+        if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE: the queue is empty
+            code = ResponseCode.PULL_OFFSET_MOVED if h.queueOffset != 0 else ResponseCode.PULL_NOT_FOUND
+        commit = allow_suspend and h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0
+        if commit and broker.config.broker_role != "SLAVE":
+            broker.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        broker.offsets.record_pull(h.consumerGroup, h.topic, h.queueId, result.next_begin_offset)
+        header = PullMessageResponseHeader(
+            suggestWhichBrokerId=0,
+            nextBeginOffset=result.next_begin_offset,
+            minOffset=result.min_offset,
+            maxOffset=result.max_offset,
+        )
+        body = None
+        if code == ResponseCode.SUCCESS:
+            body = result.body
+            broker.stats.record_get(h.consumerGroup, h.topic, len(result.records), len(body))
+        return make_response(request, code, result.status.value, header=header, body=body)
+
+
+def _bounds(broker: Broker, topic: str, queue_id: int) -> tuple[int, int]:
+    return broker.store.min_offset(topic, queue_id), broker.store.max_offset(topic, queue_id)

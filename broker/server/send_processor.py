@@ -1,0 +1,322 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): reference §6.3.
+
+The checks run in RocketMQ's order and answer with its codes, so clients react the same way
+(retry another broker, give up, refresh the route). The append itself runs on the broker's single
+store-writer thread; under SYNC_FLUSH the answer waits for the group commit without blocking the
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol import properties as P
+from broker.protocol.bodies import TopicConfig, TopicFilterType
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from broker.protocol.javahash import tags_code
+from broker.protocol.message import (
+    MAX_TOPIC_BYTES,
+    MULTI_TAGS_FLAG,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_MASK,
+    TRANSACTION_NOT_TYPE,
+    RecordError,
+    decode_batch,
+    pack_host,
+)
+from broker.protocol.properties import decode_properties
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.header_limits import range_problem
+from broker.server.topic_config import (
+    NOT_ALLOWED_SEND_TOPICS,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_PREFIX,
+    dlq_topic,
+    topic_name_problem,
+)
+from broker.store.dispatch import SCHEDULE_TOPIC
+from broker.store.message_store import PutMessage, PutResult, PutStatus
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+DLQ_QUEUE_NUMS = 1
+_UNKNOWN_HOST = pack_host("127.0.0.1:0")
+_PUT_CODES = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_BUSY,
+}
+_INT_FIELDS = ("defaultTopicQueueNums", "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes")
+_LONG_FIELDS = ("bornTimestamp",)
+# Statuses a producer counts as "sent": the answer carries the message ids.
+_SENT = (
+    PutStatus.PUT_OK,
+    PutStatus.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE,
+)
+
+
+class SendRejected(Exception):
+    """A check failed; carries the response code and remark."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+@dataclass(slots=True)
+class _Target:
+    topic: str
+    queue_id: int
+    config: TopicConfig
+
+
+def born_host_of(channel: RemotingChannel) -> bytes:
+    try:
+        return pack_host(channel.remote_addr)
+    except ValueError:
+        return _UNKNOWN_HOST
+
+
+class SendProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.SEND_MESSAGE: self.send,
+            RequestCode.SEND_MESSAGE_V2: self.send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send,
+        }
+
+    async def send(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        arrived = time.monotonic()
+        if request.code == RequestCode.SEND_MESSAGE:
+            header = SendMessageRequestHeader.parse(request.ext_fields)
+        else:  # V2 names its fields a..n: check them in that form so an error names what was sent
+            header = SendMessageRequestHeaderV2.parse(request.ext_fields).to_v1()
+        batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
+        if problem:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        try:
+            target = self._target(header, channel, batch)
+            msgs = self._build(header, request.body or b"", target, born_host_of(channel), batch)
+        except SendRejected as exc:
+            return make_response(request, exc.code, exc.remark)
+        result = await self.broker.write(self._append, msgs, arrived)
+        if result is None:
+            waited = int((time.monotonic() - arrived) * 1000)
+            return make_response(
+                request,
+                ResponseCode.SYSTEM_BUSY,
+                f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
+                f"{waited}ms, size of queue: {self.broker.write_queue_size}",
+            )
+        if result.ok:
+            self._after_put(msgs, result)
+            if self.broker.store_config.sync_flush and msgs[0].properties.get(P.WAIT) != "false":
+                await self._wait_flush(result)
+        return self._response(request, result, msgs, target.queue_id)
+
+    # == checks ================================================================================
+    def _target(self, header: SendMessageRequestHeader, channel: RemotingChannel, batch: bool) -> _Target:
+        """Where the message goes, after the checks of §6.3 steps 1-5."""
+        cfg = self.broker.config
+        topics = self.broker.topics
+        if cfg.broker_role == "SLAVE":
+            raise SendRejected(
+                ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"
+            )
+        if not cfg.broker_permission & PERM_WRITE:
+            raise SendRejected(
+                ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip1}] sending message is forbidden"
+            )
+        topic = header.topic
+        problem = topic_name_problem(topic)
+        if problem:
+            raise SendRejected(ResponseCode.INVALID_PARAMETER, problem)
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            raise SendRejected(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        if batch and (topic.startswith(RETRY_PREFIX) or len(topic.encode()) > MAX_TOPIC_BYTES):
+            raise SendRejected(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"batch request does not support retry group or long topic {topic}",
+            )
+        config = topics.get(topic) or topics.create_from_template(
+            topic, header.defaultTopic, header.defaultTopicQueueNums
+        )
+        if config is None and topic.startswith(RETRY_PREFIX):
+            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
+            if group is not None:
+                config = topics.ensure(topic, group.retryQueueNums)
+        if config is None:
+            raise SendRejected(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{FAQ}"
+            )
+        if not config.perm & PERM_WRITE:
+            raise SendRejected(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queues = max(config.readQueueNums, config.writeQueueNums)
+        queue_id = header.queueId
+        if queue_id >= queues:
+            raise SendRejected(
+                ResponseCode.INVALID_PARAMETER,
+                f"request queueId[{queue_id}] is illegal, topic {topic} has {queues} queues, "
+                f"producer: {channel.remote_addr}",
+            )
+        if queue_id < 0:
+            queue_id = random.randrange(max(1, config.writeQueueNums))
+        if topic.startswith(RETRY_PREFIX):
+            return self._retry_or_dlq(header, _Target(topic, queue_id, config))
+        return _Target(topic, queue_id, config)
+
+    def _retry_or_dlq(self, header: SendMessageRequestHeader, target: _Target) -> _Target:
+        """A client's own resend to %RETRY%<group> goes to %DLQ%<group> once it retried too often."""
+        group_name = target.topic[len(RETRY_PREFIX) :]
+        group = self.broker.groups.find(group_name)
+        if group is None:
+            raise SendRejected(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group_name}{FAQ}"
+            )
+        limit = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else group.retryMaxTimes
+        if (header.reconsumeTimes or 0) <= limit:
+            return target
+        dlq = dlq_topic(group_name)
+        return _Target(dlq, 0, self.broker.topics.ensure(dlq, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE))
+
+    # == building ==============================================================================
+    def _build(
+        self, header: SendMessageRequestHeader, body: bytes, target: _Target, born_host: bytes, batch: bool
+    ) -> list[PutMessage]:
+        sys_flag = header.sysFlag
+        if target.config.topicFilterType == TopicFilterType.MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        if batch:
+            try:
+                items = [
+                    (item.flag, item.body, decode_properties(item.properties)) for item in decode_batch(body)
+                ]
+            except RecordError as exc:
+                raise SendRejected(
+                    ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}"
+                ) from None
+            if not items:
+                raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
+        else:
+            items = [(header.flag, body, decode_properties(header.properties or ""))]
+        msgs: list[PutMessage] = []
+        for flag, msg_body, props in items:
+            if props.get(P.TRAN_MSG) == "true" and self.broker.config.reject_transaction_message:
+                raise SendRejected(
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
+                )
+            msg = PutMessage(
+                topic=target.topic,
+                queue_id=target.queue_id,
+                body=msg_body,
+                properties=self._broker_properties(props),
+                flag=flag,
+                sys_flag=sys_flag,
+                born_timestamp=header.bornTimestamp,
+                born_host=born_host,
+                reconsume_times=header.reconsumeTimes or 0,
+            )
+            if target.topic.startswith("%DLQ%"):
+                msg.properties.pop(P.DELAY, None)
+            self._apply_delay(msg)
+            msgs.append(msg)
+        return msgs
+
+    def _broker_properties(self, props: dict[str, str]) -> dict[str, str]:
+        cfg = self.broker.config
+        props.pop(P.POP_CK, None)
+        if not props.get(P.UNIQ_KEY):
+            props[P.UNIQ_KEY] = self.broker.uniq_keys.next()
+        props[P.CLUSTER] = cfg.broker_cluster_name
+        props.setdefault(P.MSG_REGION, cfg.region_id)
+        props.setdefault(P.TRACE_ON, "true" if cfg.trace_on else "false")
+        return props
+
+    def _apply_delay(self, msg: PutMessage) -> None:
+        """A delay level parks the message in SCHEDULE_TOPIC_XXXX queue level-1 (§6.3 step 7)."""
+        if msg.sys_flag & TRANSACTION_MASK not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            return
+        try:
+            level = int(msg.properties.get(P.DELAY, "0"))
+        except ValueError:
+            return
+        if level <= 0:
+            return
+        level = min(level, len(self.broker.store_config.delay_levels_ms))
+        msg.properties[P.DELAY] = str(level)
+        msg.properties[P.REAL_TOPIC] = msg.topic
+        msg.properties[P.REAL_QID] = str(msg.queue_id)
+        msg.topic = SCHEDULE_TOPIC
+        msg.queue_id = level - 1
+
+    # == storing ===============================================================================
+    def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:
+        """Runs on the writer thread: refuse requests that queued too long (flow control)."""
+        if (time.monotonic() - arrived) * 1000 > self.broker.config.wait_time_mills_in_send_queue:
+            return None
+        return self.broker.store.append(msgs)
+
+    def _after_put(self, msgs: list[PutMessage], result: PutResult) -> None:
+        msg = msgs[0]
+        self.broker.stats.record_put(msg.topic, len(msgs), sum(result.sizes))
+        codes = {tags_code(m.properties.get(P.TAGS)) for m in msgs}
+        self.broker.holds.notify(msg.topic, msg.queue_id, result.queue_offsets[-1] + 1, codes)
+
+    async def _wait_flush(self, result: PutResult) -> None:
+        timeout = self.broker.store_config.sync_flush_timeout_ms / 1000
+        try:
+            done = await asyncio.wait_for(
+                asyncio.wrap_future(self.broker.store.flushed(result.end_offset)), timeout
+            )
+        except TimeoutError:
+            done = False
+        if not done:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+            result.remark = (
+                f"flush to disk took longer than {self.broker.store_config.sync_flush_timeout_ms} ms"
+            )
+
+    def _response(
+        self, request: RemotingCommand, result: PutResult, msgs: list[PutMessage], queue_id: int
+    ) -> RemotingCommand:
+        """``queue_id`` is the queue the producer addressed, even when a delay parked the message."""
+        code = _PUT_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if result.status not in _SENT:
+            return make_response(request, code, result.remark or result.status.value)
+        header = SendMessageResponseHeader(
+            msgId=",".join(result.msg_ids),
+            queueId=queue_id,
+            queueOffset=result.queue_offsets[0],
+            transactionId=msgs[0].properties.get(P.UNIQ_KEY) if len(msgs) == 1 else None,
+        )
+        response = make_response(request, code, result.remark or None, header=header)
+        cfg = self.broker.config
+        response.ext_fields[P.MSG_REGION] = cfg.region_id
+        response.ext_fields[P.TRACE_ON] = "true" if cfg.trace_on else "false"
+        return response

@@ -1,0 +1,162 @@
+"""``rmq namesrv``, ``rmq broker`` and ``rmq up``: run servers in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from admin.errors import BadInput, OperationFailed
+
+if TYPE_CHECKING:
+    from broker.namesrv.config import NamesrvConfig
+    from broker.server.node import NodePlan
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("-c", "--config", help="TOML file or RocketMQ broker.conf properties file.")
+]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="Override one setting: KEY=VALUE (repeatable).")
+]
+HttpPortOpt = Annotated[
+    int | None, typer.Option("--http-port", help="HTTP /metrics, /healthz, /readyz port (0 = any free port).")
+]
+NoHttpOpt = Annotated[bool, typer.Option("--no-http", help="Do not serve the HTTP endpoint.")]
+StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder [default: ~/.rmqkit/store].")]
+LogOpt = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
+
+
+def _logging(level: str) -> None:
+    name = level.upper()
+    if name not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise BadInput(f"--log-level must be DEBUG, INFO, WARNING or ERROR, not {level!r}")
+    logging.basicConfig(level=name, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _namesrv_config(config: Path | None, overrides: list[str], port: int | None) -> NamesrvConfig:
+    from broker.namesrv.config import NamesrvConfig
+    from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
+
+    cfg = NamesrvConfig()
+    target = SettingsTarget(cfg)
+    try:
+        if config is not None:
+            target.apply(read_settings_file(config), str(config))
+        target.apply(parse_overrides(overrides), "--set")
+        if port is not None:
+            cfg.listen_port = port
+        cfg.validate()
+    except (SettingsError, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    return cfg
+
+
+def _run(plan: NodePlan, banner: list[str]) -> None:
+    from broker.server.node import Node, NodeStartError, run_until_signal
+    from broker.server.transport import install_uvloop
+    from broker.store.errors import StoreError
+
+    install_uvloop()
+    try:
+        asyncio.run(run_until_signal(Node(plan), banner))
+    except (NodeStartError, StoreError) as exc:
+        raise OperationFailed(str(exc)) from None
+
+
+def _http(http_port: int | None, no_http: bool, default: int | None) -> int | None:
+    """The HTTP port to serve: the flag (0 = any free port), else ``default``; None = off."""
+    if no_http:
+        return None
+    return default if http_port is None else http_port
+
+
+def namesrv(
+    port: Annotated[int | None, typer.Option("--port", help="Listen port [default: 9876].")] = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    http_port: HttpPortOpt = None,
+    no_http: NoHttpOpt = False,
+    log_level: LogOpt = "INFO",
+) -> None:
+    """Run a NameServer."""
+    from broker.server.node import NodePlan
+
+    _logging(log_level)
+    plan = NodePlan(
+        namesrv=_namesrv_config(config, set_ or [], port), http_port=_http(http_port, no_http, 9877)
+    )
+    _run(plan, ["rmqkit NameServer is up"])
+
+
+def _broker_plan(
+    config: Path | None,
+    overrides: list[str],
+    store: Path | None,
+    port: int | None,
+    namesrv_addr: str | None,
+    env: dict[str, str],
+) -> NodePlan:
+    from broker.server.config import load_broker_settings
+    from broker.server.node import NodePlan
+    from broker.settings import SettingsError
+
+    try:
+        broker_cfg, store_cfg = load_broker_settings(config, overrides, env, store_path=store)
+    except SettingsError as exc:
+        raise BadInput(str(exc)) from None
+    if port is not None:
+        broker_cfg.listen_port = port
+    if namesrv_addr:
+        broker_cfg.namesrv_addr = namesrv_addr
+    # in a configuration file httpPort=0 turns the endpoint off
+    return NodePlan(broker=broker_cfg, store=store_cfg, http_port=broker_cfg.http_port or None)
+
+
+def broker(
+    config: ConfigOpt = None,
+    namesrv_addr: Annotated[
+        str | None, typer.Option("-n", "--namesrv", help="NameServer address(es), ';'-separated.")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Listen port [default: 10911].")] = None,
+    store: StoreOpt = None,
+    set_: SetOpt = None,
+    http_port: HttpPortOpt = None,
+    no_http: NoHttpOpt = False,
+    log_level: LogOpt = "INFO",
+) -> None:
+    """Run a broker."""
+    _logging(log_level)
+    plan = _broker_plan(config, set_ or [], store, port, namesrv_addr, dict(os.environ))
+    plan.http_port = _http(http_port, no_http, plan.http_port)
+    _run(plan, ["rmqkit broker is up"])
+
+
+def up(
+    store: StoreOpt = None,
+    namesrv_port: Annotated[
+        int, typer.Option("--namesrv-port", help="NameServer port (0 = any free port).")
+    ] = 9876,
+    broker_port: Annotated[
+        int, typer.Option("--broker-port", help="Broker port (0 = any free port).")
+    ] = 10911,
+    http_port: HttpPortOpt = None,
+    no_http: NoHttpOpt = False,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    log_level: LogOpt = "WARNING",
+) -> None:
+    """Run a NameServer and a broker in one process: a real RocketMQ on this machine."""
+    from broker.namesrv.config import NamesrvConfig
+
+    _logging(log_level)
+    # the broker registers with the embedded NameServer, whatever NAMESRV_ADDR says
+    env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    plan = _broker_plan(config, set_ or [], store, broker_port, None, env)
+    plan.namesrv = NamesrvConfig()
+    plan.namesrv.listen_port = namesrv_port
+    plan.http_port = _http(http_port, no_http, 10914)
+    _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"])
