@@ -295,7 +295,7 @@ class JsonBody:
 # shared pieces
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class MessageQueue(JsonBody):
     """Hashable (it keys offset tables); sorts by topic, brokerName, queueId like the tools."""
 

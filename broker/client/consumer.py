@@ -1,0 +1,401 @@
+"""The push consumer: rebalanced queues, long-polling pulls, a bounded pool of listener calls, offsets
+committed behind consumption, failed messages sent back for retry (at-least-once)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
+from pathlib import Path
+from typing import Any, Self
+
+from broker.client.allocate import AllocateStrategy
+from broker.client.callbacks import call_user
+from broker.client.consumer_base import ConsumeFrom, ConsumerBase, retry_topic
+from broker.client.message import Message, MessageExt, MQClientError
+from broker.client.offset_store import DEFAULT_OFFSET_DIR
+from broker.client.process_queue import ProcessQueue
+from broker.client.producer import Producer
+from broker.client.pull import PullRequest, PullStatus, pull
+from broker.client.rebalance import REBALANCE_INTERVAL
+from broker.client.remoting_client import RemotingChannel, RemotingError
+from broker.protocol import headers as H
+from broker.protocol import properties as P
+from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
+from broker.protocol.codes import RequestCode
+from broker.protocol.remoting import RemotingCommand, make_response
+
+log = logging.getLogger(__name__)
+
+PULL_DELAY_ON_ERROR = 3.0
+FLOW_CONTROL_DELAY = 0.05
+RESEND_LATER_DELAY = 5.0
+PERSIST_INTERVAL = 5.0
+LOCK_RENEW_INTERVAL = 20.0
+SHUTDOWN_GRACE = 5.0
+INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+class ConsumeConcurrentlyStatus(Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyStatus(Enum):
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+ConcurrentlyListener = Callable[
+    [list[MessageExt]], ConsumeConcurrentlyStatus | Awaitable[ConsumeConcurrentlyStatus]
+]
+OrderlyListener = Callable[[list[MessageExt]], ConsumeOrderlyStatus | Awaitable[ConsumeOrderlyStatus]]
+
+
+class PushConsumer(ConsumerBase):
+    """Consumes the subscribed topics of one group and calls a listener; ``await start()`` to run.
+
+    ``max_reconsume_times`` None means Java's default: 16 for concurrent listeners, unlimited for
+    orderly ones.
+    """
+
+    consume_type = ConsumeType.CONSUME_PASSIVELY
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate: AllocateStrategy | None = None,
+        consume_thread_max: int = 20,
+        consume_batch_max_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
+        consume_concurrently_max_span: int = 2000,
+        max_reconsume_times: int | None = None,
+        suspend_timeout: float = 15.0,
+        suspend_current_queue_time: float = 1.0,
+        rebalance_interval: float = REBALANCE_INTERVAL,
+        persist_interval: float = PERSIST_INTERVAL,
+        instance_name: str | None = None,
+        offset_dir: Path = DEFAULT_OFFSET_DIR,
+    ) -> None:
+        super().__init__(
+            group,
+            namesrv_addr,
+            message_model=message_model,
+            consume_from=consume_from,
+            consume_timestamp_ms=consume_timestamp_ms,
+            allocate=allocate,
+            instance_name=instance_name,
+            offset_dir=offset_dir,
+        )
+        self.consume_thread_max = consume_thread_max
+        self.consume_batch_max_size = consume_batch_max_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_timeout = suspend_timeout
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.rebalance_interval = rebalance_interval
+        self.persist_interval = persist_interval
+        self._namesrv_addr = namesrv_addr
+        self._listener: Callable[[list[MessageExt]], Any] | None = None
+        self._orderly = False
+        self._consumes: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(consume_thread_max)
+        self._executor: ThreadPoolExecutor | None = None
+        self._inner_producer: Producer | None = None
+
+    def register_message_listener_concurrently(self, listener: ConcurrentlyListener) -> None:
+        self._listener, self._orderly = listener, False
+
+    def register_message_listener_orderly(self, listener: OrderlyListener) -> None:
+        self._listener, self._orderly = listener, True
+
+    @property
+    def _locking(self) -> bool:
+        """Orderly consumption in clustering mode holds broker-side queue locks."""
+        return self._orderly and self.clustering
+
+    # ---- lifecycle
+
+    async def start(self) -> None:
+        if self._listener is None:
+            raise MQClientError("register a message listener before starting the consumer")
+        if not self.rebalancer.subscriptions:
+            raise MQClientError("subscribe to a topic before starting the consumer")
+        if self.clustering:
+            self.subscribe(retry_topic(self.group))
+        self._executor = ThreadPoolExecutor(
+            self.consume_thread_max, thread_name_prefix=f"consume-{self.group}"
+        )
+        remoting = self.instance.remoting
+        remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        await self._connect(list(self.rebalancer.subscriptions))
+        self.instance.spawn(self.rebalancer.run(self.rebalance_interval), "rebalance")
+        self.instance.every(
+            self.persist_interval, self.persist_offsets, "persist offsets", self.persist_interval
+        )
+        if self._locking:
+            self.instance.every(
+                LOCK_RENEW_INTERVAL, self.rebalancer.renew_locks, "lock renewal", LOCK_RENEW_INTERVAL
+            )
+
+    async def shutdown(self) -> None:
+        """Stop pulling, let running listeners finish, commit offsets, unregister, disconnect."""
+        await self.instance.stop_tasks()
+        if self._consumes:
+            _, late = await asyncio.wait(set(self._consumes), timeout=SHUTDOWN_GRACE)
+            for task in late:
+                task.cancel()
+        await self.persist_offsets()
+        if self._locking:
+            for mq in list(self.rebalancer.table):
+                await self.rebalancer.unlock(mq)
+        if self._inner_producer is not None:
+            await self._inner_producer.shutdown()
+        await self.instance.close(consumer_group=self.group)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # ---- broker requests
+
+    async def _on_ids_changed(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
+        self.rebalancer.wake()
+        return None
+
+    async def _on_reset_offset(
+        self, cmd: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand | None:
+        header = H.ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        if header.group == self.group and cmd.body:
+            table = ResetOffsetBody.from_json(cmd.body).offsetTable
+            for mq, offset in table.items():
+                self.offsets.update(mq, offset)
+                self._restart(mq, offset)
+            await self.offsets.persist(table)
+        return make_response(cmd)
+
+    # ---- rebalance owner hooks
+
+    async def _may_take(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        if self._locking:
+            if mq not in await self.rebalancer.lock([mq]):
+                return False
+            pq.mark_locked(True)
+        return True
+
+    async def on_revoked(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        if self._locking:
+            with contextlib.suppress(TimeoutError):  # let a running listener call finish first
+                async with asyncio.timeout(1.0), pq.consume_lock:
+                    pass
+        await super().on_revoked(mq, pq)
+        if self._locking:
+            await self.rebalancer.unlock(mq)
+
+    # ---- pulling
+
+    def _must_wait(self, pq: ProcessQueue) -> bool:
+        if pq.count > self.pull_threshold_for_queue or pq.size_bytes > self.pull_threshold_size_for_queue:
+            return True
+        if self._orderly:
+            return self._locking and not pq.locked
+        return pq.span > self.consume_concurrently_max_span
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        while not pq.dropped:
+            subscription = self.rebalancer.subscriptions.get(mq.topic)
+            if subscription is None or self._must_wait(pq):
+                await asyncio.sleep(FLOW_CONTROL_DELAY)
+                continue
+            commit = self.offsets.read_memory(mq) if self.clustering else 0
+            req = PullRequest(
+                self.group,
+                mq,
+                subscription,
+                offset,
+                self.pull_batch_size,
+                max(commit, 0),
+                int(self.suspend_timeout * 1000),
+                self.suspend_timeout + 15.0,
+            )
+            try:
+                result = await pull(self.instance.api, await self.instance.broker_addr(mq), req)
+            except (MQClientError, RemotingError) as exc:
+                log.warning("pull from %s failed: %s", mq, exc)
+                await asyncio.sleep(PULL_DELAY_ON_ERROR)
+                continue
+            if pq.dropped:
+                return
+            if result.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning(
+                    "offset %d of %s is illegal, continuing at %d", offset, mq, result.next_begin_offset
+                )
+                self.offsets.update(mq, result.next_begin_offset)
+                self._restart(mq, result.next_begin_offset)
+                await self.offsets.persist([mq])
+                return
+            offset = result.next_begin_offset
+            if result.messages:
+                self._dispatch(mq, pq, result.messages)
+            elif pq.count == 0:
+                self.offsets.update(mq, offset, increase_only=True)  # nothing cached: skip filtered ones
+
+    def _dispatch(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        start_orderly = pq.put(msgs)
+        if self._orderly:
+            if start_orderly:
+                self._spawn_consume(self._consume_orderly(mq, pq))
+            return
+        size = self.consume_batch_max_size
+        for i in range(0, len(msgs), size):
+            self._spawn_consume(self._consume_concurrently(mq, pq, msgs[i : i + size]))
+
+    def _spawn_consume(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._consumes.add(task)
+        task.add_done_callback(self._consumes.discard)
+
+    # ---- consuming
+
+    def _restore_topic(self, msg: MessageExt) -> None:
+        original = msg.properties.get(P.RETRY_TOPIC)
+        if original and msg.topic == retry_topic(self.group):
+            msg.topic = original
+
+    async def _call_listener(self, msgs: list[MessageExt]) -> Any:
+        assert self._listener is not None
+        for msg in msgs:
+            self._restore_topic(msg)
+        async with self._slots:
+            return await call_user(self._listener, msgs, executor=self._executor)
+
+    async def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        if pq.dropped:
+            return
+        try:
+            status = ConsumeConcurrentlyStatus(await self._call_listener(msgs))
+        except Exception:
+            log.exception(
+                "listener failed on %d message(s) of %s; they will be consumed again", len(msgs), mq
+            )
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if pq.dropped:
+            return
+        later: list[MessageExt] = []
+        if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            if self.clustering:
+                for msg in msgs:
+                    if not await self._send_back(msg):
+                        msg.reconsume_times += 1
+                        later.append(msg)
+            else:
+                log.warning("broadcast consumption of %d message(s) of %s failed; dropped", len(msgs), mq)
+        offset = pq.remove([m for m in msgs if m not in later])
+        if offset >= 0 and not pq.dropped:
+            self.offsets.update(mq, offset, increase_only=True)
+        if later:
+            self._spawn_consume(self._consume_later(mq, pq, later))
+
+    async def _consume_later(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        await asyncio.sleep(RESEND_LATER_DELAY)
+        await self._consume_concurrently(mq, pq, msgs)
+
+    async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        async with pq.consume_lock:
+            while not pq.dropped:
+                if self._locking and (not pq.locked or pq.lock_expired):
+                    pq.mark_locked(mq in await self.rebalancer.lock([mq]))
+                    if not pq.locked:
+                        await asyncio.sleep(self.suspend_current_queue_time)
+                    continue
+                msgs = pq.take(self.consume_batch_max_size)
+                if not msgs:
+                    return
+                try:
+                    status = ConsumeOrderlyStatus(await self._call_listener(msgs))
+                except Exception:
+                    log.exception("orderly listener failed on %s; suspending the queue", mq)
+                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if pq.dropped:
+                    return
+                if status is ConsumeOrderlyStatus.SUCCESS or await self._give_up(msgs):
+                    self.offsets.update(mq, pq.commit())
+                else:
+                    for msg in msgs:
+                        msg.reconsume_times += 1
+                    pq.give_back(msgs)
+                    await asyncio.sleep(self.suspend_current_queue_time)
+
+    async def _give_up(self, msgs: list[MessageExt]) -> bool:
+        """Orderly: messages over ``max_reconsume_times`` go to the dead-letter queue via the retry topic."""
+        limit = self.max_reconsume_times
+        if limit is None or all(m.reconsume_times < limit for m in msgs):
+            return False
+        for msg in msgs:
+            await self._resend(msg)
+        return True
+
+    # ---- retry
+
+    def _max_reconsume(self) -> int:
+        return 16 if self.max_reconsume_times is None else self.max_reconsume_times
+
+    async def _send_back(self, msg: MessageExt) -> bool:
+        """CONSUMER_SEND_MSG_BACK (the broker picks delay 3 + reconsumeTimes); falls back to resending to
+        the retry topic ourselves. False if both failed: the message is then consumed again locally."""
+        header = H.ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=self.group,
+            delayLevel=0,
+            originMsgId=msg.msg_id,
+            originTopic=msg.topic,
+            unitMode=False,
+            maxReconsumeTimes=self._max_reconsume(),
+            bname=msg.broker_name,
+        )
+        try:
+            addr = await self.instance.broker_addr(MessageQueue(msg.topic, msg.broker_name, msg.queue_id))
+            await self.instance.api.send_back(addr, header)
+            return True
+        except (MQClientError, RemotingError) as exc:
+            log.warning("send back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
+        try:
+            await self._resend(msg)
+            return True
+        except (MQClientError, RemotingError) as exc:
+            log.warning("resending %s to the retry topic failed: %s", msg.msg_id, exc)
+            return False
+
+    async def _resend(self, msg: MessageExt) -> None:
+        """Put a copy on %RETRY%group with the retry bookkeeping properties (the broker routes it to the
+        DLQ once RECONSUME_TIME exceeds MAX_RECONSUME_TIMES)."""
+        copy = Message(retry_topic(self.group), msg.body, properties=msg.properties, flag=msg.flag)
+        copy.properties.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
+        copy.properties[P.RETRY_TOPIC] = msg.topic
+        copy.properties[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        copy.properties[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
+        copy.delay_time_level = 3 + msg.reconsume_times
+        if self._inner_producer is None:
+            self._inner_producer = Producer(INNER_PRODUCER_GROUP, self._namesrv_addr)
+            await self._inner_producer.start()
+        await self._inner_producer.send(copy)

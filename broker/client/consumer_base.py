@@ -1,0 +1,202 @@
+"""What push and lite pull consumers share: subscriptions, heartbeat, rebalancing, offsets, and one pull
+task per owned queue."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from enum import Enum
+from pathlib import Path
+
+from broker.client.allocate import AllocateAveragely, AllocateStrategy
+from broker.client.instance import ClientInstance
+from broker.client.message import MQClientError
+from broker.client.offset_store import (
+    READ_FAILED,
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteBrokerOffsetStore,
+)
+from broker.client.process_queue import ProcessQueue
+from broker.client.producer import RETRY_PREFIX
+from broker.client.pull import build_subscription
+from broker.client.rebalance import Rebalancer
+from broker.client.remoting_client import RemotingError
+from broker.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    MessageQueue,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMESTAMP_LOOKBACK = 1800.0  # Java consumes from 30 minutes ago by default with TIMESTAMP
+
+
+def retry_topic(group: str) -> str:
+    return f"{RETRY_PREFIX}{group}"
+
+
+class ConsumeFrom(Enum):
+    """Where a group starts on a queue it has no committed offset for."""
+
+    LAST_OFFSET = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    FIRST_OFFSET = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+
+
+class ConsumerBase(ABC):
+    consume_type: ConsumeType
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        message_model: MessageModel,
+        consume_from: ConsumeFrom,
+        consume_timestamp_ms: int | None,
+        allocate: AllocateStrategy | None,
+        instance_name: str | None,
+        offset_dir: Path,
+    ) -> None:
+        self.group = group
+        self.message_model = message_model
+        self.consume_from = consume_from
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, instance_name=instance_name)
+        self.rebalancer = Rebalancer(
+            self.instance, group, message_model, allocate or AllocateAveragely(), self
+        )
+        self.offsets: OffsetStore = (
+            LocalFileOffsetStore(self.instance.client_id, group, offset_dir)
+            if message_model is MessageModel.BROADCASTING
+            else RemoteBrokerOffsetStore(self.instance.api, group, self.instance.broker_addr)
+        )
+        self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._running = False
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    @property
+    def clustering(self) -> bool:
+        return self.message_model is MessageModel.CLUSTERING
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribe to ``topic`` messages whose tag matches ``"tagA || tagB"`` (or ``"*"``)."""
+        self.rebalancer.subscriptions[topic] = build_subscription(topic, expression)
+        self._subscriptions_changed()
+
+    def unsubscribe(self, topic: str) -> None:
+        self.rebalancer.subscriptions.pop(topic, None)
+        self._subscriptions_changed()
+
+    def _subscriptions_changed(self) -> None:
+        """Once running, brokers hear of the change at once (Java heartbeats too), then we rebalance."""
+        if not self._running:
+            return
+
+        async def announce() -> None:
+            await self.instance.send_heartbeat()
+            self.rebalancer.wake()
+
+        self.instance.spawn(announce(), "announce subscriptions")
+
+    def _heartbeat_data(self) -> HeartbeatData:
+        consumer = ConsumerData(
+            groupName=self.group,
+            consumeType=self.consume_type,
+            messageModel=self.message_model,
+            consumeFromWhere=self.consume_from.value,
+            subscriptionDataSet=list(self.rebalancer.subscriptions.values()),
+        )
+        return HeartbeatData(clientID=self.client_id, consumerDataSet=[consumer])
+
+    async def _connect(self, topics: list[str]) -> None:
+        """Start the client, learn the routes of ``topics`` and introduce ourselves to their brokers."""
+        await self.instance.start()
+        for topic in topics:
+            try:
+                await self.instance.routes.refresh(topic)
+            except MQClientError as exc:
+                log.warning("no route for %s yet: %s", topic, exc)
+        await self.instance.send_heartbeat()
+        self._running = True
+
+    async def persist_offsets(self) -> None:
+        await self.offsets.persist(list(self.rebalancer.table))
+
+    # ---- rebalance owner
+
+    async def _may_take(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """Hook before a queue is taken (orderly consumers lock it here)."""
+        return True
+
+    async def on_assigned(self, mq: MessageQueue) -> ProcessQueue | None:
+        pq = ProcessQueue()
+        if not await self._may_take(mq, pq):
+            return None
+        self.offsets.remove(mq)
+        offset = await self._initial_offset(mq)
+        if offset < 0:
+            return None
+        self._start_pull(mq, pq, offset)
+        return pq
+
+    async def on_revoked(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        task = self._pulls.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        await self.offsets.persist([mq])
+        self.offsets.remove(mq)
+
+    async def _initial_offset(self, mq: MessageQueue) -> int:
+        """Java's computePullFromWhere: the committed offset, else where ``consume_from`` says."""
+        committed = await self.offsets.read_store(mq)
+        if committed >= 0 or committed == READ_FAILED:
+            return committed
+        retry = mq.topic.startswith(RETRY_PREFIX)
+        try:
+            if self.consume_from is ConsumeFrom.FIRST_OFFSET or (
+                retry and self.consume_from is ConsumeFrom.LAST_OFFSET
+            ):
+                return 0
+            addr = await self.instance.broker_addr(mq)
+            if self.consume_from is ConsumeFrom.LAST_OFFSET or retry:
+                return await self.instance.api.max_offset(addr, mq)
+            since = self.consume_timestamp_ms or int((time.time() - DEFAULT_TIMESTAMP_LOOKBACK) * 1000)
+            return await self.instance.api.search_offset(addr, mq, since)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("cannot find where to start on %s: %s", mq, exc)
+            return READ_FAILED
+
+    # ---- pull tasks
+
+    def _start_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        self._pulls[mq] = self.instance.spawn(self._pull_loop(mq, pq, offset), f"pull {mq}")
+
+    def _restart(self, mq: MessageQueue, offset: int) -> ProcessQueue | None:
+        """Continue an owned queue from ``offset`` with an empty cache (seek, reset, offset moved)."""
+        old = self.rebalancer.table.get(mq)
+        if old is None:
+            return None
+        old.dropped = True
+        pq = ProcessQueue()
+        pq.mark_locked(old.locked)
+        pq.last_lock_time = old.last_lock_time
+        self.rebalancer.table[mq] = pq
+        task = self._pulls.get(mq)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        self._start_pull(mq, pq, offset)
+        return pq
+
+    @abstractmethod
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None: ...

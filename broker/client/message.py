@@ -1,0 +1,177 @@
+"""Messages as the SDK shows them: what a producer sends, what a consumer receives, what a send returns,
+and the SDK's typed errors."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from dataclasses import dataclass
+from enum import Enum
+
+from broker.protocol import properties as P
+from broker.protocol.bodies import MessageQueue
+from broker.protocol.codes import ResponseCode, name_of
+from broker.protocol.message import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, MessageRecord
+
+log = logging.getLogger(__name__)
+
+ZLIB_COMPRESSION_FLAG = 0x300  # compression type bits for ZLIB (0 is read as ZLIB too)
+_ZLIB_TYPES = (0, 3)
+
+
+class MQClientError(Exception):
+    """A client-side failure: bad arguments, no route, the broker unreachable after all retries."""
+
+
+class MQBrokerError(MQClientError):
+    """The broker answered with an error code."""
+
+    def __init__(self, code: int, remark: str | None) -> None:
+        super().__init__(f"{name_of(code, response=True)} ({code}): {remark or 'no remark'}")
+        self.code = code
+        self.remark = remark
+
+
+class Message:
+    """A message to send. ``properties`` is the single source of truth for tags, keys and delay."""
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: list[str] | str | None = None,
+        properties: dict[str, str] | None = None,
+        delay_time_level: int = 0,
+        flag: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self.properties: dict[str, str] = dict(properties or {})
+        if tags is not None:
+            self.tags = tags
+        if keys is not None:
+            self.keys = [keys] if isinstance(keys, str) else keys
+        if delay_time_level:
+            self.delay_time_level = delay_time_level
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(P.TAGS)
+
+    @tags.setter
+    def tags(self, value: str | None) -> None:
+        self._set(P.TAGS, value or None)
+
+    @property
+    def keys(self) -> list[str]:
+        return P.split_keys(self.properties.get(P.KEYS))
+
+    @keys.setter
+    def keys(self, value: list[str]) -> None:
+        self._set(P.KEYS, P.KEY_SEPARATOR.join(value) or None)
+
+    @property
+    def delay_time_level(self) -> int:
+        """Delay level 1..18 of the broker's messageDelayLevel table (0: deliver at once)."""
+        return int(self.properties.get(P.DELAY, "0"))
+
+    @delay_time_level.setter
+    def delay_time_level(self, level: int) -> None:
+        self._set(P.DELAY, str(level) if level else None)
+
+    @property
+    def sharding_key(self) -> str | None:
+        """The key ordered messages are grouped by (``__SHARDINGKEY``); see ``hash_selector``."""
+        return self.properties.get(P.SHARDING_KEY)
+
+    @sharding_key.setter
+    def sharding_key(self, value: str | None) -> None:
+        self._set(P.SHARDING_KEY, value)
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(P.UNIQ_KEY)
+
+    def _set(self, name: str, value: str | None) -> None:
+        if value is None:
+            self.properties.pop(name, None)
+        else:
+            self.properties[name] = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(topic={self.topic!r}, tags={self.tags!r}, body={len(self.body)} bytes)"
+
+
+class MessageExt(Message):
+    """A stored message as a consumer (or a transaction checker) receives it."""
+
+    def __init__(self, record: MessageRecord, broker_name: str = "") -> None:
+        super().__init__(record.topic, record.body, properties=record.properties, flag=record.flag)
+        self.sys_flag = record.sys_flag
+        if record.sys_flag & COMPRESSED_FLAG:
+            self._inflate()
+        self.broker_name = broker_name
+        self.queue_id = record.queue_id
+        self.queue_offset = record.queue_offset
+        self.commit_log_offset = record.physical_offset
+        self.offset_msg_id = record.offset_msg_id
+        self.born_timestamp = record.born_timestamp
+        self.born_host = record.born_host
+        self.store_timestamp = record.store_timestamp
+        self.store_host = record.store_host
+        self.reconsume_times = record.reconsume_times
+        self.prepared_transaction_offset = record.prepared_transaction_offset
+        self.body_crc = record.body_crc
+
+    def _inflate(self) -> None:
+        kind = (self.sys_flag & COMPRESSION_TYPE_MASK) >> 8
+        if kind not in _ZLIB_TYPES:
+            log.warning("message %s uses compression type %d, left compressed", self.msg_id, kind)
+            return
+        self.body = zlib.decompress(self.body)
+        self.sys_flag &= ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)
+
+    @property
+    def msg_id(self) -> str:
+        """UNIQ_KEY when the producer set one, else the broker's offset id (as Java clients show)."""
+        return self.uniq_key or self.offset_msg_id
+
+    @property
+    def queue(self) -> MessageQueue:
+        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageExt(topic={self.topic!r}, queue={self.queue_id}, offset={self.queue_offset}, "
+            f"msg_id={self.msg_id}, tags={self.tags!r}, reconsume_times={self.reconsume_times})"
+        )
+
+
+class SendStatus(Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+@dataclass(slots=True, frozen=True)
+class SendResult:
+    """``msg_id`` is the UNIQ_KEY (comma-joined for a batch); ``offset_msg_id`` the broker's id."""
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None

@@ -1,0 +1,118 @@
+"""Subscriptions and PULL_MESSAGE (Java's FilterAPI and PullAPIWrapper): the request, the status mapping,
+decoding and the client-side tag re-filter."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from enum import Enum
+
+from broker.client.api import ClientAPI, request
+from broker.client.message import MessageExt, MQBrokerError, MQClientError
+from broker.protocol import headers as H
+from broker.protocol import properties as P
+from broker.protocol.bodies import MessageQueue, SubscriptionData
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.javahash import java_hash
+from broker.protocol.message import decode_records
+
+SUB_ALL = "*"
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+
+def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
+    """``"a || b"`` to a TAG subscription; empty or ``*`` subscribes to everything."""
+    text = (expression or "").strip()
+    if not text or text == SUB_ALL:
+        return SubscriptionData(topic=topic, subString=SUB_ALL)
+    tags = [t.strip() for t in text.split("||") if t.strip()]
+    return SubscriptionData(topic=topic, subString=text, tagsSet=tags, codeSet=[java_hash(t) for t in tags])
+
+
+class PullStatus(Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_STATUS: dict[int, PullStatus] = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(slots=True)
+class PullResult:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PullRequest:
+    group: str
+    mq: MessageQueue
+    subscription: SubscriptionData
+    offset: int
+    max_nums: int = 32
+    commit_offset: int = 0
+    suspend_ms: int = 15000
+    timeout: float = 30.0
+
+    def header(self) -> H.PullMessageRequestHeader:
+        sys_flag = FLAG_SUSPEND | FLAG_SUBSCRIPTION | (FLAG_COMMIT_OFFSET if self.commit_offset > 0 else 0)
+        return H.PullMessageRequestHeader(
+            consumerGroup=self.group,
+            topic=self.mq.topic,
+            queueId=self.mq.queueId,
+            queueOffset=self.offset,
+            maxMsgNums=self.max_nums,
+            sysFlag=sys_flag,
+            commitOffset=self.commit_offset,
+            suspendTimeoutMillis=self.suspend_ms,
+            subscription=self.subscription.subString,
+            subVersion=self.subscription.subVersion,
+            expressionType=self.subscription.expressionType,
+            bname=self.mq.brokerName,
+        )
+
+
+async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
+    """One PULL_MESSAGE with long polling; found messages are decoded and re-filtered by tag."""
+    response = await api.remoting.invoke(addr, request(RequestCode.PULL_MESSAGE, req.header()), req.timeout)
+    status = _STATUS.get(response.code)
+    if status is None:
+        raise MQBrokerError(response.code, response.remark)
+    answer = H.PullMessageResponseHeader.from_ext_fields(response.ext_fields)
+    result = PullResult(
+        status,
+        answer.nextBeginOffset or 0,
+        answer.minOffset or 0,
+        answer.maxOffset or 0,
+    )
+    if status is PullStatus.FOUND and response.body:
+        try:
+            result.messages = _decode(req, response.body, result)
+        except (ValueError, zlib.error) as exc:  # RecordError, ProtocolError
+            raise MQClientError(f"undecodable pull answer from {req.mq}: {exc}") from exc
+    return result
+
+
+def _decode(req: PullRequest, body: bytes, result: PullResult) -> list[MessageExt]:
+    tags = set(req.subscription.tagsSet)
+    messages = []
+    for record in decode_records(body):
+        msg = MessageExt(record, req.mq.brokerName)
+        if tags and msg.tags not in tags:
+            continue
+        msg.properties[P.MIN_OFFSET] = str(result.min_offset)
+        msg.properties[P.MAX_OFFSET] = str(result.max_offset)
+        messages.append(msg)
+    return messages
