@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+ACCEL := build/accel
 
-.PHONY: install run test lint typecheck pytest bench completions clean
+.PHONY: install run test lint typecheck pytest bench completions clean accel bench-accel test-accel
 
 install: $(STAMP)
 
@@ -32,8 +33,19 @@ test: lint typecheck pytest
 bench: install
 	$(BIN)/python -m benchmarks
 
+# Optional: the hot modules compiled with mypyc into a separate tree (never next to the sources,
+# where a compiled module would hide later edits). Falls back to nothing without a C compiler.
+accel: install
+	$(BIN)/python build_accel.py --out $(ACCEL)
+
+bench-accel: accel
+	cd $(ACCEL) && $(abspath $(BIN))/python -m benchmarks
+
+test-accel: accel
+	cd $(ACCEL) && $(abspath $(BIN))/python -m pytest -q tests/store tests/protocol tests/cli
+
 completions: install
 	$(BIN)/python -m cli.completion_gen completions
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build

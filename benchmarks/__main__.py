@@ -12,10 +12,15 @@ import sys
 import time
 from collections.abc import Callable
 
-from benchmarks import bench_index, bench_store
+from benchmarks import bench_cli, bench_index, bench_remoting, bench_store
 
 Result = dict[str, object]
-SUITES: dict[str, Callable[[bool], list[Result]]] = {"store": bench_store.run, "index": bench_index.run}
+SUITES: dict[str, Callable[[bool], list[Result]]] = {
+    "store": bench_store.run,
+    "index": bench_index.run,
+    "remoting": bench_remoting.run,
+    "cli": bench_cli.run,
+}
 
 
 def _num(v: object) -> float | None:

@@ -16,8 +16,22 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from cli import (
+    bench,
+    broker_cmd,
+    cluster,
+    completion,
+    dlq,
+    group,
+    message,
+    namesrv_kv,
+    profile,
+    retry,
+    store,
+    topic,
+    wait,
+)
 from cli import run as run_commands
-from cli import store
 from cli.errors import run
 
 PROG = "rmq"
@@ -70,9 +84,21 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(store.app, name="store")
+app.add_typer(bench.app, name="bench")
 app.command("up")(run_commands.up)
-app.command("namesrv")(run_commands.namesrv)
-app.command("broker")(run_commands.broker)
+# `rmq namesrv` and `rmq broker` still run a server when no subcommand follows (cli/server_group.py)
+app.add_typer(namesrv_kv.app, name="namesrv")
+app.add_typer(broker_cmd.app, name="broker")
+app.add_typer(cluster.app, name="cluster")
+app.add_typer(topic.app, name="topic")
+app.add_typer(group.app, name="group")
+app.add_typer(message.app, name="message")
+app.add_typer(dlq.app, name="dlq")
+app.add_typer(retry.app, name="retry")
+app.add_typer(profile.app, name="profile")
+app.add_typer(wait.app, name="wait")
+app.add_typer(completion.app, name="completion")
+app.command(completion.NAMES_COMMAND, hidden=True)(completion.complete_names)
 
 
 def _print_version(value: bool) -> None:

@@ -13,8 +13,10 @@ import typer
 from admin.errors import BadInput, OperationFailed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.namesrv.config import NamesrvConfig
-    from broker.server.node import NodePlan
+    from broker.server.node import Node, NodePlan
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("-c", "--config", help="TOML file or RocketMQ broker.conf properties file.")
@@ -26,6 +28,10 @@ HttpPortOpt = Annotated[
     int | None, typer.Option("--http-port", help="HTTP /metrics, /healthz, /readyz port (0 = any free port).")
 ]
 NoHttpOpt = Annotated[bool, typer.Option("--no-http", help="Do not serve the HTTP endpoint.")]
+GrpcPortOpt = Annotated[
+    int | None,
+    typer.Option("--grpc-port", help="RocketMQ 5 gRPC port [default: 8081] (0 = any free port, -1 = off)."),
+]
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder [default: ~/.rmqkit/store].")]
 LogOpt = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
 
@@ -55,14 +61,14 @@ def _namesrv_config(config: Path | None, overrides: list[str], port: int | None)
     return cfg
 
 
-def _run(plan: NodePlan, banner: list[str]) -> None:
+def _run(plan: NodePlan, banner: list[str], after_start: Callable[[Node], None] | None = None) -> None:
     from broker.server.node import Node, NodeStartError, run_until_signal
     from broker.server.transport import install_uvloop
     from broker.store.errors import StoreError
 
     install_uvloop()
     try:
-        asyncio.run(run_until_signal(Node(plan), banner))
+        asyncio.run(run_until_signal(Node(plan), banner, after_start))
     except (NodeStartError, StoreError) as exc:
         raise OperationFailed(str(exc)) from None
 
@@ -126,11 +132,14 @@ def broker(
     set_: SetOpt = None,
     http_port: HttpPortOpt = None,
     no_http: NoHttpOpt = False,
+    grpc_port: GrpcPortOpt = None,
     log_level: LogOpt = "INFO",
 ) -> None:
     """Run a broker."""
     _logging(log_level)
     plan = _broker_plan(config, set_ or [], store, port, namesrv_addr, dict(os.environ))
+    if grpc_port is not None and plan.broker is not None:
+        plan.broker.grpc_port = grpc_port
     plan.http_port = _http(http_port, no_http, plan.http_port)
     _run(plan, ["rmqkit broker is up"])
 
@@ -145,6 +154,7 @@ def up(
     ] = 10911,
     http_port: HttpPortOpt = None,
     no_http: NoHttpOpt = False,
+    grpc_port: GrpcPortOpt = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     log_level: LogOpt = "WARNING",
@@ -156,7 +166,20 @@ def up(
     # the broker registers with the embedded NameServer, whatever NAMESRV_ADDR says
     env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
     plan = _broker_plan(config, set_ or [], store, broker_port, None, env)
+    if grpc_port is not None and plan.broker is not None:
+        plan.broker.grpc_port = grpc_port
     plan.namesrv = NamesrvConfig()
     plan.namesrv.listen_port = namesrv_port
     plan.http_port = _http(http_port, no_http, 10914)
-    _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"])
+    _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"], _save_local_profile)
+
+
+def _save_local_profile(node: Node) -> None:
+    """``rmq up`` leaves a ``local`` profile behind, so ``rmq topic list`` needs no ``-n``."""
+    from admin.profiles import save_local_profile
+
+    if node.namesrv is not None:
+        try:
+            save_local_profile(f"{node.plan.advertise_host}:{node.namesrv.port}")
+        except OSError as exc:  # a read-only home must not stop the servers
+            logging.getLogger(__name__).warning("could not write the local profile: %s", exc)

@@ -1,35 +1,45 @@
 """The rmqkit Python SDK: producers, push and lite pull consumers, allocation strategies, and blocking
-facades for scripts. See docs/sdk.md."""
+facades for scripts. See docs/sdk.md.
 
-from broker.client.allocate import (
-    AllocateAveragely,
-    AllocateAveragelyByCircle,
-    AllocateConsistentHash,
-    AllocateMachineRoomNearby,
-    AllocateStrategy,
-    MachineRoomResolver,
-)
-from broker.client.blocking import BlockingLitePullConsumer, BlockingProducer, BlockingPushConsumer
-from broker.client.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
-from broker.client.consumer_base import ConsumeFrom
-from broker.client.lite_consumer import LitePullConsumer
-from broker.client.message import (
-    Message,
-    MessageExt,
-    MQBrokerError,
-    MQClientError,
-    SendResult,
-    SendStatus,
-)
-from broker.client.producer import (
-    LocalTransactionState,
-    MessageQueueSelector,
-    Producer,
-    TransactionProducer,
-    TransactionSendResult,
-    hash_selector,
-)
-from broker.protocol.bodies import MessageModel, MessageQueue
+Names are imported on first use, so that importing one submodule (as the CLI's admin RPCs do) does
+not load the whole SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "AllocateAveragely": "broker.client.allocate",
+    "AllocateAveragelyByCircle": "broker.client.allocate",
+    "AllocateConsistentHash": "broker.client.allocate",
+    "AllocateMachineRoomNearby": "broker.client.allocate",
+    "AllocateStrategy": "broker.client.allocate",
+    "MachineRoomResolver": "broker.client.allocate",
+    "BlockingLitePullConsumer": "broker.client.blocking",
+    "BlockingProducer": "broker.client.blocking",
+    "BlockingPushConsumer": "broker.client.blocking",
+    "ConsumeConcurrentlyStatus": "broker.client.consumer",
+    "ConsumeOrderlyStatus": "broker.client.consumer",
+    "PushConsumer": "broker.client.consumer",
+    "ConsumeFrom": "broker.client.consumer_base",
+    "LitePullConsumer": "broker.client.lite_consumer",
+    "Message": "broker.client.message",
+    "MessageExt": "broker.client.message",
+    "MQBrokerError": "broker.client.message",
+    "MQClientError": "broker.client.message",
+    "SendResult": "broker.client.message",
+    "SendStatus": "broker.client.message",
+    "LocalTransactionState": "broker.client.producer",
+    "MessageQueueSelector": "broker.client.producer",
+    "Producer": "broker.client.producer",
+    "TransactionProducer": "broker.client.producer",
+    "TransactionSendResult": "broker.client.producer",
+    "hash_selector": "broker.client.producer",
+    "MessageModel": "broker.protocol.bodies",
+    "MessageQueue": "broker.protocol.bodies",
+}
 
 __all__ = [
     "AllocateAveragely",
@@ -61,3 +71,43 @@ __all__ = [
     "TransactionSendResult",
     "hash_selector",
 ]
+
+if TYPE_CHECKING:
+    from broker.client.allocate import (
+        AllocateAveragely,
+        AllocateAveragelyByCircle,
+        AllocateConsistentHash,
+        AllocateMachineRoomNearby,
+        AllocateStrategy,
+        MachineRoomResolver,
+    )
+    from broker.client.blocking import BlockingLitePullConsumer, BlockingProducer, BlockingPushConsumer
+    from broker.client.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
+    from broker.client.consumer_base import ConsumeFrom
+    from broker.client.lite_consumer import LitePullConsumer
+    from broker.client.message import (
+        Message,
+        MessageExt,
+        MQBrokerError,
+        MQClientError,
+        SendResult,
+        SendStatus,
+    )
+    from broker.client.producer import (
+        LocalTransactionState,
+        MessageQueueSelector,
+        Producer,
+        TransactionProducer,
+        TransactionSendResult,
+        hash_selector,
+    )
+    from broker.protocol.bodies import MessageModel, MessageQueue
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'broker.client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

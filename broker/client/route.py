@@ -41,12 +41,10 @@ def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
 
 def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     return sorted(
-
-            MessageQueue(topic, qd.brokerName or "", i)
-            for qd in route.queueDatas
-            if qd.perm & PERM_READ
-            for i in range(qd.readQueueNums)
-
+        MessageQueue(topic, qd.brokerName or "", i)
+        for qd in route.queueDatas
+        if qd.perm & PERM_READ
+        for i in range(qd.readQueueNums)
     )
 
 

@@ -254,13 +254,13 @@ class AdminProcessor:
                 "pageCacheLockTimeMills": "0",
                 "dispatchBehindBytes": "0",
                 "startAcceptSendRequestTimeStamp": "0",
-                "timerReadBehind": "0",
-                "timerOffsetBehind": "0",
                 "timerCongestNum": "0",
                 "timerEnqueueTps": "0.0",
                 "timerDequeueTps": "0.0",
             }
         )
+        table.update(broker.schedule.running_stats())
+        table.update(broker.timer.running_stats())
         return make_response(request, body=KVTable(table=table).to_json())
 
     def _store_facts(self) -> dict[str, str]:

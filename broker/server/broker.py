@@ -28,14 +28,22 @@ from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.end_transaction_processor import EndTransactionProcessor
 from broker.server.long_polling import PullHoldService
+from broker.server.message_filter import FilterProcessor
 from broker.server.offset_processor import OffsetProcessor
+from broker.server.pop_processor import PopProcessor
+from broker.server.pop_service import PopService
 from broker.server.pull_processor import PullProcessor
 from broker.server.registration import NameServerRegistration
+from broker.server.schedule_service import ScheduleService
+from broker.server.send_back_processor import SendBackProcessor
 from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
+from broker.server.transaction_service import TransactionService
 from broker.server.transport import RemotingServer
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, RecoveryReport
@@ -65,8 +73,14 @@ class Broker:
         self.locks = RebalanceLockManager()
         self.stats = BrokerStats()
         self.holds = PullHoldService()
+        self.transactions = TransactionService(self)
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics.wrapper)
+        self.schedule = ScheduleService(self)
+        self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
+        self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
+        self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
+        self.timer = TimerService(self)
         self.recovery: RecoveryReport | None = None
         self.server: RemotingServer | None = None
         self._writer: ThreadPoolExecutor | None = None
@@ -124,23 +138,36 @@ class Broker:
         )
         for processor in (
             SendProcessor(self),
+            SendBackProcessor(self),
             PullProcessor(self),
             OffsetProcessor(self),
             ClientProcessor(self),
             AdminProcessor(self),
+            EndTransactionProcessor(self),
+            FilterProcessor(self),
+            PopProcessor(self),
         ):
             for code, handler in processor.handlers().items():
-                self.server.register(code, self._instrument(code, handler))
+                self.handlers[code] = self._instrument(code, handler)
+                self.server.register(code, self.handlers[code])
         await self.server.start()
         # Port 0 means "any free port": from here on the bound one is the broker's address.
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
         self.topics.on_change = self.registration.trigger
+        await self._start_grpc()
         await self.registration.start()
+        await self.schedule.start()
+        await self.timer.start()
         self._tasks = [
             self._every(1.0, self.stats.tick),
+            self._every(1.0, self.pop.persist),
+            self._every(1.0, self.pop.revive),
             self._every(CLIENT_SCAN_SECONDS, self.clients.scan_expired),
             self._every(self.config.flush_consumer_offset_interval / 1000, self._persist_offsets),
+            self._every(self.config.flush_delay_offset_interval / 1000, self.schedule.persist),
+            self._every(self.config.flush_delay_offset_interval / 1000, self.timer.persist),
+            self._every(self.config.transaction_check_interval / 1000, self.transactions.check),
         ]
         self._started = True
         log.info("broker %s listening on %s", self.config.broker_name, self.address)
@@ -148,6 +175,7 @@ class Broker:
     def _load_metadata(self) -> None:
         self.topics.load()
         self.groups.load()
+        self.pop.load()
         self.offsets.load()
 
     async def stop(self) -> None:
@@ -157,6 +185,10 @@ class Broker:
         """
         self._started = False
         self.holds.stop()
+        self.pop.stopping = True
+        if self.grpc is not None:
+            await self.grpc.stop(STOP_GRACE_SECONDS)
+            self.grpc = None
         if self.server is not None:
             await self.server.stop(STOP_GRACE_SECONDS)
             self.server = None
@@ -168,11 +200,39 @@ class Broker:
         await self.registration.stop()
         if self._writer is not None and self._reader is not None:
             if self.store.running:
+                await self.schedule.stop()
+                await self.timer.stop()
+                await self.pop.persist(force=True)
                 await self.read(self.offsets.persist)
             await self.write(self.store.shutdown)
             self._writer.shutdown()
             self._reader.shutdown()
             self._writer = self._reader = None
+
+    # == gRPC ==================================================================================
+    @property
+    def grpc_port(self) -> int:
+        """The bound gRPC port (0 while it is not serving)."""
+        return int(self.grpc.port) if self.grpc is not None else 0
+
+    async def _start_grpc(self) -> None:
+        """Serve the RocketMQ 5 gRPC API on grpcPort (0 = any free port, < 0 = off)."""
+        if self.config.grpc_port < 0:
+            return
+        try:
+            from broker.grpc.service import GrpcServer
+        except ImportError as exc:  # grpcio/protobuf are the optional ``grpc`` extra
+            log.warning("gRPC port not served: %s (install rmqkit[grpc])", exc)
+            return
+        server = GrpcServer(self, self.config.listen_host, self.config.grpc_port)
+        try:
+            await server.start()
+        except OSError as exc:  # the remoting protocol still works: report loudly, keep running
+            log.error("gRPC port not served: %s", exc)
+            return
+        self.grpc = server
+        self.config.grpc_port = server.port
+        log.info("broker %s serving gRPC on port %d", self.config.broker_name, server.port)
 
     # == helpers ===============================================================================
     def _instrument(self, code: int, handler: Handler) -> Handler:

@@ -202,15 +202,16 @@ class _Lock:
     client_id: str
     last_update: float = field(default_factory=time.monotonic)
 
-    def expired(self, now: float) -> bool:
-        return now - self.last_update > LOCK_MAX_LIVE_SECONDS
-
 
 class RebalanceLockManager:
     """Which client of a group owns which queue, for orderly consumption (LOCK_BATCH_MQ)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_live_seconds: float = LOCK_MAX_LIVE_SECONDS) -> None:
+        self.max_live_seconds = max_live_seconds
         self._table: dict[str, dict[MessageQueue, _Lock]] = {}
+
+    def _expired(self, lock: _Lock, now: float) -> bool:
+        return now - lock.last_update > self.max_live_seconds
 
     def try_lock_batch(
         self, group: str, queues: Iterable[MessageQueue], client_id: str
@@ -221,7 +222,7 @@ class RebalanceLockManager:
         granted: list[MessageQueue] = []
         for mq in queues:
             lock = locks.get(mq)
-            if lock is None or lock.expired(now) or lock.client_id == client_id:
+            if lock is None or self._expired(lock, now) or lock.client_id == client_id:
                 locks[mq] = _Lock(client_id, now)
                 granted.append(mq)
         return granted
@@ -235,4 +236,4 @@ class RebalanceLockManager:
 
     def is_locked(self, group: str, mq: MessageQueue) -> bool:
         lock = self._table.get(group, {}).get(mq)
-        return lock is not None and not lock.expired(time.monotonic())
+        return lock is not None and not self._expired(lock, time.monotonic())

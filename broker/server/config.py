@@ -52,6 +52,7 @@ class BrokerConfig:
     trace_on: bool = True
     serialize_type: str = "JSON"
     http_port: int = 10914  # Prometheus /metrics, /healthz, /readyz; 0 turns it off
+    grpc_port: int = 8081  # RocketMQ 5 gRPC MessagingService; 0 = any free port, -1 = off
 
     @property
     def broker_addr(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -127,6 +127,8 @@ class Node:
                 f"Broker      {b.broker_name} (id {b.broker_id}, cluster {b.broker_cluster_name}) at "
                 f"{self.broker.address}, store {self.plan.store.store_path}"
             )
+        if self.broker is not None and self.broker.grpc_port:
+            lines.append(f"gRPC        {host}:{self.broker.grpc_port} (RocketMQ 5 clients' endpoints)")
         if self.http is not None:
             lines.append(f"HTTP        http://{host}:{self.http.port}/metrics  /healthz  /readyz")
         if self.namesrv is not None:
@@ -134,7 +136,9 @@ class Node:
         return lines
 
 
-async def run_until_signal(node: Node, on_started: list[str] | None = None) -> None:
+async def run_until_signal(
+    node: Node, on_started: list[str] | None = None, after_start: Callable[[Node], None] | None = None
+) -> None:
     """Start ``node``, report, and stop it cleanly on SIGINT or SIGTERM."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -142,6 +146,8 @@ async def run_until_signal(node: Node, on_started: list[str] | None = None) -> N
         loop.add_signal_handler(sig, stop.set)
     try:
         await node.start()
+        if after_start is not None:
+            after_start(node)
         if on_started is not None:
             on_started.extend(node.describe())
             print("\n".join(on_started), flush=True)

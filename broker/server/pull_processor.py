@@ -18,6 +18,7 @@ from broker.protocol.headers import PullMessageRequestHeader, PullMessageRespons
 from broker.protocol.javahash import tags_code
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.header_limits import range_problem
+from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of
 from broker.server.topic_config import PERM_READ
 from broker.store.message_store import GetResult, GetStatus
 
@@ -61,6 +62,7 @@ class _Plan:
 
     header: PullMessageRequestHeader
     tag_filter: Callable[[int], bool] | None
+    record_filter: RecordFilter | None = None
 
 
 class PullProcessor:
@@ -127,17 +129,22 @@ class PullProcessor:
                 f"queueId[{header.queueId}] is illegal, topic:[{header.topic}] "
                 f"topicConfig.readQueueNums:[{topic.readQueueNums}] consumer:[{channel.remote_addr}]",
             )
-        return _Plan(header, tag_filter_of(self._subscription(header).subString))
+        sub = self._subscription(header)
+        if is_tag_type(sub.expressionType):
+            return _Plan(header, tag_filter_of(sub.subString))
+        try:
+            enabled = broker.config.enable_property_filter
+            return _Plan(header, None, record_filter_of(sub.expressionType, sub.subString, enabled=enabled))
+        except FilterRejected as exc:
+            raise PullRejected(exc.code, exc.remark) from None
 
     def _subscription(self, header: PullMessageRequestHeader) -> SubscriptionData:
         if header.sysFlag & FLAG_SUBSCRIPTION:
-            expression_type = (header.expressionType or "TAG").upper()
-            if expression_type != "TAG":
-                raise PullRejected(
-                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                    f"The broker does not support consumer to filter message by {expression_type}",
-                )
-            return SubscriptionData(topic=header.topic, subString=header.subscription or SUB_ALL)
+            return SubscriptionData(
+                topic=header.topic,
+                subString=header.subscription or SUB_ALL,
+                expressionType=(header.expressionType or "TAG").upper(),
+            )
         group = self.broker.clients.consumer_group(header.consumerGroup)
         if group is None:
             raise PullRejected(
@@ -176,6 +183,7 @@ class PullProcessor:
                 h.maxMsgNums,
                 max_bytes=h.maxMsgBytes,
                 tag_filter=plan.tag_filter,
+                record_filter=plan.record_filter,
             )
         )
         code = _STATUS_CODES.get(result.status)

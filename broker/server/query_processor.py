@@ -58,7 +58,12 @@ class QueryProcessor:
         self, h: QueryMessageRequestHeader, max_num: int, unique: bool
     ) -> tuple[list[bytes], int, int]:
         store = self.broker.store
-        found = store.query_by_key(h.topic, h.key, max_num, h.beginTimestamp, h.endTimestamp, unique=unique)
+        # like the index's ``result.size() < maxNum`` loop upstream, a maxNum of 0 or less finds nothing
+        found = (
+            store.query_by_key(h.topic, h.key, max_num, h.beginTimestamp, h.endTimestamp, unique=unique)
+            if max_num > 0
+            else []
+        )
         records = [raw for rec in found if (raw := store.record_at(rec.physical_offset)) is not None]
         files = store.index.files() if store.index is not None else []
         last = files[-1] if files else None

@@ -27,17 +27,19 @@ from broker.protocol.javahash import tags_code
 from broker.protocol.message import (
     MAX_TOPIC_BYTES,
     MULTI_TAGS_FLAG,
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_MASK,
-    TRANSACTION_NOT_TYPE,
     RecordError,
     decode_batch,
     pack_host,
 )
 from broker.protocol.properties import decode_properties
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.dlq import mark_dead_letter
+from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem
+from broker.server.schedule_service import park_delay_level
+from broker.server.timer_service import park_timer_message
 from broker.server.topic_config import (
+    DLQ_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
     PERM_WRITE,
@@ -45,7 +47,7 @@ from broker.server.topic_config import (
     dlq_topic,
     topic_name_problem,
 )
-from broker.store.dispatch import SCHEDULE_TOPIC
+from broker.server.transaction_service import is_half_message, to_half_message
 from broker.store.message_store import PutMessage, PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -91,6 +93,13 @@ class _Target:
     config: TopicConfig
 
 
+def _batch_flag(request: RemotingCommand) -> bool:
+    """The C++ client (rocketmq-client-cpp) sends a batch as SEND_MESSAGE with ``batch`` "1", which
+    Java's Boolean.parseBoolean would read as false: accept "1" as well as "true"."""
+    raw = (request.ext_fields or {}).get("batch" if request.code == RequestCode.SEND_MESSAGE else "m")
+    return str(raw).strip().lower() in ("1", "true")
+
+
 def born_host_of(channel: RemotingChannel) -> bytes:
     try:
         return pack_host(channel.remote_addr)
@@ -115,7 +124,7 @@ class SendProcessor:
             header = SendMessageRequestHeader.parse(request.ext_fields)
         else:  # V2 names its fields a..n: check them in that form so an error names what was sent
             header = SendMessageRequestHeaderV2.parse(request.ext_fields).to_v1()
-        batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
         problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
         if problem:
             return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
@@ -124,6 +133,9 @@ class SendProcessor:
             msgs = self._build(header, request.body or b"", target, born_host_of(channel), batch)
         except SendRejected as exc:
             return make_response(request, exc.code, exc.remark)
+        busy = page_cache_busy(self.broker)
+        if busy is not None:
+            return make_response(request, ResponseCode.SYSTEM_BUSY, busy)
         result = await self.broker.write(self._append, msgs, arrived)
         if result is None:
             waited = int((time.monotonic() - arrived) * 1000)
@@ -242,9 +254,12 @@ class SendProcessor:
                 born_host=born_host,
                 reconsume_times=header.reconsumeTimes or 0,
             )
-            if target.topic.startswith("%DLQ%"):
-                msg.properties.pop(P.DELAY, None)
-            self._apply_delay(msg)
+            if target.topic.startswith(DLQ_PREFIX):
+                mark_dead_letter(msg.properties, header.topic)
+            if is_half_message(msg):
+                to_half_message(msg)
+            else:
+                self._apply_delay(msg)
             msgs.append(msg)
         return msgs
 
@@ -259,21 +274,11 @@ class SendProcessor:
         return props
 
     def _apply_delay(self, msg: PutMessage) -> None:
-        """A delay level parks the message in SCHEDULE_TOPIC_XXXX queue level-1 (§6.3 step 7)."""
-        if msg.sys_flag & TRANSACTION_MASK not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-            return
-        try:
-            level = int(msg.properties.get(P.DELAY, "0"))
-        except ValueError:
-            return
-        if level <= 0:
-            return
-        level = min(level, len(self.broker.store_config.delay_levels_ms))
-        msg.properties[P.DELAY] = str(level)
-        msg.properties[P.REAL_TOPIC] = msg.topic
-        msg.properties[P.REAL_QID] = str(msg.queue_id)
-        msg.topic = SCHEDULE_TOPIC
-        msg.queue_id = level - 1
+        """A timer or a delay level parks the message until it is due (§6.3 step 7)."""
+        problem = park_timer_message(msg, self.broker.store_config)
+        if problem is not None:
+            raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, problem)
+        park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
 
     # == storing ===============================================================================
     def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:

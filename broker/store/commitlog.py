@@ -10,6 +10,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from broker.protocol.message import (
     BLANK_MAGIC,
@@ -22,9 +23,9 @@ from broker.protocol.message import (
 )
 from broker.store.mapped_file import MappedFile, MappedFileQueue
 
-DEFAULT_FILE_SIZE = 1 << 30
-_BLANK = struct.Struct(">ii")
-_I64 = struct.Struct(">q")
+DEFAULT_FILE_SIZE: Final = 1 << 30
+_BLANK: Final = struct.Struct(">ii")
+_I64: Final = struct.Struct(">q")
 
 
 @dataclass(slots=True, frozen=True)
@@ -163,16 +164,15 @@ class CommitLog:
 
     def scan(self, start: int, *, check_body_crc: bool = True) -> ScanResult:
         """Walk from ``start`` and report where the valid records end and why."""
-        result = ScanResult(start, 0, 0, None)
+        end, records, size = start, 0, 0
         for mf, pos, layout, problem in self._walk(start, check_body_crc):
             if problem is not None:
-                result.problem = problem
-                break
+                return ScanResult(end, records, size, problem)
             assert layout is not None
-            result.records += 1
-            result.bytes += layout.total_size
-            result.end = mf.file_from + pos + layout.total_size
-        return result
+            records += 1
+            size += layout.total_size
+            end = mf.file_from + pos + layout.total_size
+        return ScanResult(end, records, size, None)
 
     def _walk(
         self, start: int, check_body_crc: bool
@@ -186,27 +186,28 @@ class CommitLog:
             mf = files[i]
             mm = mf.mm
             limit = mf.wrote
+            file_from = mf.file_from
             while pos < limit:
-                if limit - pos < 8 or mm[pos : pos + 8] == b"\0" * 8:
+                if limit - pos < 8 or _BLANK.unpack_from(mm, pos) == (0, 0):
                     return  # clean end of the written data
                 try:
                     layout = read_layout(mm, pos, limit)
                 except RecordError as exc:
-                    yield mf, pos, None, ScanProblem(mf.path.name, mf.file_from + pos, str(exc))
+                    yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, str(exc))
                     return
                 if layout.magic == BLANK_MAGIC:
                     if layout.total_size != mf.size - pos:
                         reason = f"blank marker of {layout.total_size} bytes does not close the file"
-                        yield mf, pos, None, ScanProblem(mf.path.name, mf.file_from + pos, reason)
+                        yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, reason)
                         return
                     break
                 phys = _I64.unpack_from(mm, pos + POS_PHYSICAL_OFFSET)[0]
-                if phys != mf.file_from + pos:
+                if phys != file_from + pos:
                     reason = f"record claims physical offset {phys}"
-                    yield mf, pos, None, ScanProblem(mf.path.name, mf.file_from + pos, reason)
+                    yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, reason)
                     return
                 if check_body_crc and not check_crc(mm, layout):
-                    yield mf, pos, None, ScanProblem(mf.path.name, mf.file_from + pos, "body CRC mismatch")
+                    yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, "body CRC mismatch")
                     return
                 yield mf, pos, layout, None
                 pos += layout.total_size

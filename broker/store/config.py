@@ -49,6 +49,10 @@ class StoreConfig:
     max_transfer_count_on_message: int = 32
     max_transfer_bytes_on_message: int = 256 * 1024
     max_filter_message_count: int = 16_000
+    os_page_cache_busy_time_out_mills: int = 1000  # an append holding the lock longer: flow control
+    timer_wheel_enable: bool = True
+    timer_max_delay_sec: int = 3 * 86_400
+    timer_precision_ms: int = 1000
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Final
 
 from broker.store.mapped_file import MappedFileQueue
 
-UNIT = 20
-DEFAULT_UNITS_PER_FILE = 300_000
-_UNIT = struct.Struct(">qiq")
-_BLANK = _UNIT.pack(0, 0x7FFFFFFF, 0)
+UNIT: Final = 20
+DEFAULT_UNITS_PER_FILE: Final = 300_000
+_UNIT: Final = struct.Struct(">qiq")
+_BLANK: Final = _UNIT.pack(0, 0x7FFFFFFF, 0)
 
 
 class Boundary(Enum):
@@ -113,12 +114,14 @@ class ConsumeQueue:
     # -- write ---------------------------------------------------------------------------------
     def put(self, queue_offset: int, phys: int, size: int, tags_code: int) -> bool:
         """Write the unit for ``queue_offset``. Re-dispatching an existing unit is a no-op."""
-        mf = self.files.last
-        if mf is not None and mf.wrote < mf.size:
-            expected = (mf.file_from + mf.wrote) // UNIT
-            if queue_offset == expected:  # the hot path: straight into the mapped file
-                _UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags_code)
-                mf.wrote += UNIT
+        files = self.files.files
+        if files:
+            mf = files[-1]
+            wrote = mf.wrote
+            if wrote < mf.size and queue_offset * UNIT == mf.file_from + wrote:
+                # the hot path: the next unit, straight into the mapped file
+                _UNIT.pack_into(mf.mm, wrote, phys, size, tags_code)
+                mf.wrote = wrote + UNIT
                 self.max_physic_end = phys + size
                 return True
         expected = self.max_offset

@@ -7,9 +7,9 @@ and indexes they produce are identical.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from broker.protocol import properties as P
 from broker.protocol.javahash import tags_code
@@ -24,8 +24,8 @@ from broker.protocol.properties import decode_properties
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.index_service import IndexService
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TIMER_TOPIC = "rmq_sys_wheel_timer"
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 
 
 class DispatchRequest(NamedTuple):
@@ -161,16 +161,25 @@ class Dispatcher:
         self.index = index
         self.last_store_timestamp = 0
 
-    def dispatch(self, requests: Iterable[DispatchRequest]) -> None:
-        queues = self.queues
-        index = self.index
+    def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        if not requests:
+            return
+        table = self.queues
+        queues = table.queues
+        rollbacks = False
         for req in requests:
-            if in_consume_queue(req.sys_flag):
-                queues.find_or_create(req.topic, req.queue_id).put(
-                    req.queue_offset, req.commitlog_offset, req.size, req.tags_code
-                )
-            if index is not None and req.sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
-                index.put_message(
-                    req.topic, req.uniq_key, req.keys, req.commitlog_offset, req.store_timestamp
-                )
-            self.last_store_timestamp = req.store_timestamp
+            tx = req.sys_flag & TRANSACTION_MASK
+            if tx != TRANSACTION_PREPARED_TYPE and tx != TRANSACTION_ROLLBACK_TYPE:  # in_consume_queue
+                key = (req.topic, req.queue_id)
+                cq = queues.get(key) or table.find_or_create(*key)
+                cq.put(req.queue_offset, req.commitlog_offset, req.size, req.tags_code)
+            elif tx == TRANSACTION_ROLLBACK_TYPE:
+                rollbacks = True
+        if self.index is not None:
+            # a rollback record is not indexed; any other is, after its ConsumeQueue unit
+            self.index.put_messages(
+                [r for r in requests if r.sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE]
+                if rollbacks
+                else requests
+            )
+        self.last_store_timestamp = requests[-1].store_timestamp

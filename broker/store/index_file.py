@@ -20,25 +20,30 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from broker.store.errors import CorruptFileError
 
-HEADER_SIZE = 40
-SLOT_SIZE = 4
-ENTRY_SIZE = 20
-DEFAULT_SLOTS = 5_000_000
-DEFAULT_ENTRIES = 20_000_000
+HEADER_SIZE: Final = 40
+SLOT_SIZE: Final = 4
+ENTRY_SIZE: Final = 20
+DEFAULT_SLOTS: Final = 5_000_000
+DEFAULT_ENTRIES: Final = 20_000_000
 
+# The packers that write the map are not Final: tests/store/test_index_crash.py swaps them to cut a put
+# after any write, and a Final name would be bound at compile time under mypyc.
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _COUNTS = struct.Struct(">ii")  # hashSlotCount @32, indexCount @36
-_HEADER = struct.Struct(">qqqqii")
-_TIMES = struct.Struct(">qq")  # beginTimestamp @0, endTimestamp @8
+_HEADER: Final = struct.Struct(">qqqqii")
+_TIMES: Final = struct.Struct(">qq")  # beginTimestamp @0, endTimestamp @8
 _ENTRY = struct.Struct(">iqii")
-_PREV_AT = 16  # offset of prevIndex inside an entry
+_PREV_AT: Final = 16  # offset of prevIndex inside an entry
 _BEGIN_TS_AT, _END_TS_AT, _BEGIN_PHY_AT, _END_PHY_AT, _COUNTS_AT = 0, 8, 16, 24, 32
-_INT_MAX = 0x7FFFFFFF
-_ZERO_ENTRY = bytes(ENTRY_SIZE)
+_INT_MAX: Final = 0x7FFFFFFF
+_ZERO_ENTRY: Final = bytes(ENTRY_SIZE)
+
+IndexedMessage = tuple[Sequence[int], int, int]  # key hashes, CommitLog offset, store timestamp
 
 
 class IndexFileError(CorruptFileError):
@@ -147,59 +152,65 @@ class IndexFile:
         return self.entries - self.index_count
 
     def put_one(self, key_hash: int, phy_offset: int, store_timestamp: int) -> None:
-        """``put`` for the common single-key message, without its per-call containers."""
-        count = self.index_count
-        if count == 1:
-            self.put((key_hash,), phy_offset, store_timestamp)
-            return
-        mm = self._mm
-        at = HEADER_SIZE + (key_hash % self.slots) * SLOT_SIZE
-        prev: int = _I32.unpack_from(mm, at)[0]
-        if prev >= count or prev < 0:
-            prev = self._resolve(prev, count)
-        _ENTRY.pack_into(
-            mm, self._base + count * ENTRY_SIZE, key_hash, phy_offset, self._time_diff(store_timestamp), prev
-        )
-        _I32.pack_into(mm, at, count)
-        self._commit(count + 1, prev == 0, phy_offset, store_timestamp)
+        """``put`` for a message with a single key."""
+        self.put_messages((((key_hash,), phy_offset, store_timestamp),))
 
     def put(self, key_hashes: Sequence[int], phy_offset: int, store_timestamp: int) -> None:
         """Index one message under each key hash (the caller checked ``free_entries``)."""
+        self.put_messages(((key_hashes, phy_offset, store_timestamp),))
+
+    def put_messages(self, messages: Sequence[IndexedMessage]) -> None:
+        """Index messages in CommitLog order, each ``(key hashes, phy offset, store timestamp)`` (the
+        caller checked ``free_entries``). A batch is one put: its entries, then the slots, then the
+        header, so a cut batch is repaired like a cut message and re-dispatched whole."""
+        if not messages:
+            return
         mm = self._mm
         count = self.index_count
         slots = self.slots
-        first = count == 1
-        if first:
+        if count == 1:
             # The first message of a file becomes its begin; written before indexCount, so a crash
             # leaves begin values that the re-put rewrites anyway.
-            self.begin_timestamp = store_timestamp
-            self.begin_phy_offset = phy_offset
-            _I64.pack_into(mm, _BEGIN_TS_AT, store_timestamp)
-            _I64.pack_into(mm, _BEGIN_PHY_AT, phy_offset)
-        diff = self._time_diff(store_timestamp)
+            _hashes, first_phy, first_ts = messages[0]
+            self.begin_timestamp = first_ts
+            self.begin_phy_offset = first_phy
+            _I64.pack_into(mm, _BEGIN_TS_AT, first_ts)
+            _I64.pack_into(mm, _BEGIN_PHY_AT, first_phy)
         # Slot heads are read (and dangling ones resolved) before any entry is written, while the
         # entries of an interrupted earlier attempt are still intact to follow.
+        i32 = _I32
         heads: dict[int, int] = {}
         prevs: list[int] = []
         new_slots = 0
-        for i, key_hash in enumerate(key_hashes):
-            at = HEADER_SIZE + (key_hash % slots) * SLOT_SIZE
-            prev = heads.get(at)
-            if prev is None:
-                prev = _I32.unpack_from(mm, at)[0]
-                if prev >= count or prev < 0:
-                    prev = self._resolve(prev, count)
-                if prev == 0:
-                    new_slots += 1
-            prevs.append(prev)
-            heads[at] = count + i
+        index = count
+        for key_hashes, _phy, _ts in messages:
+            for key_hash in key_hashes:
+                at = HEADER_SIZE + (key_hash % slots) * SLOT_SIZE
+                prev = heads.get(at)
+                if prev is None:
+                    prev = i32.unpack_from(mm, at)[0]
+                    if prev >= count or prev < 0:
+                        prev = self._resolve(prev, count)
+                    if prev == 0:
+                        new_slots += 1
+                prevs.append(prev)
+                heads[at] = index
+                index += 1
+        entry = _ENTRY
         pos = self._base + count * ENTRY_SIZE
-        for key_hash, prev in zip(key_hashes, prevs, strict=True):
-            _ENTRY.pack_into(mm, pos, key_hash, phy_offset, diff, prev)
-            pos += ENTRY_SIZE
-        for at, index in heads.items():
-            _I32.pack_into(mm, at, index)
-        self._commit(count + len(prevs), new_slots, phy_offset, store_timestamp)
+        i = 0
+        diff_ts = diff = -1
+        for key_hashes, phy, ts in messages:
+            if ts != diff_ts:
+                diff_ts, diff = ts, self._time_diff(ts)
+            for key_hash in key_hashes:
+                entry.pack_into(mm, pos, key_hash, phy, diff, prevs[i])
+                pos += ENTRY_SIZE
+                i += 1
+        for at, head in heads.items():
+            i32.pack_into(mm, at, head)
+        _hashes, last_phy, last_ts = messages[-1]
+        self._commit(index, new_slots, last_phy, last_ts)
 
     def _time_diff(self, store_timestamp: int) -> int:
         begin_ts = self.begin_timestamp

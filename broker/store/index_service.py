@@ -11,17 +11,43 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Final, NamedTuple, Protocol
 
 from broker.protocol.javahash import index_key_hash, java_hash
-from broker.store.index_file import DEFAULT_ENTRIES, DEFAULT_SLOTS, IndexFile, IndexFileInfo
+from broker.store.index_file import DEFAULT_ENTRIES, DEFAULT_SLOTS, IndexedMessage, IndexFile, IndexFileInfo
 
-_NAME = re.compile(r"\d{17}")
-_NAME_FORMAT = "%Y%m%d%H%M%S"
-_MASK = 0xFFFFFFFF
-_POW31 = tuple(pow(31, n, 1 << 32) for n in range(256))
-_UNIQ_TAIL = 12  # hex digits of a UNIQ_KEY that change from message to message
-_UNIQ_HEADS_MAX = 4096  # producers remembered; the cache restarts when full
+_NAME: Final = re.compile(r"\d{17}")
+_NAME_FORMAT: Final = "%Y%m%d%H%M%S"
+_MASK: Final = 0xFFFFFFFF
+_POW31: Final = tuple(pow(31, n, 1 << 32) for n in range(256))
+_UNIQ_TAIL: Final = 12  # hex digits of a UNIQ_KEY that change from message to message
+_UNIQ_HEADS_MAX: Final = 4096  # producers remembered; the cache restarts when full
+_TAIL_POW: Final = _POW31[_UNIQ_TAIL]
+
+
+class IndexableMessage(Protocol):
+    """What indexing reads of a dispatched message (``DispatchRequest`` has these fields)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def uniq_key(self) -> str | None: ...
+    @property
+    def keys(self) -> str | None: ...
+    @property
+    def commitlog_offset(self) -> int: ...
+    @property
+    def store_timestamp(self) -> int: ...
+
+
+class _Message(NamedTuple):
+    topic: str
+    uniq_key: str | None
+    keys: str | None
+    commitlog_offset: int
+    store_timestamp: int
 
 
 def index_file_name(epoch_ms: int) -> str:
@@ -123,31 +149,52 @@ class IndexService:
     ) -> None:
         """Index one dispatched message; a re-dispatched one (at or before ``end_phy_offset()``)
         is skipped, so recovery may replay from any earlier point."""
-        if phy_offset <= self._indexed_phy_offset:
-            return
+        self.put_messages((_Message(topic, uniq_key, keys, phy_offset, store_ts),))
+
+    def put_messages(self, messages: Iterable[IndexableMessage]) -> None:
+        """``put_message`` for each message, in CommitLog order, written to the current file as one put
+        (split where the file rolls over)."""
+        indexed = self._indexed_phy_offset
+        current = self._current
+        free = 0 if current is None else current.free_entries
+        batch: list[IndexedMessage] = []
+        for msg in messages:
+            phy_offset = msg.commitlog_offset
+            if phy_offset <= indexed:
+                continue
+            hashes = self._hashes(msg.topic, msg.uniq_key, msg.keys)
+            if not hashes:
+                continue
+            if current is None or free < len(hashes):
+                if batch and current is not None:
+                    self._put_batch(current, batch)
+                    batch = []
+                current = self._roll(current)
+                free = current.free_entries
+                # A message never spans files, so one with more keys than a whole file keeps the first ones.
+                del hashes[free:]
+            batch.append((hashes, phy_offset, msg.store_timestamp))
+            free -= len(hashes)
+            indexed = phy_offset
+        if batch and current is not None:
+            self._put_batch(current, batch)
+
+    def _put_batch(self, current: IndexFile, batch: list[IndexedMessage]) -> None:
+        current.put_messages(batch)
+        self._indexed_phy_offset = batch[-1][1]
+
+    def _hashes(self, topic: str, uniq_key: str | None, keys: str | None) -> list[int]:
+        """Index hashes of a message: ``topic#UNIQ_KEY`` first, then ``topic#k`` for each key."""
         prefix = self._prefix_hashes.get(topic)
         if prefix is None:
             prefix = self._prefix_hashes[topic] = java_hash(topic + "#") & _MASK
-        current = self._current
-        if not keys:  # the common case: only the UNIQ_KEY
-            if not uniq_key:
-                return
-            if current is None or current.index_count >= current.entries:
-                current = self._roll(current)
-            current.put_one(self._uniq_hash(prefix, uniq_key), phy_offset, store_ts)
-            self._indexed_phy_offset = phy_offset
-            return
-        hashes = [_key_hash(prefix, key) for key in keys.split(" ") if key]
-        if uniq_key:
-            hashes.insert(0, self._uniq_hash(prefix, uniq_key))
-        if not hashes:
-            return
-        if current is None or current.free_entries < len(hashes):
-            current = self._roll(current)
-            # A message never spans files, so one with more keys than a whole file keeps the first ones.
-            del hashes[current.free_entries :]
-        current.put(hashes, phy_offset, store_ts)
-        self._indexed_phy_offset = phy_offset
+        hashes = [self._uniq_hash(prefix, uniq_key)] if uniq_key else []
+        if keys:
+            if " " in keys:
+                hashes += [_key_hash(prefix, key) for key in keys.split(" ") if key]
+            else:
+                hashes.append(_key_hash(prefix, keys))
+        return hashes
 
     def _uniq_hash(self, prefix: int, uniq_key: str) -> int:
         """``_key_hash`` for a UNIQ_KEY. Its head (producer IP, pid, classloader hash; §4.2) is the same
@@ -161,8 +208,8 @@ class IndexService:
             if len(self._uniq_heads) >= _UNIQ_HEADS_MAX:
                 self._uniq_heads.clear()
             head_hash = self._uniq_heads[head] = java_hash(head) & _MASK
-        h = (prefix * _pow31(len(head)) + head_hash) * _POW31[_UNIQ_TAIL] + java_hash(uniq_key[-_UNIQ_TAIL:])
-        return _abs_hash(h & _MASK)
+        h = ((prefix * _pow31(len(head)) + head_hash) * _TAIL_POW + java_hash(uniq_key[-_UNIQ_TAIL:])) & _MASK
+        return h if h < 0x80000000 else (0x100000000 - h) & 0x7FFFFFFF  # as in _key_hash
 
     def _roll(self, full: IndexFile | None) -> IndexFile:
         if self.read_only:
@@ -252,9 +299,6 @@ def _key_hash(prefix: int, key: str) -> int:
     """IndexFile hash of ``prefix_string + key`` from the prefix's hash: Java's hash of a concatenation
     is h(a) * 31**len(b) + h(b) (mod 2**32), len counted in UTF-16 units."""
     units = len(key) if key.isascii() else len(key.encode("utf-16-le")) // 2
-    return _abs_hash((prefix * _pow31(units) + java_hash(key)) & _MASK)
-
-
-def _abs_hash(h: int) -> int:
-    """abs() of the signed value of unsigned ``h``, with Integer.MIN_VALUE mapped to 0."""
+    h = (prefix * (_POW31[units] if units < 256 else pow(31, units, 1 << 32)) + java_hash(key)) & _MASK
+    # abs() of the signed value, with Integer.MIN_VALUE mapped to 0
     return h if h < 0x80000000 else (0x100000000 - h) & 0x7FFFFFFF

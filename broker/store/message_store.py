@@ -7,16 +7,18 @@ queues and file lists are only ever replaced, never changed under them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Final
 
 from broker.protocol import properties as P
 from broker.protocol.message import (
@@ -51,8 +53,8 @@ from broker.store.retention import Retention, RetentionReport
 from broker.store.store_lock import StoreLock
 
 log = logging.getLogger(__name__)
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX: Final = "%RETRY%"
+DLQ_PREFIX: Final = "%DLQ%"
 
 
 class PutStatus(Enum):
@@ -188,6 +190,7 @@ class MessageStore:
         self._stop = threading.Event()
         self.running = False
         self.disk_full = False
+        self.begin_time_in_lock = 0.0  # monotonic start of the append holding the write lock, 0 = none
         self.recovery: RecoveryReport | None = None
         self.put_count = 0
         self.put_bytes = 0
@@ -391,30 +394,34 @@ class MessageStore:
         offsets_out = result.offsets
         sizes_out = result.sizes
         queue_offsets_out = result.queue_offsets
-        with self._write_lock:
+        with self._timed_write_lock():
             now = int(self.clock() * 1000)
             result.store_timestamp = now
             offsets = self._queue_offsets
             chunk: list[bytes] = []
             pending = 0  # bytes in ``chunk``, not yet copied into ``chunk_file``
+            room = 0  # bytes ``chunk_file`` had left when the chunk began
             chunk_file = None
             for msg, topic_raw, props_raw, size in encoded:
+                topic = msg.topic
+                queue_id = msg.queue_id
                 sys_flag = msg.sys_flag
                 in_cq = in_consume_queue(sys_flag)
-                key = (msg.topic, msg.queue_id)
+                key = (topic, queue_id)
                 queue_offset = offsets.get(key, 0) if in_cq else 0
-                if chunk_file is None or size + 8 > chunk_file.remaining - pending:
+                if chunk_file is None or size + 8 > room - pending:
                     if chunk and chunk_file is not None:
                         chunk_file.append(b"".join(chunk))
                         chunk = []
                         pending = 0
                     chunk_file = self.commitlog.writable(size)
+                    room = chunk_file.remaining
                 phys = chunk_file.file_from + chunk_file.wrote + pending
                 store_ts = msg.store_timestamp or now
                 chunk.append(
                     encode_record(
                         topic=topic_raw,
-                        queue_id=msg.queue_id,
+                        queue_id=queue_id,
                         flag=msg.flag,
                         queue_offset=queue_offset,
                         physical_offset=phys,
@@ -435,11 +442,11 @@ class MessageStore:
                 props = msg.properties
                 requests.append(
                     DispatchRequest(
-                        msg.topic,
-                        msg.queue_id,
+                        topic,
+                        queue_id,
                         phys,
                         size,
-                        rule(msg.topic, props, store_ts),
+                        rule(topic, props, store_ts),
                         store_ts,
                         queue_offset,
                         props.get(P.KEYS),
@@ -458,6 +465,21 @@ class MessageStore:
             self.put_bytes += sum(sizes_out)
             self._last_put_ts = now
         return result
+
+    @contextlib.contextmanager
+    def _timed_write_lock(self) -> Iterator[None]:
+        """The write lock, noting since when it is held (CommitLog.beginTimeInLock)."""
+        with self._write_lock:
+            self.begin_time_in_lock = time.monotonic()
+            try:
+                yield
+            finally:
+                self.begin_time_in_lock = 0.0
+
+    def lock_held_ms(self) -> float:
+        """How long the running append has held the write lock; 0 when none runs (isOSPageCacheBusy)."""
+        begin = self.begin_time_in_lock
+        return (time.monotonic() - begin) * 1000 if begin else 0.0
 
     def flushed(self, end_offset: int) -> Future[bool]:
         """Completes once ``end_offset`` is on disk (sync flush group commit)."""

@@ -1,0 +1,23 @@
+"""The one typed admin service every front end uses (CLI, mqadmin, TUI, pipelines).
+
+``AdminService(namesrv, timeout)`` is used as ``async with``; its methods take and return the
+dataclasses of :mod:`admin.models` and raise only :mod:`admin.errors`. The requests under one view
+go out concurrently, batched per broker wherever the protocol has a batch request. The methods are
+grouped by area in the modules of this package.
+"""
+
+from __future__ import annotations
+
+from admin.service.base import Progress
+from admin.service.cluster import ClusterOps
+from admin.service.groups import GroupOps
+from admin.service.messages import MessageOps
+from admin.service.namesrv import NamesrvOps
+from admin.service.topics import TopicOps
+
+
+class AdminService(ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps):
+    """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
+
+
+__all__ = ["AdminService", "Progress"]

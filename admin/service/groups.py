@@ -1,0 +1,374 @@
+"""Consumer groups: list, describe, connections, lag, create, update, delete, offsets."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from admin.errors import BadInput, NotFound, OperationFailed
+from admin.models import (
+    RETRY_PREFIX,
+    ClientInfo,
+    Deletion,
+    GroupChange,
+    GroupConfig,
+    GroupConnections,
+    GroupDescription,
+    GroupLag,
+    GroupList,
+    GroupSpec,
+    GroupSummary,
+    OffsetClone,
+    OffsetReset,
+    QueueLag,
+    QueueReset,
+    ResetKind,
+    ResetTarget,
+    Subscription,
+    is_system_group,
+)
+from admin.service.base import Progress, ServiceBase, admin_call, gather
+from admin.service.topics import tracked
+from broker.protocol.bodies import ConsumerConnection, ConsumeStats, MessageQueue, SubscriptionGroupConfig
+
+
+def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
+    return GroupConfig(
+        consume_enable=c.consumeEnable,
+        consume_from_min_enable=c.consumeFromMinEnable,
+        consume_broadcast_enable=c.consumeBroadcastEnable,
+        consume_message_orderly=c.consumeMessageOrderly,
+        retry_queue_nums=c.retryQueueNums,
+        retry_max_times=c.retryMaxTimes,
+        broker_id=c.brokerId,
+        which_broker_when_consume_slowly=c.whichBrokerWhenConsumeSlowly,
+        notify_consumer_ids_changed_enable=c.notifyConsumerIdsChangedEnable,
+        group_sys_flag=c.groupSysFlag,
+        consume_timeout_minute=c.consumeTimeoutMinute,
+        attributes=dict(c.attributes),
+    )
+
+
+def _consume_type(conn: ConsumerConnection) -> str | None:
+    names = {0: "PULL", 1: "PUSH", 2: "POP"}
+    return names.get(int(conn.consumeType)) if conn.consumeType is not None else None
+
+
+def _connections(group: str, answers: dict[str, ConsumerConnection | None]) -> GroupConnections:
+    """Merge what each broker reports about a group's clients (the first report of a client wins)."""
+    clients: dict[str, ClientInfo] = {}
+    subs: dict[str, Subscription] = {}
+    first: ConsumerConnection | None = None
+    for broker_name, conn in answers.items():
+        if conn is None:
+            continue
+        first = first or conn
+        for c in conn.connectionSet:
+            cid = c.clientId or ""
+            clients.setdefault(
+                cid, ClientInfo(cid, c.clientAddr or "", c.language.name, c.version, broker_name)
+            )
+        for topic, s in conn.subscriptionTable.items():
+            subs.setdefault(topic, Subscription(topic, s.subString or "*", s.expressionType))
+    return GroupConnections(
+        group=group,
+        online=bool(clients),
+        consume_type=_consume_type(first) if first else None,
+        message_model=first.messageModel.name if first and first.messageModel is not None else None,
+        consume_from_where=first.consumeFromWhere.name
+        if first and first.consumeFromWhere is not None
+        else None,
+        clients=sorted(clients.values(), key=lambda c: c.client_id),
+        subscriptions=sorted(subs.values(), key=lambda s: s.topic),
+    )
+
+
+def _lag(group: str, stats: list[ConsumeStats]) -> GroupLag:
+    queues = sorted(
+        (
+            QueueLag(
+                topic=mq.topic,
+                broker_name=mq.brokerName,
+                queue_id=mq.queueId,
+                broker_offset=o.brokerOffset,
+                consumer_offset=o.consumerOffset,
+                diff=o.brokerOffset - o.consumerOffset,
+                inflight=o.pullOffset - o.consumerOffset,
+                last_timestamp=o.lastTimestamp,
+            )
+            for s in stats
+            for mq, o in s.offsetTable.items()
+        ),
+        key=lambda q: (q.topic, q.broker_name, q.queue_id),
+    )
+    return GroupLag(
+        group=group,
+        queues=queues,
+        diff_total=sum(q.diff for q in queues),
+        inflight_total=sum(q.inflight for q in queues),
+        consume_tps=round(sum(s.consumeTps for s in stats), 2),
+    )
+
+
+class GroupOps(ServiceBase):
+    async def _all_masters(self) -> dict[str, str]:
+        return self._masters(await self._cluster())
+
+    async def _group_configs(self, masters: dict[str, str]) -> dict[str, dict[str, SubscriptionGroupConfig]]:
+        """Broker name -> that broker's subscription groups (one request per broker)."""
+        tables = await gather(self.api.all_group_config(a) for a in masters.values())
+        return dict(zip(masters, tables, strict=True))
+
+    async def _group_connections(
+        self, group: str, masters: dict[str, str]
+    ) -> dict[str, ConsumerConnection | None]:
+        answers = await gather(self.api.consumer_connection(a, group) for a in masters.values())
+        return dict(zip(masters, answers, strict=True))
+
+    @admin_call
+    async def group_list(self, include_system: bool = True) -> GroupList:
+        """Subscription groups of every broker, with whether each is online (connections of all groups
+        are asked concurrently: the protocol has no request for them all at once)."""
+        masters = await self._all_masters()
+        configs = await self._group_configs(masters)
+        names = sorted(
+            {g for table in configs.values() for g in table if include_system or not is_system_group(g)}
+        )
+        conns = await gather(self._group_connections(g, masters) for g in names)
+        groups = []
+        for name, answers in zip(names, conns, strict=True):
+            holders = [b for b, table in configs.items() if name in table]
+            config = configs[holders[0]][name]
+            merged = _connections(name, answers)
+            groups.append(
+                GroupSummary(
+                    name=name,
+                    system=is_system_group(name),
+                    brokers=holders,
+                    online=merged.online,
+                    clients=len(merged.clients),
+                    consume_type=merged.consume_type,
+                    message_model=merged.message_model,
+                    consume_enable=config.consumeEnable,
+                    orderly=config.consumeMessageOrderly,
+                    retry_max_times=config.retryMaxTimes,
+                )
+            )
+        return GroupList(groups)
+
+    @admin_call
+    async def group_names(self) -> list[str]:
+        """Names of the subscription groups of every broker (for shell completion)."""
+        configs = await self._group_configs(await self._all_masters())
+        return sorted({g for table in configs.values() for g in table})
+
+    @staticmethod
+    def _require(group: str, configs: dict[str, dict[str, SubscriptionGroupConfig]], seen: bool) -> None:
+        if not seen and not any(group in t for t in configs.values()):
+            raise NotFound(f"consumer group {group} not found")
+
+    @admin_call
+    async def group_connections(self, group: str) -> GroupConnections:
+        masters = await self._all_masters()
+        configs, answers = await asyncio.gather(
+            self._group_configs(masters), self._group_connections(group, masters)
+        )
+        result = _connections(group, answers)
+        self._require(group, configs, result.online)
+        return result
+
+    async def _stats(self, group: str, topic: str | None, masters: dict[str, str]) -> list[ConsumeStats]:
+        return await gather(self.api.consume_stats(a, group, topic) for a in masters.values())
+
+    @admin_call
+    async def group_lag(self, group: str, topic: str | None = None) -> GroupLag:
+        """Per queue: broker offset, consumer offset, diff, inflight, last consumed time (one
+        GET_CONSUME_STATS per master broker)."""
+        masters = await self._all_masters()
+        configs, stats = await asyncio.gather(
+            self._group_configs(masters), self._stats(group, topic, masters)
+        )
+        lag = _lag(group, stats)
+        self._require(group, configs, bool(lag.queues))
+        return lag
+
+    @admin_call
+    async def group_describe(self, group: str) -> GroupDescription:
+        masters = await self._all_masters()
+        configs, answers, stats = await asyncio.gather(
+            self._group_configs(masters),
+            self._group_connections(group, masters),
+            self._stats(group, None, masters),
+        )
+        connections = _connections(group, answers)
+        lag = _lag(group, stats)
+        self._require(group, configs, connections.online or bool(lag.queues))
+        holders = [b for b, t in configs.items() if group in t]
+        return GroupDescription(
+            group=group,
+            brokers=holders,
+            config=_config_view(configs[holders[0]][group]) if holders else None,
+            connections=connections,
+            lag=lag,
+        )
+
+    # -- changes ----------------------------------------------------------------------------------
+    @admin_call
+    async def group_create(
+        self, spec: GroupSpec, cluster: str | None = None, broker: str | None = None
+    ) -> GroupChange:
+        """Create a subscription group on one broker or on a cluster's masters; fails if it exists."""
+        targets = await self._broker_targets(cluster, broker)
+        configs = await self._group_configs(targets)
+        existing = [b for b, t in configs.items() if spec.name in t]
+        if existing:
+            raise OperationFailed(f"consumer group {spec.name} already exists on {', '.join(existing)}")
+        base = SubscriptionGroupConfig(groupName=spec.name)
+        return await self._write_group(spec, {b: base for b in targets}, targets)
+
+    @admin_call
+    async def group_update(
+        self, spec: GroupSpec, cluster: str | None = None, broker: str | None = None
+    ) -> GroupChange:
+        """Change a group on the brokers that hold it (or on the brokers named)."""
+        explicit = cluster is not None or broker is not None
+        targets = await (self._broker_targets(cluster, broker) if explicit else self._all_masters())
+        configs = await self._group_configs(targets)
+        current = {b: t[spec.name] for b, t in configs.items() if spec.name in t}
+        missing = [b for b in targets if b not in current]
+        if not current or (explicit and missing):
+            where = f" on {', '.join(missing)}" if current else ""
+            raise NotFound(f"consumer group {spec.name} not found{where}")
+        return await self._write_group(spec, current, {b: targets[b] for b in current})
+
+    async def _write_group(
+        self, spec: GroupSpec, current: dict[str, SubscriptionGroupConfig], targets: dict[str, str]
+    ) -> GroupChange:
+        if spec.retry_max_times is not None and spec.retry_max_times < -1:
+            raise BadInput("retry max times must be -1 (no retry) or more")
+        if spec.retry_queue_nums is not None and spec.retry_queue_nums < 0:
+            raise BadInput("retry queue numbers cannot be negative")
+        changes: dict[str, Any] = {
+            "consumeEnable": spec.consume_enable,
+            "consumeFromMinEnable": spec.consume_from_min_enable,
+            "consumeBroadcastEnable": spec.consume_broadcast_enable,
+            "consumeMessageOrderly": spec.orderly,
+            "retryQueueNums": spec.retry_queue_nums,
+            "retryMaxTimes": spec.retry_max_times,
+        }
+        updates = {k: v for k, v in changes.items() if v is not None}
+        configs = {b: replace(c, groupName=spec.name, **updates) for b, c in current.items()}
+        await gather(self.api.create_group(targets[b], c) for b, c in configs.items())
+        return GroupChange(spec.name, sorted(targets.values()), _config_view(next(iter(configs.values()))))
+
+    @admin_call
+    async def group_delete(
+        self,
+        group: str,
+        cluster: str | None = None,
+        broker: str | None = None,
+        remove_offsets: bool = True,
+        progress: Progress | None = None,
+    ) -> Deletion:
+        """Delete a subscription group (and by default its offsets) from the brokers holding it."""
+        explicit = cluster is not None or broker is not None
+        targets = await (self._broker_targets(cluster, broker) if explicit else self._all_masters())
+        configs = await self._group_configs(targets)
+        holders = {b: a for b, a in targets.items() if group in configs[b]}
+        if not holders:
+            raise NotFound(f"consumer group {group} not found")
+        await tracked(
+            (self.api.delete_group(a, group, remove_offsets) for a in holders.values()),
+            "deleting group",
+            progress,
+        )
+        return Deletion(group, sorted(holders.values()), [])
+
+    @admin_call
+    async def group_reset_offset(
+        self,
+        group: str,
+        target: ResetTarget,
+        topic: str | None = None,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> OffsetReset:
+        """Move a group's offsets on every queue of ``topic`` (default: every topic it consumes).
+
+        A dry run computes the targets the brokers would set (earliest = min offset, latest = max
+        offset, a time = the first message stored at or after it) and changes nothing."""
+        masters = await self._all_masters()
+        configs, stats = await asyncio.gather(
+            self._group_configs(masters), self._stats(group, topic, masters)
+        )
+        self._require(group, configs, False)
+        current = {mq: o.consumerOffset for s in stats for mq, o in s.offsetTable.items()}
+        topics = (
+            [topic]
+            if topic
+            else sorted({mq.topic for mq in current if not mq.topic.startswith(RETRY_PREFIX)})
+        )
+        if not topics:
+            raise NotFound(f"consumer group {group} has no offsets yet; name the topic to reset")
+        routes = await gather(self._route(t) for t in topics)
+        jobs = [
+            (t, name, addr)
+            for t, route in zip(topics, routes, strict=True)
+            for name, addr in self._route_masters(route).items()
+        ]
+        if dry_run:
+            tables = await tracked(
+                (self._planned(addr, t, target) for t, _, addr in jobs), "planning", progress
+            )
+        else:
+            tables = await tracked(
+                (self._reset(addr, group, t, target) for t, _, addr in jobs), "resetting", progress
+            )
+        queues = sorted(
+            (
+                QueueReset(mq.topic, mq.brokerName, mq.queueId, current.get(mq, -1), offset)
+                for table in tables
+                for mq, offset in table.items()
+            ),
+            key=lambda q: (q.topic, q.broker_name, q.queue_id),
+        )
+        return OffsetReset(group, target, dry_run, queues)
+
+    async def _reset(self, addr: str, group: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
+        if target.kind is ResetKind.OFFSET:
+            body = await self.api.reset_offset(addr, group, topic, offset=target.value)
+        else:
+            stamp = {ResetKind.EARLIEST: 0, ResetKind.LATEST: -1}.get(target.kind, target.value)
+            body = await self.api.reset_offset(addr, group, topic, timestamp=stamp)
+        return body.offsetTable
+
+    async def _planned(self, addr: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
+        stats = (await self.api.topic_stats(addr, topic)).offsetTable
+        if target.kind is ResetKind.TIME:
+            found = await gather(
+                self.api.search_offset(addr, topic, mq.queueId, target.value) for mq in stats
+            )
+            return dict(zip(stats, found, strict=True))
+        out: dict[MessageQueue, int] = {}
+        for mq, o in stats.items():
+            if target.kind is ResetKind.OFFSET and not o.minOffset <= target.value <= o.maxOffset:
+                raise OperationFailed(
+                    f"offset {target.value} of queue {mq.queueId} on {mq.brokerName} is outside "
+                    f"[{o.minOffset}, {o.maxOffset}]"
+                )
+            out[mq] = {ResetKind.EARLIEST: o.minOffset, ResetKind.LATEST: o.maxOffset}.get(
+                target.kind, target.value
+            )
+        return out
+
+    @admin_call
+    async def group_clone_offsets(
+        self, source: str, destination: str, topic: str | None = None
+    ) -> OffsetClone:
+        """Copy ``source``'s offsets to ``destination`` on every master broker."""
+        masters = await self._all_masters()
+        configs = await self._group_configs(masters)
+        self._require(source, configs, False)
+        await gather(self.api.clone_group_offset(a, source, destination, topic) for a in masters.values())
+        return OffsetClone(source, destination, topic, sorted(masters.values()))

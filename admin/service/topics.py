@@ -1,0 +1,294 @@
+"""Topics: list, route, status, describe, create, update, delete."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterable
+from typing import TypeVar
+
+from admin.errors import BadInput, NotFound, OperationFailed
+from admin.models import (
+    Deletion,
+    QueueStatus,
+    RouteBroker,
+    RouteQueue,
+    TopicChange,
+    TopicDescription,
+    TopicKind,
+    TopicList,
+    TopicRoute,
+    TopicSpec,
+    TopicStatus,
+    TopicSummary,
+    topic_kind,
+)
+from admin.service.base import Progress, ServiceBase, admin_call, gather
+from broker.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
+
+T = TypeVar("T")
+ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
+DEFAULT_QUEUES = 8  # mqadmin updateTopic's default read and write queue numbers
+DEFAULT_PERM = 6  # read + write
+
+
+def system_names(cluster: ClusterInfo) -> frozenset[str]:
+    """Broker and cluster names, and each cluster's reply topic: brokers create these for themselves."""
+    clusters = frozenset(cluster.clusterAddrTable)
+    return frozenset(cluster.brokerAddrTable) | clusters | {f"{c}_REPLY_TOPIC" for c in clusters}
+
+
+async def tracked(coros: Iterable[Awaitable[T]], label: str, progress: Progress | None) -> list[T]:
+    """Like :func:`gather`, reporting each completion to ``progress``."""
+    items = list(coros)
+    done = 0
+
+    async def one(coro: Awaitable[T]) -> T:
+        nonlocal done
+        result = await coro
+        done += 1
+        if progress is not None:
+            progress(label, done, len(items))
+        return result
+
+    return await gather(one(c) for c in items)
+
+
+def _parse_order_conf(text: str | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in (text or "").split(";"):
+        name, sep, nums = item.partition(":")
+        if sep and name and nums.strip().isdigit():
+            out[name] = int(nums)
+    return out
+
+
+class TopicOps(ServiceBase):
+    @admin_call
+    async def topic_list(
+        self, cluster: str | None = None, kinds: frozenset[TopicKind] | None = None
+    ) -> TopicList:
+        """Every topic the NameServers know (of ``kinds``, default all), with its clusters, kind and
+        queues (one request per master broker for the configurations)."""
+        names, info = await asyncio.gather(self.api.topic_list(self.namesrv), self._cluster())
+        masters = self._masters(info, cluster)
+        configs = await gather(self.api.all_topic_config(a) for a in masters.values())
+        cluster_of = {b: c for c, bs in info.clusterAddrTable.items() for b in bs}
+        held: dict[str, list[tuple[str, TopicConfig]]] = {}
+        for broker_name, table in zip(masters, configs, strict=True):
+            for topic, config in table.items():
+                held.setdefault(topic, []).append((broker_name, config))
+        wanted = set(held) if cluster is not None else set(names) | set(held)
+        system = system_names(info)
+        topics = [self._summary(t, held.get(t, []), cluster_of, system) for t in sorted(wanted)]
+        return TopicList([t for t in topics if kinds is None or t.kind in kinds])
+
+    @admin_call
+    async def topic_names(self) -> list[str]:
+        """Names of the normal topics (one request to a NameServer; for shell completion)."""
+        names, info = await asyncio.gather(self.api.topic_list(self.namesrv), self._cluster())
+        system = system_names(info)
+        return sorted(t for t in names if topic_kind(t, system) is TopicKind.NORMAL)
+
+    @staticmethod
+    def _summary(
+        topic: str, held: list[tuple[str, TopicConfig]], cluster_of: dict[str, str], system: frozenset[str]
+    ) -> TopicSummary:
+        return TopicSummary(
+            name=topic,
+            kind=topic_kind(topic, system),
+            clusters=sorted({cluster_of[b] for b, _ in held if b in cluster_of}),
+            brokers=[b for b, _ in held],
+            read_queues=sum(c.readQueueNums for _, c in held),
+            write_queues=sum(c.writeQueueNums for _, c in held),
+            perm=held[0][1].perm if held else None,
+            order=any(c.order for _, c in held),
+        )
+
+    @staticmethod
+    def _route_view(topic: str, route: TopicRouteData) -> TopicRoute:
+        return TopicRoute(
+            topic=topic,
+            brokers=sorted(
+                (
+                    RouteBroker(d.cluster or "", d.brokerName or "", dict(sorted(d.brokerAddrs.items())))
+                    for d in route.brokerDatas
+                ),
+                key=lambda b: b.broker_name,
+            ),
+            queues=sorted(
+                (
+                    RouteQueue(q.brokerName or "", q.readQueueNums, q.writeQueueNums, q.perm, q.topicSysFlag)
+                    for q in route.queueDatas
+                ),
+                key=lambda q: q.broker_name,
+            ),
+            order_conf=route.orderTopicConf,
+        )
+
+    @admin_call
+    async def topic_route(self, topic: str) -> TopicRoute:
+        return self._route_view(topic, await self._route(topic))
+
+    async def _status(self, topic: str, route: TopicRouteData) -> TopicStatus:
+        masters = self._route_masters(route)
+        tables = await gather(self.api.topic_stats(a, topic) for a in masters.values())
+        queues = sorted(
+            (
+                QueueStatus(mq.brokerName, mq.queueId, o.minOffset, o.maxOffset, o.lastUpdateTimestamp)
+                for table in tables
+                for mq, o in table.offsetTable.items()
+            ),
+            key=lambda q: (q.broker_name, q.queue_id),
+        )
+        return TopicStatus(
+            topic=topic,
+            queues=queues,
+            total_messages=sum(q.messages for q in queues),
+            put_tps=round(sum(t.topicPutTps for t in tables), 2),
+        )
+
+    @admin_call
+    async def topic_status(self, topic: str) -> TopicStatus:
+        """Min and max offset and last store time of every queue (one request per broker)."""
+        return await self._status(topic, await self._route(topic))
+
+    @admin_call
+    async def topic_describe(self, topic: str) -> TopicDescription:
+        """Route, queue offsets and the groups consuming the topic."""
+        route, info = await asyncio.gather(self._route(topic), self._cluster())
+        masters = self._route_masters(route)
+        status, groups = await asyncio.gather(
+            self._status(topic, route), gather(self.api.groups_consuming(a, topic) for a in masters.values())
+        )
+        return TopicDescription(
+            topic=topic,
+            kind=topic_kind(topic, system_names(info)),
+            route=self._route_view(topic, route),
+            status=status,
+            groups=sorted({g for gs in groups for g in gs}),
+        )
+
+    # -- changes ----------------------------------------------------------------------------------
+    @admin_call
+    async def topic_create(
+        self,
+        spec: TopicSpec,
+        cluster: str | None = None,
+        broker: str | None = None,
+        progress: Progress | None = None,
+    ) -> TopicChange:
+        """Create a topic on one broker or on a cluster's masters; fails if it exists."""
+        if await self._route_or_none(spec.name) is not None and broker is None:
+            raise OperationFailed(f"topic {spec.name} already exists; update it instead")
+        targets = await self._broker_targets(cluster, broker)
+        base = TopicConfig(
+            topicName=spec.name,
+            readQueueNums=DEFAULT_QUEUES,
+            writeQueueNums=DEFAULT_QUEUES,
+            perm=DEFAULT_PERM,
+        )
+        return await self._write_topic(spec, {name: base for name in targets}, targets, progress)
+
+    @admin_call
+    async def topic_update(
+        self,
+        spec: TopicSpec,
+        cluster: str | None = None,
+        broker: str | None = None,
+        progress: Progress | None = None,
+    ) -> TopicChange:
+        """Change an existing topic on the brokers of its route (or on the brokers named)."""
+        route = await self._route(spec.name)
+        if cluster is None and broker is None:
+            targets = self._route_masters(route)
+        else:
+            targets = await self._broker_targets(cluster, broker)
+        tables = await gather(self.api.all_topic_config(a) for a in targets.values())
+        current: dict[str, TopicConfig] = {}
+        for name, table in zip(targets, tables, strict=True):
+            config = table.get(spec.name)
+            if config is None:
+                raise NotFound(f"topic {spec.name} is not on broker {name}")
+            current[name] = config
+        return await self._write_topic(spec, current, targets, progress)
+
+    async def _write_topic(
+        self,
+        spec: TopicSpec,
+        current: dict[str, TopicConfig],
+        targets: dict[str, str],
+        progress: Progress | None,
+    ) -> TopicChange:
+        if spec.name.startswith(("%RETRY%", "%DLQ%")) or not spec.name.strip():
+            raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
+        configs = {
+            name: TopicConfig(
+                topicName=spec.name,
+                readQueueNums=spec.read_queues if spec.read_queues is not None else c.readQueueNums,
+                writeQueueNums=spec.write_queues if spec.write_queues is not None else c.writeQueueNums,
+                perm=spec.perm if spec.perm is not None else c.perm,
+                topicFilterType=c.topicFilterType,
+                topicSysFlag=c.topicSysFlag,
+                order=spec.order if spec.order is not None else c.order,
+                attributes=spec.attributes,
+            )
+            for name, c in current.items()
+        }
+        for config in configs.values():
+            if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
+                raise BadInput("queue numbers must be positive")
+            if not 0 <= config.perm <= 7:
+                raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
+        await tracked(
+            (self.api.create_topic(targets[n], c) for n, c in configs.items()), "writing topic", progress
+        )
+        first = next(iter(configs.values()))
+        order_conf = await self._write_order_conf(spec, configs) if spec.order is not None else None
+        return TopicChange(
+            topic=spec.name,
+            addresses=sorted(targets.values()),
+            read_queues=first.readQueueNums,
+            write_queues=first.writeQueueNums,
+            perm=first.perm,
+            order=first.order,
+            order_conf=order_conf,
+        )
+
+    async def _write_order_conf(self, spec: TopicSpec, configs: dict[str, TopicConfig]) -> str | None:
+        """Merge these brokers into ORDER_TOPIC_CONFIG/<topic> (or drop them when order is off)."""
+        entries = _parse_order_conf(await self.api.get_kv(self.namesrv, ORDER_TOPIC_NAMESPACE, spec.name))
+        if not entries and not spec.order:
+            return None
+        for name, config in configs.items():
+            if spec.order:
+                entries[name] = config.writeQueueNums
+            else:
+                entries.pop(name, None)
+        value = ";".join(f"{n}:{q}" for n, q in sorted(entries.items()))
+        if value:
+            await gather(self.api.put_kv(a, ORDER_TOPIC_NAMESPACE, spec.name, value) for a in self.namesrv)
+        else:
+            await gather(self.api.delete_kv(a, ORDER_TOPIC_NAMESPACE, spec.name) for a in self.namesrv)
+        return value or None
+
+    @admin_call
+    async def topic_delete(
+        self, topic: str, cluster: str | None = None, progress: Progress | None = None
+    ) -> Deletion:
+        """Delete a topic from its brokers (of one cluster, or all), then from every NameServer."""
+        route = await self._route(topic)
+        if topic_kind(topic) is TopicKind.SYSTEM:
+            raise BadInput(f"{topic} is a system topic")
+        brokers = sorted(
+            a
+            for d in route.brokerDatas
+            if cluster is None or d.cluster == cluster
+            for a in d.brokerAddrs.values()
+        )
+        if not brokers:
+            raise NotFound(f"topic {topic} is not in cluster {cluster}")
+        await tracked(
+            (self.api.delete_topic_in_broker(a, topic) for a in brokers), "deleting topic", progress
+        )
+        await gather(self.api.delete_topic_in_namesrv(a, topic, cluster) for a in self.namesrv)
+        return Deletion(topic, brokers, list(self.namesrv))

@@ -1,0 +1,172 @@
+"""Resending dead letters to the topic they came from (RocketMQ has no request for this; the
+dashboard's "resend" is built here from ordinary requests: GET_MIN/MAX_OFFSET, PULL_MESSAGE as the
+TOOLS_CONSUMER group without committing anything, and SEND_MESSAGE_V2).
+
+A resent message is a fresh send (new born time, reconsumeTimes 0) with the dead letter's body, flag,
+tags, keys and user properties, minus the retry, delay, timer and DLQ bookkeeping. It keeps its
+UNIQ_KEY: consumers that de-duplicate by message id then see a resend as the same message, which it
+is; a message that was dead-lettered was never consumed successfully, so nothing is lost by that,
+and resending twice by mistake does not process it twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from broker.client.admin_api import AdminApi, RemoteError
+from broker.protocol import properties as P
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from broker.protocol.message import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, MessageRecord, decode_records
+
+TOOLS_GROUP = "TOOLS_CONSUMER"
+RESEND_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+DLQ_PREFIX = "%DLQ%"
+PULL_BATCH = 32
+SUB_FLAG = 0x4  # PullSysFlag: the subscription is in the request
+# what the retry, delay, timer and dead-letter paths added; the resend starts afresh without them
+BOOKKEEPING = frozenset(
+    {
+        P.DELAY, P.RETRY_TOPIC, P.ORIGIN_MESSAGE_ID, P.DLQ_ORIGIN_TOPIC, P.DLQ_ORIGIN_MESSAGE_ID,
+        P.REAL_TOPIC, P.REAL_QID, P.RECONSUME_TIME, P.MAX_RECONSUME_TIMES, P.CLUSTER, P.MIN_OFFSET,
+        P.MAX_OFFSET, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS, P.TIMER_OUT_MS,
+        "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", P.POP_CK, P.TRAN_MSG, P.PGROUP, P.TRANSACTION_ID,
+        P.TRANSACTION_CHECK_TIMES, P.TRAN_PREPARED_QUEUE_OFFSET, "CONSUME_START_TIME",
+    }
+)  # fmt: skip
+
+# answers that mean "stored" (the flush or slave part may have timed out, the message is there)
+SENT = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE)  # fmt: skip
+PULLED = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+          ResponseCode.PULL_OFFSET_MOVED)  # fmt: skip
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ResentMessage:
+    """One dead letter and what happened to it (``error`` None = resent, or would be in a dry run)."""
+
+    dlq_offset: int
+    msg_id: str
+    topic: str | None  # the original topic; None when the dead letter does not say
+    new_msg_id: str | None = None  # offset MessageId of the resent copy; None in a dry run
+    queue_id: int | None = None
+    queue_offset: int | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class ResendReport:
+    group: str
+    dlq_topic: str
+    dry_run: bool
+    messages: list[ResentMessage] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)  # requested offsets not (or no longer) in the DLQ
+
+    @property
+    def resent(self) -> list[ResentMessage]:
+        return [m for m in self.messages if m.error is None]
+
+    @property
+    def failed(self) -> list[ResentMessage]:
+        return [m for m in self.messages if m.error is not None]
+
+
+def origin_topic(rec: MessageRecord) -> str | None:
+    return rec.properties.get(P.DLQ_ORIGIN_TOPIC) or rec.properties.get(P.RETRY_TOPIC)
+
+
+def resend_properties(rec: MessageRecord) -> dict[str, str]:
+    return {k: v for k, v in rec.properties.items() if k not in BOOKKEEPING}
+
+
+async def read_dead_letters(
+    admin: AdminApi, broker_addr: str, group: str, offsets: Sequence[int] | None
+) -> tuple[list[MessageRecord], list[int]]:
+    """The dead letters at ``offsets`` of queue 0 of %DLQ%<group> (all when None), and the requested
+    offsets that are not there."""
+    topic = DLQ_PREFIX + group
+    lo = await admin.min_offset(broker_addr, topic, 0)
+    hi = await admin.max_offset(broker_addr, topic, 0)
+    wanted = set(range(lo, hi)) if offsets is None else set(offsets)
+    found: dict[int, MessageRecord] = {}
+    inside = sorted(o for o in wanted if lo <= o < hi)
+    offset = inside[0] if inside else hi
+    end = inside[-1] + 1 if inside else hi
+    while offset < end:
+        header = PullMessageRequestHeader(
+            consumerGroup=TOOLS_GROUP, topic=topic, queueId=0, queueOffset=offset, maxMsgNums=PULL_BATCH,
+            sysFlag=SUB_FLAG, commitOffset=0, suspendTimeoutMillis=0, subVersion=0, subscription="*",
+        )  # fmt: skip
+        response = await admin.call(broker_addr, RequestCode.PULL_MESSAGE, header, ok=PULLED)
+        if response.code == ResponseCode.SUCCESS:
+            for rec in decode_records(response.body or b""):
+                if rec.queue_offset in wanted:
+                    found[rec.queue_offset] = rec
+        next_offset = int(response.ext_fields.get("nextBeginOffset", offset))
+        if next_offset <= offset:
+            break
+        offset = next_offset
+    return [found[o] for o in sorted(found)], sorted(wanted - found.keys())
+
+
+async def resend_dead_letters(
+    admin: AdminApi,
+    broker_addr: str,
+    group: str,
+    *,
+    offsets: list[int] | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ResendReport:
+    """Send the dead letters of ``group`` at ``offsets`` (queue offsets in %DLQ%<group>; None = all)
+    back to their original topic through ``broker_addr``; with ``dry_run`` only report what would go.
+
+    A message whose send fails is reported with the broker's answer and the others still go.
+    """
+    records, missing = await read_dead_letters(admin, broker_addr, group, offsets)
+    report = ResendReport(group, DLQ_PREFIX + group, dry_run, missing=missing)
+    for done, rec in enumerate(records, 1):
+        report.messages.append(await _resend_one(admin, broker_addr, rec, dry_run))
+        if progress is not None:
+            progress(done, len(records))
+    return report
+
+
+async def _resend_one(admin: AdminApi, broker_addr: str, rec: MessageRecord, dry_run: bool) -> ResentMessage:
+    topic = origin_topic(rec)
+    base = ResentMessage(rec.queue_offset, rec.msg_id, topic)
+    if topic is None:
+        return replace(base, error="the dead letter names no original topic (DLQ_ORIGIN_TOPIC, RETRY_TOPIC)")
+    if dry_run:
+        return base
+    header = SendMessageRequestHeader(
+        producerGroup=RESEND_PRODUCER_GROUP,
+        topic=topic,
+        defaultTopic="TBW102",
+        defaultTopicQueueNums=4,
+        queueId=-1,
+        sysFlag=rec.sys_flag & (COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),
+        bornTimestamp=int(time.time() * 1000),
+        flag=rec.flag,
+        properties=P.encode_properties(resend_properties(rec)),
+        reconsumeTimes=0,
+    )
+    try:
+        response = await admin.call(
+            broker_addr, RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header),
+            body=rec.body, ok=SENT,
+        )  # fmt: skip
+    except RemoteError as exc:
+        return replace(base, error=f"{exc.code}: {exc.remark}")
+    sent = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+    return replace(base, new_msg_id=sent.msgId, queue_id=sent.queueId, queue_offset=sent.queueOffset)

@@ -1,0 +1,915 @@
+"""``apache.rocketmq.v2.MessagingService`` served by the broker itself (what RocketMQ 5's proxy
+does in front of a broker, here in the same process and on the same core).
+
+* Sends go through the broker's own SEND_MESSAGE handler, so every check, the delay/timer and
+  transaction routing, flow control and statistics are the remoting ones.
+* Receives, acks and invisible-time changes go to :class:`broker.server.pop_service.PopService`,
+  shared with the remoting POP codes.
+* A refused request is answered with a v2 ``Status`` (BAD_REQUEST, ILLEGAL_TOPIC, TOPIC_NOT_FOUND ...)
+  and a readable message; an unexpected failure with INTERNAL_SERVER_ERROR. gRPC errors are left to
+  gRPC itself (a request that does not parse).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+import grpc  # type: ignore[import-untyped,unused-ignore]
+from grpc import aio  # type: ignore[import-untyped,unused-ignore]
+
+from broker.client.remoting_client import RemotingChannel
+from broker.grpc import convert
+from broker.grpc.clients import (
+    CLIENT_TYPE_PRODUCER,
+    CLIENT_TYPE_PUSH_CONSUMER,
+    CLIENT_TYPE_SIMPLE_CONSUMER,
+    GrpcChannel,
+    Session,
+)
+from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
+from broker.protocol import properties as P
+from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from broker.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from broker.protocol.message import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    RecordError,
+    decode_record,
+)
+from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
+from broker.protocol.remoting import RemotingCommand, make_request
+from broker.server.client_registry import ClientChannelInfo
+from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
+from broker.server.message_type import TopicMessageType, topic_message_type
+from broker.server.pop_processor import PopRejected, check_consume
+from broker.server.pop_service import AckStatus, Receipt
+from broker.server.pull_processor import tag_filter_of
+from broker.server.subscription_group import group_name_problem
+from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 32
+DEFAULT_INVISIBLE_MS = 60_000
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+DEFAULT_LONG_POLLING_MS = 20_000
+MAX_LONG_POLLING_MS = 60_000
+DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
+PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
+# RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
+DEFAULT_RETRY_LEVEL = 3
+
+_REMOTING_CODES: dict[int, Code] = {
+    ResponseCode.SUCCESS: Code.OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
+    ResponseCode.TOPIC_NOT_EXIST: Code.TOPIC_NOT_FOUND,
+    ResponseCode.NO_PERMISSION: Code.FORBIDDEN,
+    ResponseCode.SYSTEM_BUSY: Code.TOO_MANY_REQUESTS,
+    ResponseCode.MESSAGE_ILLEGAL: Code.BAD_REQUEST,
+    ResponseCode.INVALID_PARAMETER: Code.BAD_REQUEST,
+    ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: Code.CONSUMER_GROUP_NOT_FOUND,
+    ResponseCode.SUBSCRIPTION_PARSE_FAILED: Code.ILLEGAL_FILTER_EXPRESSION,
+    ResponseCode.REQUEST_CODE_NOT_SUPPORTED: Code.NOT_IMPLEMENTED,
+}
+_LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
+
+
+def _code_of(remoting_code: int) -> Code:
+    return _REMOTING_CODES.get(remoting_code, Code.INTERNAL_SERVER_ERROR)
+
+
+def _rejected(exc: PopRejected) -> GrpcError:
+    return GrpcError(_code_of(exc.code), exc.remark)
+
+
+def _metadata(context: aio.ServicerContext[Any, Any], key: str) -> str | None:
+    for k, v in context.invocation_metadata() or ():
+        if k == key:
+            return v if isinstance(v, str) else v.decode("utf-8", "replace")
+    return None
+
+
+def _peer(context: aio.ServicerContext[Any, Any]) -> str:
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        host, _, port = rest.rpartition(":")
+        return f"{host.strip('[]')}:{port}" if port.isdigit() else rest
+    return rest or peer
+
+
+def encode_transaction_id(commit_log_offset: int, queue_offset: int, transaction_id: str) -> str:
+    return f"{commit_log_offset}:{queue_offset}:{transaction_id}"
+
+
+def decode_transaction_id(text: str) -> tuple[int, int, str]:
+    parts = text.split(":", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].lstrip("-").isdigit():
+        raise GrpcError(
+            Code.INVALID_TRANSACTION_ID, f"transaction id {text!r:.80} is not one this broker issued"
+        )
+    return int(parts[0]), int(parts[1]), parts[2]
+
+
+class MessagingService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.sessions: dict[str, Session] = {}
+
+    # == plumbing ==============================================================================
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        def unary(fn: Callable[[Any, Any], Awaitable[Any]], req: Any, resp: Any) -> grpc.RpcMethodHandler:
+            return grpc.unary_unary_rpc_method_handler(
+                self._guard(fn, resp), request_deserializer=req.FromString,
+                response_serializer=resp.SerializeToString,
+            )  # fmt: skip
+
+        def stream(
+            fn: Callable[[Any, Any], AsyncIterator[Any]], req: Any, resp: Any
+        ) -> grpc.RpcMethodHandler:
+            return grpc.unary_stream_rpc_method_handler(
+                self._guard_stream(fn, resp), request_deserializer=req.FromString,
+                response_serializer=resp.SerializeToString,
+            )  # fmt: skip
+
+        handlers = {
+            "QueryRoute": unary(self.query_route, PB.QueryRouteRequest, PB.QueryRouteResponse),
+            "Heartbeat": unary(self.heartbeat, PB.HeartbeatRequest, PB.HeartbeatResponse),
+            "SendMessage": unary(self.send_message, PB.SendMessageRequest, PB.SendMessageResponse),
+            "QueryAssignment": unary(
+                self.query_assignment, PB.QueryAssignmentRequest, PB.QueryAssignmentResponse
+            ),
+            "ReceiveMessage": stream(
+                self.receive_message, PB.ReceiveMessageRequest, PB.ReceiveMessageResponse
+            ),
+            "AckMessage": unary(self.ack_message, PB.AckMessageRequest, PB.AckMessageResponse),
+            "ForwardMessageToDeadLetterQueue": unary(
+                self.forward_to_dlq,
+                PB.ForwardMessageToDeadLetterQueueRequest,
+                PB.ForwardMessageToDeadLetterQueueResponse,
+            ),
+            "PullMessage": stream(self.pull_message, PB.PullMessageRequest, PB.PullMessageResponse),
+            "UpdateOffset": unary(self.update_offset, PB.UpdateOffsetRequest, PB.UpdateOffsetResponse),
+            "GetOffset": unary(self.get_offset, PB.GetOffsetRequest, PB.GetOffsetResponse),
+            "QueryOffset": unary(self.query_offset, PB.QueryOffsetRequest, PB.QueryOffsetResponse),
+            "EndTransaction": unary(
+                self.end_transaction, PB.EndTransactionRequest, PB.EndTransactionResponse
+            ),
+            "Telemetry": grpc.stream_stream_rpc_method_handler(
+                self.telemetry,
+                request_deserializer=PB.TelemetryCommand.FromString,
+                response_serializer=PB.TelemetryCommand.SerializeToString,
+            ),
+            "NotifyClientTermination": unary(
+                self.notify_termination, PB.NotifyClientTerminationRequest, PB.NotifyClientTerminationResponse
+            ),
+            "ChangeInvisibleDuration": unary(
+                self.change_invisible, PB.ChangeInvisibleDurationRequest, PB.ChangeInvisibleDurationResponse
+            ),
+            "RecallMessage": unary(self.recall_message, PB.RecallMessageRequest, PB.RecallMessageResponse),
+        }
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    def _guard(
+        self, fn: Callable[[Any, Any], Awaitable[Any]], response: Any
+    ) -> Callable[[Any, Any], Awaitable[Any]]:
+        async def run(request: Any, context: Any) -> Any:
+            try:
+                return await fn(request, context)
+            except GrpcError as exc:
+                return response(status=status(exc.code, exc.message))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # nothing a client sends may take the broker down
+                log.exception("gRPC %s failed", getattr(fn, "__name__", fn))
+                return response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+        return run
+
+    def _guard_stream(
+        self, fn: Callable[[Any, Any], AsyncIterator[Any]], response: Any
+    ) -> Callable[[Any, Any], AsyncIterator[Any]]:
+        async def run(request: Any, context: Any) -> AsyncIterator[Any]:
+            try:
+                async for item in fn(request, context):
+                    yield item
+            except GrpcError as exc:
+                yield response(status=status(exc.code, exc.message))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("gRPC %s failed", getattr(fn, "__name__", fn))
+                yield response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+        return run
+
+    # == clients ===============================================================================
+    def _session(self, context: Any, *, required: bool = True) -> Session | None:
+        client_id = _metadata(context, "x-mq-client-id")
+        if not client_id:
+            if required:
+                raise GrpcError(Code.CLIENT_ID_REQUIRED, "the x-mq-client-id header is missing")
+            return None
+        session = self.sessions.get(client_id)
+        if session is None or session.channel.is_closed:
+            channel = GrpcChannel(client_id, _peer(context), self._push_remoting, self._channel_closed)
+            session = Session(client_id, channel)
+            self.sessions[client_id] = session
+        session.last_seen = time.monotonic()
+        return session
+
+    def _channel_closed(self, channel: GrpcChannel) -> None:
+        session = self.sessions.get(channel.client_id)
+        if session is not None and session.channel is channel:
+            del self.sessions[channel.client_id]
+            if session.outbox is not None:
+                session.outbox.put_nowait(None)
+        self.broker.clients.channel_closed(cast(RemotingChannel, channel))
+
+    def _register(self, session: Session) -> None:
+        info = ClientChannelInfo(
+            channel=cast(RemotingChannel, session.channel),
+            client_id=session.client_id,
+            language=_LANGUAGES.get(session.language, LanguageCode.OTHER),
+            version=0,
+        )
+        clients = self.broker.clients
+        if session.client_type == CLIENT_TYPE_PRODUCER:
+            for topic in session.topics:
+                clients.register_producer(topic, info)
+        elif session.is_consumer and session.group:
+            subs = [
+                SubscriptionData(
+                    topic=topic, subString=expr or "*", expressionType="SQL92" if kind == 2 else "TAG"
+                )
+                for topic, (kind, expr) in session.subscriptions.items()
+            ]
+            clients.register_consumer(
+                session.group, info, ConsumeType.CONSUME_POP, MessageModel.CLUSTERING,
+                ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, subs, notify=False,
+            )  # fmt: skip
+
+    def _push_remoting(self, channel: GrpcChannel, request: RemotingCommand) -> bool:
+        """A broker-side push to a gRPC client: CHECK_TRANSACTION_STATE becomes a recovery command."""
+        session = self.sessions.get(channel.client_id)
+        if session is None or request.code != RequestCode.CHECK_TRANSACTION_STATE:
+            return False
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+            record = decode_record(request.body or b"")
+        except (RecordError, ValueError) as exc:
+            log.warning("cannot forward a transaction check to %s: %s", channel.client_id, exc)
+            return False
+        topic = record.properties.get(P.REAL_TOPIC) or header.topic or record.topic
+        tx = header.transactionId or record.properties.get(P.TRANSACTION_ID) or record.msg_id
+        command = PB.TelemetryCommand()
+        recover = command.recover_orphaned_transaction_command
+        recover.message.CopyFrom(convert.to_message(record, topic=topic))
+        recover.transaction_id = encode_transaction_id(
+            header.commitLogOffset or record.physical_offset, header.tranStateTableOffset or 0, tx
+        )
+        return session.push(command)
+
+    def _settings(self, session: Session, incoming: Any) -> Any:
+        """The server's Settings answer on the Telemetry stream (backoff policy always present)."""
+        s = PB.Settings()
+        s.client_type = incoming.client_type
+        if incoming.HasField("access_point"):
+            s.access_point.CopyFrom(incoming.access_point)
+        if incoming.HasField("request_timeout"):
+            s.request_timeout.CopyFrom(incoming.request_timeout)
+        else:
+            s.request_timeout.CopyFrom(convert.duration(3000))
+        s.metric.on = False
+        if incoming.client_type == CLIENT_TYPE_PRODUCER:
+            policy = s.backoff_policy
+            policy.max_attempts = (
+                incoming.backoff_policy.max_attempts if incoming.HasField("backoff_policy") else 3
+            )
+            policy.max_attempts = max(1, policy.max_attempts)
+            initial, maximum, multiplier = PRODUCER_BACKOFF
+            policy.exponential_backoff.initial.CopyFrom(convert.duration(initial))
+            policy.exponential_backoff.max.CopyFrom(convert.duration(maximum))
+            policy.exponential_backoff.multiplier = multiplier
+            s.publishing.topics.extend(incoming.publishing.topics)
+            s.publishing.max_body_size = self.broker.store_config.max_message_size
+            s.publishing.validate_message_type = True
+            return s
+        group = session.group or ""
+        self._retry_policy(group, s.backoff_policy)
+        sub = s.subscription
+        sub.group.name = group
+        sub.subscriptions.extend(incoming.subscription.subscriptions)
+        sub.fifo = self._fifo(group, list(session.subscriptions))
+        sub.receive_batch_size = MAX_BATCH
+        sub.long_polling_timeout.CopyFrom(convert.duration(DEFAULT_LONG_POLLING_MS))
+        return s
+
+    def _retry_policy(self, group: str, policy: Any) -> None:
+        """max attempts = retryMaxTimes + 1; delays from the group's groupRetryPolicy (RocketMQ 5's
+        CUSTOMIZED ``next`` list or EXPONENTIAL initial/max/multiplier, in ms), else the delay levels
+        from level 3 on, as RocketMQ retries."""
+        config = self.broker.groups.find(group) if group and not group_name_problem(group) else None
+        policy.max_attempts = (config.retryMaxTimes if config is not None else 16) + 1
+        raw = dict(config.groupRetryPolicy or {}) if config is not None else {}
+        kind = str(raw.get("type", "CUSTOMIZED")).upper()
+        try:
+            if kind == "EXPONENTIAL":
+                exp = dict(raw.get("exponentialRetryPolicy") or {})
+                policy.exponential_backoff.initial.CopyFrom(convert.duration(int(exp.get("initial", 1000))))
+                policy.exponential_backoff.max.CopyFrom(convert.duration(int(exp.get("max", 7_200_000))))
+                policy.exponential_backoff.multiplier = float(exp.get("multiplier", 2))
+                return
+            custom = dict(raw.get("customizedRetryPolicy") or {})
+            delays = [int(d) for d in custom.get("next") or []]
+        except (TypeError, ValueError):
+            delays = []
+        if not delays:
+            delays = list(self.broker.store_config.delay_levels_ms[DEFAULT_RETRY_LEVEL - 1 :]) or [10_000]
+        for ms in delays:
+            policy.customized_backoff.next.add().CopyFrom(convert.duration(ms))
+
+    def _fifo(self, group: str, topics: list[str]) -> bool:
+        config = self.broker.groups.get(group)
+        if config is not None and config.consumeMessageOrderly:
+            return True
+        return any(topic_message_type(self.broker.topics.get(t)) is TopicMessageType.FIFO for t in topics)
+
+    # == routes ================================================================================
+    def _endpoints(self, requested: Any) -> Any:
+        endpoints = PB.Endpoints()
+        if requested is not None and len(requested.addresses):
+            endpoints.CopyFrom(requested)
+            return endpoints
+        host = self.broker.config.broker_ip1
+        try:
+            ipaddress.IPv4Address(host)
+            endpoints.scheme = 1
+        except ValueError:
+            endpoints.scheme = 3
+        endpoints.addresses.add(host=host, port=self.broker.grpc_port)
+        return endpoints
+
+    def _topic(self, name: str, *, create: bool = False) -> Any:
+        problem = topic_name_problem(name)
+        if problem:
+            raise GrpcError(Code.ILLEGAL_TOPIC, problem)
+        topics = self.broker.topics
+        config = topics.get(name)
+        if config is None and create and self.broker.config.auto_create_topic_enable:
+            config = topics.create_from_template(
+                name, DEFAULT_TOPIC, self.broker.config.default_topic_queue_nums
+            )
+        if config is None:
+            raise GrpcError(Code.TOPIC_NOT_FOUND, f"topic {name} does not exist")
+        return config
+
+    @staticmethod
+    def _accept_types(kind: TopicMessageType) -> list[int]:
+        return {
+            TopicMessageType.NORMAL: [convert.MT_NORMAL],
+            TopicMessageType.FIFO: [convert.MT_FIFO],
+            TopicMessageType.DELAY: [convert.MT_DELAY],
+            TopicMessageType.TRANSACTION: [convert.MT_TRANSACTION],
+        }.get(kind, [convert.MT_NORMAL, convert.MT_FIFO, convert.MT_DELAY, convert.MT_TRANSACTION])
+
+    def _queue(
+        self, topic: str, queue_id: int, permission: int, endpoints: Any, kind: TopicMessageType
+    ) -> Any:
+        mq = PB.MessageQueue(id=queue_id, permission=permission)
+        mq.topic.name = topic
+        mq.broker.name = self.broker.config.broker_name
+        mq.broker.id = 0
+        mq.broker.endpoints.CopyFrom(endpoints)
+        mq.accept_message_types.extend(self._accept_types(kind))
+        return mq
+
+    async def query_route(self, request: Any, context: Any) -> Any:
+        self._session(context, required=False)
+        config = self._topic(request.topic.name, create=True)
+        endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
+        perm = config.perm & self.broker.config.broker_permission
+        kind = topic_message_type(config)
+        response = PB.QueryRouteResponse(status=status())
+        for i in range(max(config.readQueueNums, config.writeQueueNums)):
+            readable = bool(perm & PERM_READ) and i < config.readQueueNums
+            writable = bool(perm & PERM_WRITE) and i < config.writeQueueNums
+            permission = 4 if readable and writable else 2 if readable else 3 if writable else 1
+            response.message_queues.append(self._queue(config.topicName, i, permission, endpoints, kind))
+        return response
+
+    async def query_assignment(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        config = self._topic(request.topic.name)
+        try:
+            check_consume(self.broker, group, config.topicName)
+        except PopRejected as exc:
+            raise _rejected(exc) from None
+        endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
+        response = PB.QueryAssignmentResponse(status=status())
+        if config.readQueueNums > 0 and config.perm & PERM_READ:
+            mq = self._queue(config.topicName, -1, 4, endpoints, topic_message_type(config))
+            response.assignments.add().message_queue.CopyFrom(mq)
+        return response
+
+    @staticmethod
+    def _group(name: str) -> str:
+        problem = group_name_problem(name)
+        if problem:
+            raise GrpcError(Code.ILLEGAL_CONSUMER_GROUP, problem)
+        return name
+
+    # == client life ===========================================================================
+    async def heartbeat(self, request: Any, context: Any) -> Any:
+        session = self._session(context)
+        assert session is not None
+        if request.client_type:
+            session.client_type = request.client_type
+        if request.HasField("group") and request.group.name:
+            session.group = self._group(request.group.name)
+        self._register(session)
+        return PB.HeartbeatResponse(status=status())
+
+    async def notify_termination(self, request: Any, context: Any) -> Any:
+        session = self._session(context)
+        assert session is not None
+        session.channel.close()
+        return PB.NotifyClientTerminationResponse(status=status())
+
+    async def telemetry(self, requests: AsyncIterator[Any], context: Any) -> None:
+        try:
+            session = self._session(context)
+        except GrpcError as exc:
+            await context.write(PB.TelemetryCommand(status=status(exc.code, exc.message)))
+            return
+        assert session is not None
+        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        if session.outbox is not None:
+            session.outbox.put_nowait(None)  # a newer stream replaces an older one
+        session.outbox = outbox
+
+        async def read() -> None:
+            try:
+                async for command in requests:
+                    reply = self._on_telemetry(session, command)
+                    if reply is not None:
+                        outbox.put_nowait(reply)
+            except Exception as exc:  # a broken stream ends this telemetry call only
+                log.debug("telemetry stream of %s ended: %s", session.client_id, exc)
+            finally:
+                outbox.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await outbox.get()
+                if item is None:
+                    break
+                await context.write(item)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
+            if session.outbox is outbox:
+                session.outbox = None
+
+    def _on_telemetry(self, session: Session, command: Any) -> Any:
+        kind = command.WhichOneof("command")
+        if kind != "settings":
+            return None  # thread stack traces, verify results: nothing to do
+        settings = command.settings
+        try:
+            session.client_type = settings.client_type
+            session.language = settings.user_agent.language
+            session.version = settings.user_agent.version
+            session.settings = settings
+            if settings.client_type == CLIENT_TYPE_PRODUCER:
+                session.topics = [
+                    t.name for t in settings.publishing.topics if not topic_name_problem(t.name)
+                ]
+            elif settings.client_type in (CLIENT_TYPE_PUSH_CONSUMER, CLIENT_TYPE_SIMPLE_CONSUMER, 4):
+                session.group = self._group(settings.subscription.group.name)
+                session.subscriptions = {
+                    e.topic.name: (e.expression.type, e.expression.expression)
+                    for e in settings.subscription.subscriptions
+                    if not topic_name_problem(e.topic.name)
+                }
+            else:
+                raise GrpcError(
+                    Code.UNRECOGNIZED_CLIENT_TYPE, f"client type {settings.client_type} is not known"
+                )
+            self._register(session)
+            return PB.TelemetryCommand(status=status(), settings=self._settings(session, settings))
+        except GrpcError as exc:
+            return PB.TelemetryCommand(status=status(exc.code, exc.message))
+
+    # == send ==================================================================================
+    def _handler(
+        self, code: int
+    ) -> Callable[[RemotingCommand, RemotingChannel], Awaitable[RemotingCommand | None]]:
+        handler = self.broker.handlers.get(code)
+        if handler is None:
+            raise GrpcError(Code.NOT_IMPLEMENTED, f"this broker does not handle request code {code}")
+        return handler
+
+    async def send_message(self, request: Any, context: Any) -> Any:
+        session = self._session(context)
+        assert session is not None
+        if not len(request.messages):
+            raise GrpcError(Code.BAD_REQUEST, "the request holds no message")
+        topics = {m.topic.name for m in request.messages}
+        if len(topics) != 1:
+            raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
+        response = PB.SendMessageResponse()
+        for msg in request.messages:
+            try:
+                response.entries.append(await self._send_one(msg, session))
+            except GrpcError as exc:
+                response.entries.add(status=status(exc.code, exc.message))
+        codes = {e.status.code for e in response.entries}
+        if len(codes) == 1:
+            response.status.CopyFrom(response.entries[0].status)
+        else:
+            response.status.CopyFrom(status(Code.MULTIPLE_RESULTS, "the messages have different results"))
+        return response
+
+    async def _send_one(self, msg: Any, session: Session) -> Any:
+        config = self._topic(msg.topic.name)
+        props = convert.properties_of(msg, self.broker.store_config.max_message_size)
+        transactional = props.get(P.TRAN_MSG) == "true"
+        if transactional:
+            if RequestCode.END_TRANSACTION not in self.broker.handlers:
+                raise GrpcError(
+                    Code.UNSUPPORTED, "transactional messages need the broker's transaction service"
+                )
+            props.setdefault(P.PGROUP, config.topicName)
+        sp = msg.system_properties
+        queues = max(1, config.writeQueueNums)
+        queue_id = sp.queue_id if 0 <= sp.queue_id < queues else random.randrange(queues)
+        born = convert.timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else 0
+        born = born if 0 < born < 1 << 62 else int(time.time() * 1000)
+        ext = {
+            "producerGroup": props.get(P.PGROUP, config.topicName),
+            "topic": config.topicName,
+            "defaultTopic": DEFAULT_TOPIC,
+            "defaultTopicQueueNums": str(self.broker.config.default_topic_queue_nums),
+            "queueId": str(queue_id),
+            "sysFlag": str(TRANSACTION_PREPARED_TYPE if transactional else 0),
+            "bornTimestamp": str(born),
+            "flag": "0",
+            "properties": P.encode_properties(props),
+            "reconsumeTimes": "0",
+            "unitMode": "false",
+            "batch": "false",
+        }
+        remoting = make_request(RequestCode.SEND_MESSAGE, ext_fields=ext, body=bytes(msg.body))
+        answer = await self._handler(RequestCode.SEND_MESSAGE)(
+            remoting, cast(RemotingChannel, session.channel)
+        )
+        if answer is None:
+            raise GrpcError(Code.INTERNAL_SERVER_ERROR, "the send produced no answer")
+        code = _code_of(answer.code)
+        if code is not Code.OK:
+            raise GrpcError(code, answer.remark or f"send failed with code {answer.code}")
+        fields = answer.ext_fields or {}
+        entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY])
+        entry.offset = int(fields.get("queueOffset", "0") or 0)
+        if transactional:
+            try:
+                phys = decode_offset_msg_id(fields.get("msgId", "").split(",")[0]).offset
+            except MessageIdError:
+                phys = 0
+            tx = fields.get("transactionId") or props[P.UNIQ_KEY]
+            entry.transaction_id = encode_transaction_id(phys, entry.offset, tx)
+        return entry
+
+    async def end_transaction(self, request: Any, context: Any) -> Any:
+        session = self._session(context)
+        assert session is not None
+        topic = self._topic(request.topic.name).topicName
+        phys, queue_offset, tx = decode_transaction_id(request.transaction_id)
+        resolution = {1: TRANSACTION_COMMIT_TYPE, 2: TRANSACTION_ROLLBACK_TYPE}.get(request.resolution)
+        if resolution is None:
+            raise GrpcError(Code.BAD_REQUEST, "the transaction resolution must be COMMIT or ROLLBACK")
+        header = EndTransactionRequestHeader(
+            producerGroup=topic,
+            tranStateTableOffset=queue_offset,
+            commitLogOffset=phys,
+            commitOrRollback=resolution,
+            msgId=request.message_id,
+            topic=topic,
+            fromTransactionCheck=request.source == 2,
+            transactionId=tx,
+        )
+        remoting = make_request(RequestCode.END_TRANSACTION, header)
+        answer = await self._handler(RequestCode.END_TRANSACTION)(
+            remoting, cast(RemotingChannel, session.channel)
+        )
+        if answer is not None and answer.code != ResponseCode.SUCCESS:
+            raise GrpcError(_code_of(answer.code), answer.remark or "ending the transaction failed")
+        return PB.EndTransactionResponse(status=status())
+
+    async def recall_message(self, request: Any, context: Any) -> Any:
+        self._topic(request.topic.name)
+        raise GrpcError(Code.NOT_IMPLEMENTED, "recalling delayed messages is not supported by this broker")
+
+    # == POP ===================================================================================
+    def _receipt(self, handle: str) -> Receipt:
+        try:
+            return Receipt.decode(handle)
+        except ValueError as exc:
+            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, str(exc)) from None
+
+    def _record_filter(self, expression: Any) -> Callable[[bytes], bool] | None:
+        if expression.type != 2:
+            return None
+        try:
+            return record_filter_of(
+                SQL92_TYPE, expression.expression, enabled=self.broker.config.enable_property_filter
+            )
+        except FilterRejected as exc:
+            raise GrpcError(Code.ILLEGAL_FILTER_EXPRESSION, exc.remark) from None
+
+    async def receive_message(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic = self._topic(request.message_queue.topic.name).topicName
+        try:
+            queues = check_consume(self.broker, group, topic)
+        except PopRejected as exc:
+            raise _rejected(exc) from None
+        if request.batch_size <= 0:
+            raise GrpcError(Code.BAD_REQUEST, f"batch size {request.batch_size} is not positive")
+        batch = min(request.batch_size, MAX_BATCH)
+        if request.HasField("invisible_duration"):
+            invisible = convert.duration_ms(request.invisible_duration)
+            if not 0 < invisible <= MAX_INVISIBLE_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range"
+                )
+        elif request.auto_renew:
+            invisible = DEFAULT_INVISIBLE_MS
+        else:
+            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
+        expression = request.filter_expression
+        record_filter = self._record_filter(expression)
+        tags = {t.strip() for t in (expression.expression or "*").split("||") if t.strip()}
+        match_all = record_filter is not None or not tags or "*" in tags
+        tag_filter = None if match_all else tag_filter_of(expression.expression)
+        polling = DEFAULT_LONG_POLLING_MS
+        if request.HasField("long_polling_timeout"):
+            polling = convert.duration_ms(request.long_polling_timeout)
+            if not 0 <= polling <= MAX_LONG_POLLING_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
+                )
+        budget = polling / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:
+            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
+        orderly = self.broker.pop.is_orderly(group, topic)
+        if orderly and 0 <= request.message_queue.id < len(queues):
+            queues = [request.message_queue.id]
+        else:
+            shift = random.randrange(len(queues)) if queues else 0
+            queues = queues[shift:] + queues[:shift]
+        deadline = time.monotonic() + budget
+        pop = self.broker.pop
+        found: list[Any] = []
+        while True:
+            popped = await pop.pop(
+                group, topic, queues, batch, invisible,
+                tag_filter=tag_filter, record_filter=record_filter, orderly=orderly,
+            )  # fmt: skip
+            for p in popped:
+                try:
+                    record = decode_record(p.record)
+                except RecordError:
+                    pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
+                    continue
+                if not match_all and record.tags not in tags:  # a tag hash collision
+                    pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
+                    continue
+                handle = Receipt.of(p, self.broker.config.broker_name).encode()
+                found.append(
+                    convert.to_message(
+                        record, receipt_handle=handle, invisible_ms=invisible, delivery_attempt=p.attempts
+                    )
+                )
+            left = deadline - time.monotonic()
+            if found or left <= 0 or pop.stopping:
+                break
+            await pop.wait(group, topic, queues, left)
+        if not found:
+            yield PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
+            return
+        self.broker.stats.record_get(group, topic, len(found), sum(len(m.body) for m in found))
+        yield PB.ReceiveMessageResponse(status=status())
+        # when the broker handed the batch over (the clients' delivery-latency metric needs it)
+        yield PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000)))
+        for message in found:
+            yield PB.ReceiveMessageResponse(message=message)
+
+    async def ack_message(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic = self._topic(request.topic.name).topicName
+        response = PB.AckMessageResponse()
+        for entry in request.entries:
+            result = response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
+            try:
+                receipt = self._receipt(entry.receipt_handle)
+            except GrpcError as exc:
+                result.status.CopyFrom(status(exc.code, exc.message))
+                continue
+            outcome = self.broker.pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
+            if outcome is AckStatus.OK:
+                result.status.CopyFrom(status())
+            else:
+                result.status.CopyFrom(status(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired"))
+        codes = {e.status.code for e in response.entries}
+        if not codes:
+            response.status.CopyFrom(status(Code.BAD_REQUEST, "the request holds no entry"))
+        elif len(codes) == 1:
+            response.status.CopyFrom(response.entries[0].status)
+        else:
+            response.status.CopyFrom(status(Code.MULTIPLE_RESULTS, "the entries have different results"))
+        return response
+
+    async def change_invisible(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic = self._topic(request.topic.name).topicName
+        receipt = self._receipt(request.receipt_handle)
+        invisible = convert.duration_ms(request.invisible_duration)
+        if not 0 <= invisible <= MAX_INVISIBLE_MS:
+            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
+        entry = self.broker.pop.change_invisible(
+            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
+        )
+        if entry is None:
+            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
+        renewed = Receipt(
+            receipt.start_offset, entry.pop_time, invisible, receipt.revive_qid, receipt.topic_type,
+            receipt.broker_name, receipt.queue_id, receipt.offset,
+        )  # fmt: skip
+        return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
+
+    async def forward_to_dlq(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic = self._topic(request.topic.name).topicName
+        receipt = self._receipt(request.receipt_handle)
+        done = await self.broker.pop.forward_to_dlq(
+            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
+        )
+        if not done:
+            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
+        return PB.ForwardMessageToDeadLetterQueueResponse(status=status())
+
+    # == pull and offsets (PullConsumer) =======================================================
+    def _message_queue(self, mq: Any) -> tuple[str, int]:
+        config = self._topic(mq.topic.name)
+        if not 0 <= mq.id < config.readQueueNums:
+            raise GrpcError(Code.BAD_REQUEST, f"queue {mq.id} of topic {config.topicName} does not exist")
+        return config.topicName, int(mq.id)
+
+    async def pull_message(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic, queue_id = self._message_queue(request.message_queue)
+        try:
+            check_consume(self.broker, group, topic)
+        except PopRejected as exc:
+            raise _rejected(exc) from None
+        if request.offset < 0:
+            raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
+        record_filter = self._record_filter(request.filter_expression)
+        tag_filter = None if record_filter else tag_filter_of(request.filter_expression.expression or "*")
+        batch = max(1, min(request.batch_size or MAX_BATCH, MAX_BATCH))
+        store = self.broker.store
+        result = await self.broker.read(
+            lambda: store.get_messages(
+                topic, queue_id, request.offset, batch, tag_filter=tag_filter, record_filter=record_filter
+            )
+        )
+        if not result.records:
+            wait = min(convert.duration_ms(request.long_polling_timeout) / 1000, MAX_LONG_POLLING_MS / 1000)
+            remaining = context.time_remaining()
+            if remaining is not None:
+                wait = max(0.0, min(wait, remaining - DEADLINE_MARGIN))
+            if wait > 0 and result.next_begin_offset == request.offset:
+                await self.broker.holds.hold(
+                    topic, queue_id, request.offset, wait, tag_filter,
+                    lambda: self.broker.read(store.max_offset, topic, queue_id),
+                )  # fmt: skip
+                result = await self.broker.read(
+                    lambda: store.get_messages(
+                        topic,
+                        queue_id,
+                        request.offset,
+                        batch,
+                        tag_filter=tag_filter,
+                        record_filter=record_filter,
+                    )
+                )
+        self.broker.offsets.record_pull(group, topic, queue_id, result.next_begin_offset)
+        if result.records:
+            yield PB.PullMessageResponse(status=status())
+            for raw in result.records:
+                with contextlib.suppress(RecordError):
+                    yield PB.PullMessageResponse(message=convert.to_message(decode_record(raw)))
+        else:
+            yield PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
+        yield PB.PullMessageResponse(next_offset=result.next_begin_offset)
+
+    async def update_offset(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic, queue_id = self._message_queue(request.message_queue)
+        if request.offset < 0:
+            raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
+        self.broker.offsets.commit(group, topic, queue_id, request.offset)
+        return PB.UpdateOffsetResponse(status=status())
+
+    async def get_offset(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        group = self._group(request.group.name)
+        topic, queue_id = self._message_queue(request.message_queue)
+        offset = self.broker.offsets.query(group, topic, queue_id)
+        if offset < 0:
+            raise GrpcError(
+                Code.OFFSET_NOT_FOUND, f"group {group} has no offset for {topic} queue {queue_id}"
+            )
+        return PB.GetOffsetResponse(status=status(), offset=offset)
+
+    async def query_offset(self, request: Any, context: Any) -> Any:
+        self._session(context)
+        topic, queue_id = self._message_queue(request.message_queue)
+        store = self.broker.store
+        policy = request.query_offset_policy
+        if policy == 0:
+            offset = await self.broker.read(store.min_offset, topic, queue_id)
+        elif policy == 1:
+            offset = await self.broker.read(store.max_offset, topic, queue_id)
+        else:
+            if not request.HasField("timestamp"):
+                raise GrpcError(Code.BAD_REQUEST, "the TIMESTAMP policy needs a timestamp")
+            when = convert.timestamp_ms(request.timestamp)
+            offset = await self.broker.read(lambda: store.offset_by_time(topic, queue_id, when))
+        return PB.QueryOffsetResponse(status=status(), offset=offset)
+
+
+class GrpcServer:
+    """The gRPC listener (grpc.aio on the broker's event loop)."""
+
+    def __init__(self, broker: Broker, host: str, port: int) -> None:
+        self.service = MessagingService(broker)
+        self.host = host
+        self.requested_port = port
+        self.port = 0
+        self._server: aio.Server | None = None
+
+    async def start(self) -> None:
+        server = aio.server(
+            options=[
+                ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+                ("grpc.so_reuseport", 0),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+            ]
+        )
+        server.add_generic_rpc_handlers((self.service.generic_handler(),))
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        try:
+            self.port = server.add_insecure_port(f"{host}:{self.requested_port}")
+        except RuntimeError as exc:
+            raise OSError(f"cannot listen on {self.host}:{self.requested_port}: {exc}") from None
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.host}:{self.requested_port} (in use?)")
+        await server.start()
+        self._server = server
+
+    async def stop(self, grace: float = 5.0) -> None:
+        self.service.broker.pop.stopping = True
+        for session in list(self.service.sessions.values()):
+            session.channel.close()
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None

@@ -1,0 +1,294 @@
+"""POP over remoting: POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME
+(200053) and BATCH_ACK_MESSAGE (200151), on the same :class:`PopService` the gRPC API uses.
+
+The headers carry RocketMQ's names. A popped message's receipt is RocketMQ's "extra info"
+(``startOffset popTime invisibleTime reviveQid topicType brokerName queueId queueOffset``): the
+response header's startOffsetInfo/msgOffsetInfo let a Java client rebuild it, and the broker also
+puts it into each returned record's POP_CK property so simpler clients can ack with it directly.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol import properties as P
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import CommandHeader, RpcRequestHeader
+from broker.protocol.message import RecordError, decode_record, encode_record, pack_host
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.pop_service import AckStatus, InitMode, Popped, Receipt
+from broker.server.pull_processor import tag_filter_of
+from broker.server.subscription_group import group_name_problem
+from broker.server.topic_config import PERM_READ, topic_name_problem
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+MAX_POP_NUMS = 32
+MIN_POLL_MS = 0
+
+
+@dataclass(kw_only=True, slots=True)
+class PopMessageRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    maxMsgNums: int
+    invisibleTime: int
+    pollTime: int
+    bornTime: int
+    initMode: int
+    expType: str | None = None
+    exp: str | None = None
+    order: bool | None = False
+    attemptId: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class PopMessageResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+    restNum: int
+    startOffsetInfo: str | None = None
+    msgOffsetInfo: str | None = None
+    orderCountInfo: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class AckMessageRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ChangeInvisibleTimeRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+    invisibleTime: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ChangeInvisibleTimeResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+
+
+class PopRejected(Exception):
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def check_consume(broker: Broker, group: str, topic: str) -> list[int]:
+    """The readable queue ids of ``topic`` for ``group``, or PopRejected with RocketMQ's code."""
+    problem = topic_name_problem(topic)
+    if problem:
+        raise PopRejected(ResponseCode.INVALID_PARAMETER, problem)
+    problem = group_name_problem(group)
+    if problem:
+        raise PopRejected(ResponseCode.INVALID_PARAMETER, problem)
+    if not broker.config.broker_permission & PERM_READ:
+        raise PopRejected(
+            ResponseCode.NO_PERMISSION, f"the broker[{broker.config.broker_ip1}] peeking message is forbidden"
+        )
+    config = broker.topics.get(topic)
+    if config is None:
+        raise PopRejected(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+    if not config.perm & PERM_READ:
+        raise PopRejected(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+    group_config = broker.groups.find(group)
+    if group_config is None:
+        raise PopRejected(
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+        )
+    if not group_config.consumeEnable:
+        raise PopRejected(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    return list(range(config.readQueueNums))
+
+
+def _record_with_ck(record: bytes, ck: str) -> bytes:
+    """The stored record re-encoded with POP_CK among its properties."""
+    try:
+        msg = decode_record(record)
+    except RecordError:
+        return record
+    props = dict(msg.properties)
+    props[P.POP_CK] = ck
+    return encode_record(
+        topic=msg.topic.encode(),
+        queue_id=msg.queue_id,
+        body=msg.body,
+        properties=P.encode_properties(props).encode(),
+        flag=msg.flag,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=pack_host(msg.born_host),
+        store_timestamp=msg.store_timestamp,
+        store_host=msg.store_host_raw or pack_host(msg.store_host),
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+        queue_offset=msg.queue_offset,
+        physical_offset=msg.physical_offset,
+    )
+
+
+class PopProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    @property
+    def pops(self) -> Any:
+        return self.broker.pop
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.POP_MESSAGE: self.pop,
+            RequestCode.ACK_MESSAGE: self.ack,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.change_invisible,
+            RequestCode.BATCH_ACK_MESSAGE: self.batch_ack,
+        }
+
+    async def pop(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = PopMessageRequestHeader.parse(request.ext_fields)
+        broker = self.broker
+        try:
+            queues = check_consume(broker, h.consumerGroup, h.topic)
+        except PopRejected as exc:
+            return make_response(request, exc.code, exc.remark)
+        if not 0 < h.maxMsgNums <= MAX_POP_NUMS:
+            return make_response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                f"maxMsgNums {h.maxMsgNums} is not within 1..{MAX_POP_NUMS}",
+            )
+        if not 0 < h.invisibleTime <= 12 * 3600 * 1000:
+            return make_response(
+                request, ResponseCode.INVALID_PARAMETER, f"invisibleTime {h.invisibleTime} is out of range"
+            )
+        if h.queueId >= 0:
+            if h.queueId not in queues:
+                return make_response(
+                    request,
+                    ResponseCode.INVALID_PARAMETER,
+                    f"queueId[{h.queueId}] is illegal, topic:[{h.topic}]",
+                )
+            queues = [h.queueId]
+        else:
+            shift = random.randrange(len(queues)) if queues else 0
+            queues = queues[shift:] + queues[:shift]
+        if (h.expType or "TAG").upper() != "TAG":
+            return make_response(
+                request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"filter type {h.expType} is not supported"
+            )
+        tag_filter = tag_filter_of(h.exp)
+        mode = InitMode.MIN if h.initMode == 0 else InitMode.MAX
+        orderly = bool(h.order) or None
+        deadline = time.monotonic() + max(MIN_POLL_MS, h.pollTime) / 1000
+        pop_service = broker.pop
+        while True:
+            popped = await pop_service.pop(
+                h.consumerGroup, h.topic, queues, h.maxMsgNums, h.invisibleTime,
+                tag_filter=tag_filter, orderly=orderly, init_mode=mode,
+            )  # fmt: skip
+            remaining = deadline - time.monotonic()
+            if popped or remaining <= 0 or pop_service.stopping:
+                break
+            await pop_service.wait(h.consumerGroup, h.topic, queues, remaining)
+        if not popped:
+            code = ResponseCode.POLLING_TIMEOUT if h.pollTime > 0 else ResponseCode.PULL_NOT_FOUND
+            header = PopMessageResponseHeader(
+                popTime=int(time.time() * 1000), invisibleTime=h.invisibleTime, reviveQid=0, restNum=0
+            )
+            return make_response(request, code, "no new message", header=header)
+        return self._found(request, h, popped)
+
+    def _found(
+        self, request: RemotingCommand, h: PopMessageRequestHeader, popped: list[Popped]
+    ) -> RemotingCommand:
+        name = self.broker.config.broker_name
+        starts: dict[int, int] = {}
+        offsets: dict[int, list[int]] = {}
+        records: list[bytes] = []
+        for p in popped:
+            starts.setdefault(p.queue_id, p.start_offset)
+            offsets.setdefault(p.queue_id, []).append(p.offset)
+            records.append(_record_with_ck(p.record, Receipt.of(p, name).encode()))
+        header = PopMessageResponseHeader(
+            popTime=popped[0].pop_time,
+            invisibleTime=h.invisibleTime,
+            reviveQid=0,
+            restNum=0,
+            startOffsetInfo=";".join(f"0 {q} {s}" for q, s in starts.items()),
+            msgOffsetInfo=";".join(f"0 {q} {','.join(map(str, o))}" for q, o in offsets.items()),
+            orderCountInfo=";".join(f"0 {q} {p.attempts - 1}" for p in popped for q in (p.queue_id,))
+            if h.order
+            else None,
+        )
+        self.broker.stats.record_get(h.consumerGroup, h.topic, len(records), sum(map(len, records)))
+        return make_response(request, header=header, body=b"".join(records))
+
+    async def ack(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = AckMessageRequestHeader.parse(request.ext_fields)
+        try:
+            receipt = Receipt.decode(h.extraInfo, h.offset)
+        except ValueError as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        status = self.broker.pop.ack(h.consumerGroup, h.topic, h.queueId, h.offset, receipt.pop_time)
+        if status is AckStatus.EXPIRED:
+            return make_response(request, ResponseCode.NO_MESSAGE, "the receipt handle has expired")
+        return make_response(request)
+
+    async def change_invisible(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = ChangeInvisibleTimeRequestHeader.parse(request.ext_fields)
+        try:
+            receipt = Receipt.decode(h.extraInfo, h.offset)
+        except ValueError as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        if not 0 <= h.invisibleTime <= 12 * 3600 * 1000:
+            return make_response(
+                request, ResponseCode.INVALID_PARAMETER, f"invisibleTime {h.invisibleTime} is out of range"
+            )
+        entry = self.broker.pop.change_invisible(
+            h.consumerGroup, h.topic, h.queueId, h.offset, receipt.pop_time, h.invisibleTime
+        )
+        if entry is None:
+            return make_response(request, ResponseCode.NO_MESSAGE, "the receipt handle has expired")
+        header = ChangeInvisibleTimeResponseHeader(
+            popTime=entry.pop_time, invisibleTime=h.invisibleTime, reviveQid=0
+        )
+        return make_response(request, header=header)
+
+    async def batch_ack(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Body: ``{"acks":[{"c":group,"t":topic,"q":queueId,"so":startOffset,"pt":popTime,"b":bitSet}]}``
+        where bit i of the (base64 java.util.BitSet) ``b`` acks offset ``so + i``."""
+        try:
+            body = json.loads((request.body or b"{}").decode("utf-8"))
+            acks = body.get("acks") or []
+            for ack in acks:
+                bits = base64.b64decode(ack.get("b") or "")
+                start = int(ack["so"])
+                for i in range(len(bits) * 8):
+                    if bits[i // 8] >> (i % 8) & 1:
+                        self.broker.pop.ack(
+                            str(ack["c"]), str(ack["t"]), int(ack["q"]), start + i, int(ack["pt"])
+                        )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return make_response(
+                request, ResponseCode.INVALID_PARAMETER, f"batch ack body is malformed: {exc}"
+            )
+        return make_response(request)

@@ -1,0 +1,195 @@
+"""``rmq bench produce|consume``: throughput and latency of a broker, beside a transport-only baseline.
+
+Live figures go to stderr once a second; the summary goes to stdout in the chosen format.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.output import Fields, OutputFormat, OutputOption, Section, Table, emit
+
+if TYPE_CHECKING:
+    from admin.bench.runner import BenchOptions, BenchResult, Flush
+    from admin.bench.stats import Rates
+
+app = typer.Typer(
+    help="Benchmark a broker over the remoting protocol, beside a transport-only baseline.",
+    no_args_is_help=True,
+)
+
+NamesrvOpt = Annotated[
+    str | None,
+    typer.Option("--namesrv", "-n", help="NameServer address(es), ';'-separated [default: $NAMESRV_ADDR]."),
+]
+BrokerOpt = Annotated[
+    str | None, typer.Option("--broker", help="Drive this broker directly, skipping routing.")
+]
+EmbeddedOpt = Annotated[
+    bool,
+    typer.Option("--embedded", help="Start a NameServer and a broker in this process on a temporary store."),
+]
+TopicOpt = Annotated[str, typer.Option("--topic", "-t", help="Topic; created when missing.")]
+QueuesOpt = Annotated[int, typer.Option("--queues", min=1, max=1024, help="Queues of a topic created here.")]
+ConnectionsOpt = Annotated[
+    int, typer.Option("--connections", min=1, max=256, help="TCP connections per broker.")
+]
+InflightOpt = Annotated[
+    int, typer.Option("--inflight", min=1, max=1024, help="Requests in flight per connection.")
+]
+SizeOpt = Annotated[int, typer.Option("--size", min=1, help="Message body size in bytes.")]
+DurationOpt = Annotated[float, typer.Option("--duration", min=0.1, help="Seconds to measure, per phase.")]
+WarmupOpt = Annotated[float, typer.Option("--warmup", min=0.0, help="Seconds to run before measuring.")]
+FlushOpt = Annotated[
+    str,
+    typer.Option("--flush", help="async or sync: the flushDiskType of --embedded; informational otherwise."),
+]
+BaselineOpt = Annotated[
+    bool, typer.Option("--baseline/--no-baseline", help="Also measure the transport-only baseline.")
+]
+
+
+@app.command("produce")
+def produce(
+    namesrv: NamesrvOpt = None,
+    broker: BrokerOpt = None,
+    embedded: EmbeddedOpt = False,
+    topic: TopicOpt = "BenchmarkTopic",
+    queues: QueuesOpt = 8,
+    connections: ConnectionsOpt = 1,
+    inflight: InflightOpt = 32,
+    producers: Annotated[
+        int,
+        typer.Option(
+            "--producers",
+            min=0,
+            max=4096,
+            help="Synchronous producers sharing the connections (overrides --inflight).",
+        ),
+    ] = 0,
+    size: SizeOpt = 1024,
+    batch: Annotated[
+        int,
+        typer.Option("--batch", min=1, max=1024, help="Messages per request (SEND_BATCH_MESSAGE when > 1)."),
+    ] = 1,
+    duration: DurationOpt = 10.0,
+    warmup: WarmupOpt = 0.0,
+    flush: FlushOpt = "async",
+    baseline: BaselineOpt = True,
+    output: OutputOption = OutputFormat.TABLE,
+) -> None:
+    """Send messages as fast as the broker takes them: msg/s, MB/s and latency."""
+    from admin.bench.runner import bench_produce
+
+    opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
+                    flush, baseline)  # fmt: skip
+    opts.producers = producers
+    opts.batch = batch
+    result = bench_produce(opts, _live())
+    emit(output, result, lambda: _sections(result))
+
+
+@app.command("consume")
+def consume(
+    namesrv: NamesrvOpt = None,
+    broker: BrokerOpt = None,
+    embedded: EmbeddedOpt = False,
+    topic: TopicOpt = "BenchmarkTopic",
+    queues: QueuesOpt = 8,
+    connections: ConnectionsOpt = 1,
+    inflight: InflightOpt = 8,
+    size: SizeOpt = 1024,
+    pull_batch: Annotated[
+        int, typer.Option("--pull-batch", min=1, max=1024, help="maxMsgNums of each PULL_MESSAGE.")
+    ] = 32,
+    prefill: Annotated[
+        int, typer.Option("--prefill", min=0, help="Fill the topic to this many messages first.")
+    ] = 100_000,
+    duration: DurationOpt = 10.0,
+    warmup: WarmupOpt = 0.0,
+    flush: FlushOpt = "async",
+    baseline: BaselineOpt = True,
+    output: OutputOption = OutputFormat.TABLE,
+) -> None:
+    """Pull every queue of the topic as fast as the broker serves it: msg/s and MB/s."""
+    from admin.bench.runner import bench_consume
+
+    opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
+                    flush, baseline)  # fmt: skip
+    opts.pull_batch = pull_batch
+    opts.prefill = prefill
+    result = bench_consume(opts, _live())
+    emit(output, result, lambda: _sections(result))
+
+
+def _options(
+    namesrv: str | None, broker: str | None, embedded: bool, topic: str, queues: int, connections: int,
+    inflight: int, size: int, duration: float, warmup: float, flush: str, baseline: bool,
+) -> BenchOptions:  # fmt: skip
+    from admin.bench.runner import Baseline, BenchOptions
+
+    if not (namesrv or broker or embedded):
+        namesrv = os.environ.get("NAMESRV_ADDR") or None
+    return BenchOptions(
+        topic=topic, namesrv=namesrv, broker=broker, embedded=embedded, queues=queues,
+        connections=connections, inflight=inflight, size=size, duration=duration, warmup=warmup,
+        flush=_flush(flush),
+        baseline=(Baseline.INLINE if embedded else Baseline.PROCESS) if baseline else Baseline.OFF,
+    )  # fmt: skip
+
+
+def _flush(value: str) -> Flush:
+    from admin.bench.runner import Flush
+    from admin.errors import BadInput
+
+    try:
+        return Flush(value.lower())
+    except ValueError:
+        raise BadInput(f"--flush must be async or sync, not {value!r}") from None
+
+
+def _live() -> Callable[[str, Rates], None]:
+    """One line per second on stderr: the phase, the second, msg/s, MB/s and latency percentiles."""
+    seconds: dict[str, int] = {}
+
+    def show(label: str, r: Rates) -> None:
+        n = seconds[label] = seconds.get(label, 0) + 1
+        lat = r.latency_ms
+        errors = f"  errors {r.errors}" if r.errors else ""
+        sys.stderr.write(
+            f"{label:<8} {n:>4}s {r.msgs_per_sec:>12,.0f} msg/s {r.mb_per_sec:>9,.1f} MB/s  "
+            f"p50 {lat.p50:.2f}  p99 {lat.p99:.2f}  p999 {lat.p999:.2f} ms{errors}\n"
+        )
+        sys.stderr.flush()
+
+    return show
+
+
+def _sections(r: BenchResult) -> list[Section]:
+    runs = [("broker", r.broker)] + ([("baseline", r.baseline)] if r.baseline is not None else [])
+    settings: list[tuple[str, object]] = [
+        ("mode", r.mode),
+        ("target", r.target),
+        ("topic", f"{r.topic} ({r.queues} queues)"),
+        ("load", f"{r.workers} in flight over {r.connections} connection(s)"),
+        ("message", f"{r.size} bytes, {r.batch} per request"),
+        ("flush", r.flush + ("" if r.embedded else " (informational)")),
+    ]
+    rows = [
+        [name, f"{x.msgs_per_sec:,.0f}", f"{x.mb_per_sec:,.1f}", x.latency_ms.p50, x.latency_ms.p99,
+         x.latency_ms.p999, x.latency_ms.max, x.messages, x.errors]
+        for name, x in runs
+    ]  # fmt: skip
+    summary: list[tuple[str, object]] = [("broker / baseline", r.ratio)]
+    if r.first_error:
+        summary.append(("first error", r.first_error))
+    return [
+        Fields(settings),
+        Table(["run", "msg/s", "MB/s", "p50 ms", "p99 ms", "p999 ms", "max ms", "messages", "errors"], rows),
+        Fields(summary),
+    ]

@@ -1,0 +1,132 @@
+"""``rmq broker``: run a broker (no subcommand, as before) or administer one.
+
+``rmq broker [-c FILE] [--port N] ...`` still runs a broker in the foreground: the group's callback
+is :func:`cli.run.broker` itself, invoked only when no subcommand follows. The admin verbs are
+subcommands: ``rmq broker status|runtime|config get|config set``. Giving run options together with
+a subcommand is a usage error rather than being silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli import run
+from cli.connect import (
+    BrokerOpt,
+    NamesrvOpt,
+    OutOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    WatchOpt,
+    connect,
+    key_values,
+)
+from cli.output import Fields, Section, Table
+from cli.server_group import server_group
+
+if TYPE_CHECKING:
+    from admin.models import BrokerInfo, BrokerRuntime, ConfigChange, ConfigValues
+
+app = server_group(run.broker, help="Run a broker (no subcommand), or inspect and configure one.")
+config_app = typer.Typer(help="Read or change a broker's configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@app.command("status")
+def status(
+    broker: BrokerOpt = None,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """A broker's role, version, TPS, disk use and CommitLog range."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.broker_status(broker), _status_sections, watch)
+
+
+@app.command("runtime")
+def runtime(
+    broker: BrokerOpt = None,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Every runtime key the broker reports (mqadmin brokerStatus)."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.broker_runtime(broker), _runtime_sections, watch)
+
+
+@config_app.command("get")
+def config_get(
+    keys: Annotated[list[str] | None, typer.Argument(metavar="[KEY]...", help="Only these settings.")] = None,
+    broker: BrokerOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """A broker's settings."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.broker_config_get(broker, keys), config_sections)
+
+
+@config_app.command("set")
+def config_set(
+    values: Annotated[list[str], typer.Argument(metavar="KEY=VALUE...", help="Settings to change.")],
+    broker: BrokerOpt = None,
+    cluster: Annotated[
+        str | None, typer.Option("-c", "--cluster", help="Every broker of this cluster.")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Change settings at runtime (only those a broker accepts without a restart)."""
+    settings = key_values(values, "setting")
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.broker_config_set(settings, broker, cluster)), change_sections)
+
+
+# -- layouts for people ---------------------------------------------------------------------------
+def _status_sections(b: BrokerInfo) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("cluster", b.cluster),
+                ("broker", b.broker_name),
+                ("id", b.broker_id),
+                ("role", b.role),
+                ("address", b.address),
+                ("version", b.version),
+                ("put TPS", b.put_tps),
+                ("get TPS", b.get_tps),
+                ("disk", None if b.disk_ratio is None else f"{b.disk_ratio:.1%}"),
+                ("commitlog min", b.commitlog_min_offset),
+                ("commitlog max", b.commitlog_max_offset),
+                ("runtime", b.runtime.get("runtime")),
+            ],
+            title="Broker",
+        )
+    ]
+
+
+def _runtime_sections(r: BrokerRuntime) -> list[Section]:
+    return [Fields(list(r.values.items()), title=f"Broker {r.address}")]
+
+
+def config_sections(c: ConfigValues) -> list[Section]:
+    return [Table(["key", "value"], list(c.values.items()), title=c.address)]
+
+
+def change_sections(c: ConfigChange) -> list[Section]:
+    return [
+        Fields([("servers", ", ".join(c.addresses))], title="Changed"),
+        Table(["key", "value"], list(c.values.items())),
+    ]

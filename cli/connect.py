@@ -1,0 +1,169 @@
+"""What every cluster command shares: connection options, settings resolution (admin.profiles),
+running the admin service, ``--watch``, confirmations for destructive commands, and time input.
+
+Kept light (typer and cli.output only at import): the admin service is imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import functools
+import re
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+from cli.output import OutputFormat, Section, emit
+
+if TYPE_CHECKING:
+    from admin.profiles import Settings
+    from admin.service import AdminService
+
+T = TypeVar("T")
+
+NamesrvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "-n", "--namesrv", metavar="ADDR[;ADDR]", help="NameServer address(es) [env NAMESRV_ADDR, profile]."
+    ),
+]
+ProfileOpt = Annotated[
+    str | None, typer.Option("--profile", help="Profile of ~/.config/rmq/config.toml [env RMQ_PROFILE].")
+]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Seconds to wait for each answer [profile, default 5].")
+]
+OutOpt = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--output", "-o", case_sensitive=False, help="table, json or text [profile, default table]."
+    ),
+]
+BrokerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "-b", "--broker", metavar="ADDR", help="Broker address [default: the only broker registered]."
+    ),
+]
+ClusterOpt = Annotated[str | None, typer.Option("-c", "--cluster", help="Cluster name.")]
+WatchOpt = Annotated[
+    float | None,
+    typer.Option("--watch", metavar="SECONDS", min=0.1, help="Refresh every SECONDS until Ctrl-C."),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+TopicArg = Annotated[str, typer.Argument(metavar="TOPIC", help="Topic name.", show_default=False)]
+GroupArg = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group name.", show_default=False)]
+TopicOpt = Annotated[str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Only this topic.")]
+
+
+@dataclass(frozen=True, slots=True)
+class Conn:
+    """Resolved settings of one command: where to connect and how to print."""
+
+    settings: Settings
+    fmt: OutputFormat
+
+    def run(self, fn: Callable[[AdminService], Awaitable[T]]) -> T:
+        """Open the admin service, call ``fn`` with it, close it."""
+
+        async def main() -> T:
+            from admin.service import AdminService
+
+            async with AdminService(self.settings.namesrv, self.settings.timeout) as service:
+                return await fn(service)
+
+        return asyncio.run(main())
+
+    def emit(self, result: T, sections: Callable[[T], Sequence[Section]]) -> None:
+        emit(self.fmt, result, functools.partial(sections, result))
+
+    def show(
+        self,
+        fetch: Callable[[AdminService], Awaitable[T]],
+        sections: Callable[[T], Sequence[Section]],
+        watch: float | None = None,
+    ) -> None:
+        """Fetch and print once, or every ``watch`` seconds until Ctrl-C (one connection throughout)."""
+        if watch is None:
+            self.emit(self.run(fetch), sections)
+            return
+
+        async def loop(service: AdminService) -> None:
+            clear = sys.stdout.isatty() and self.fmt is not OutputFormat.JSON
+            while True:
+                result = await fetch(service)
+                if clear:
+                    sys.stdout.write("\x1b[2J\x1b[H")
+                self.emit(result, sections)
+                sys.stdout.flush()
+                await asyncio.sleep(watch)
+
+        with contextlib.suppress(KeyboardInterrupt):
+            self.run(loop)
+
+
+def connect(
+    namesrv: str | None = None,
+    profile: str | None = None,
+    timeout: float | None = None,
+    output: OutputFormat | None = None,
+) -> Conn:
+    """Settings by precedence: flags > environment > profile > defaults."""
+    from admin.profiles import resolve
+
+    settings = resolve(
+        namesrv=namesrv, output=output.value if output else None, timeout=timeout, profile=profile
+    )
+    return Conn(settings, OutputFormat(settings.output))
+
+
+def confirm(action: str, yes: bool) -> None:
+    """Ask before a destructive action on a terminal; elsewhere require ``--yes``."""
+    from admin.errors import BadInput
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise BadInput(f"refusing to {action} without confirmation: pass --yes")
+    if not typer.confirm(f"Really {action}?", default=False):
+        raise typer.Abort()
+
+
+_RELATIVE = re.compile(r"-(\d+)(ms|s|m|h|d)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_time(text: str, now_ms: int | None = None) -> int:
+    """Epoch milliseconds from ``1700000000000`` (ms), an ISO 8601 time (local time when it has no
+    offset) or a time ago such as ``-15m``, ``-2h``, ``-1d``."""
+    from admin.errors import BadInput
+
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    now = int(dt.datetime.now().timestamp() * 1000) if now_ms is None else now_ms
+    if m := _RELATIVE.fullmatch(value):
+        return now - int(m.group(1)) * _UNIT_MS[m.group(2)]
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"{text!r} is not a time: use epoch ms, ISO 8601 or e.g. -15m, -2h, -1d") from None
+    return int((parsed if parsed.tzinfo else parsed.astimezone()).timestamp() * 1000)
+
+
+def key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments to a dict."""
+    from admin.errors import BadInput
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{what} {item!r} is not KEY=VALUE")
+        out[key.strip()] = value
+    return out

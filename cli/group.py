@@ -1,0 +1,384 @@
+"""``rmq group``: create, update, list, describe, lag, connections, delete, reset-offset, clone-offsets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.connect import (
+    BrokerOpt,
+    ClusterOpt,
+    GroupArg,
+    NamesrvOpt,
+    OutOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    TopicOpt,
+    WatchOpt,
+    YesOpt,
+    confirm,
+    connect,
+    parse_time,
+)
+from cli.output import Fields, ProgressBar, Section, Table, ms_time
+from cli.topic import deletion_sections
+
+if TYPE_CHECKING:
+    from admin.models import (
+        GroupChange,
+        GroupConfig,
+        GroupConnections,
+        GroupDescription,
+        GroupLag,
+        GroupList,
+        GroupSpec,
+        OffsetClone,
+        OffsetReset,
+        ResetTarget,
+    )
+
+app = typer.Typer(
+    help="Create, inspect and delete consumer groups; move their offsets.", no_args_is_help=True
+)
+
+RetryMaxOpt = Annotated[int | None, typer.Option("--retry-max", help="Max redeliveries before the DLQ [16].")]
+RetryQueuesOpt = Annotated[int | None, typer.Option("--retry-queues", help="Retry queues [1].")]
+_PROGRESS_MIN = 4  # brokers or topic/broker pairs
+
+
+def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
+    info: typer.models.OptionInfo = typer.Option(f"--{name}/--no-{name}", help=help_, show_default=False)
+    return info
+
+
+@app.command("create")
+def create(
+    group: GroupArg,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    retry_max: RetryMaxOpt = None,
+    retry_queues: RetryQueuesOpt = None,
+    orderly: Annotated[bool, typer.Option("--orderly", help="Consume in order.")] = False,
+    no_broadcast: Annotated[
+        bool, typer.Option("--no-broadcast", help="Forbid broadcasting consumption.")
+    ] = False,
+    disabled: Annotated[bool, typer.Option("--disabled", help="Create with consumption disabled.")] = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Create a subscription group on a cluster's masters (-c) or on one broker (-b)."""
+    from admin.models import GroupSpec
+
+    conn = connect(namesrv, profile, timeout, output)
+    spec = GroupSpec(
+        group,
+        consume_enable=False if disabled else None,
+        consume_broadcast_enable=False if no_broadcast else None,
+        orderly=orderly or None,
+        retry_queue_nums=retry_queues,
+        retry_max_times=retry_max,
+    )
+    conn.emit(conn.run(lambda s: s.group_create(spec, cluster, broker)), _change_sections)
+
+
+@app.command("update")
+def update(
+    group: GroupArg,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    retry_max: RetryMaxOpt = None,
+    retry_queues: RetryQueuesOpt = None,
+    orderly: Annotated[bool | None, _bool_opt("orderly", "Consume in order.")] = None,
+    broadcast: Annotated[bool | None, _bool_opt("broadcast", "Allow broadcasting consumption.")] = None,
+    consume: Annotated[bool | None, _bool_opt("consume", "Enable consumption.")] = None,
+    from_min: Annotated[bool | None, _bool_opt("from-min", "Allow consuming from the min offset.")] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Change a group's settings on the brokers holding it."""
+    from admin.models import GroupSpec
+
+    conn = connect(namesrv, profile, timeout, output)
+    spec: GroupSpec = GroupSpec(group, consume, from_min, broadcast, orderly, retry_queues, retry_max)
+    conn.emit(conn.run(lambda s: s.group_update(spec, cluster, broker)), _change_sections)
+
+
+@app.command("list")
+def list_(
+    all_: Annotated[
+        bool, typer.Option("--all", "-a", help="Also the brokers' own and tools' groups.")
+    ] = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Subscription groups of every broker and whether they are online."""
+    connect(namesrv, profile, timeout, output).show(lambda s: s.group_list(all_), _list_sections)
+
+
+@app.command("describe")
+def describe(
+    group: GroupArg,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """A group's settings, clients, subscriptions and lag."""
+    connect(namesrv, profile, timeout, output).show(lambda s: s.group_describe(group), _describe_sections)
+
+
+@app.command("lag")
+def lag(
+    group: GroupArg,
+    topic: TopicOpt = None,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Per queue: broker offset, consumer offset, diff, inflight and last consumed time."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.group_lag(group, topic), _lag_sections, watch)
+
+
+@app.command("connections")
+def connections(
+    group: GroupArg,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """The group's online clients and their subscriptions."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.group_connections(group), _connections_sections, watch)
+
+
+@app.command("delete")
+def delete(
+    group: GroupArg,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    keep_offsets: Annotated[bool, typer.Option("--keep-offsets", help="Keep the group's offsets.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Delete a subscription group (and its offsets) from the brokers holding it."""
+    conn = connect(namesrv, profile, timeout, output)
+    confirm(f"delete consumer group {group}", yes)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.group_delete(group, cluster, broker, not keep_offsets, bar))
+    conn.emit(result, deletion_sections)
+
+
+def _target(to_time: str | None, to_offset: int | None, to_earliest: bool, to_latest: bool) -> ResetTarget:
+    from admin.errors import BadInput
+    from admin.models import ResetKind, ResetTarget
+
+    chosen = [
+        (kind, value)
+        for kind, value, given in (
+            (ResetKind.TIME, to_time, to_time is not None),
+            (ResetKind.OFFSET, to_offset, to_offset is not None),
+            (ResetKind.EARLIEST, None, to_earliest),
+            (ResetKind.LATEST, None, to_latest),
+        )
+        if given
+    ]
+    if len(chosen) != 1:
+        raise BadInput("give exactly one of --to-time, --to-offset, --to-earliest, --to-latest")
+    kind, value = chosen[0]
+    if kind is ResetKind.TIME:
+        return ResetTarget(kind, parse_time(str(value)))
+    return ResetTarget(kind, value if isinstance(value, int) else 0)
+
+
+@app.command("reset-offset")
+def reset_offset(
+    group: GroupArg,
+    topic: Annotated[
+        str | None,
+        typer.Option("-t", "--topic", metavar="TOPIC", help="Topic [default: every topic consumed]."),
+    ] = None,
+    to_time: Annotated[
+        str | None, typer.Option("--to-time", metavar="TIME", help="Epoch ms, ISO 8601 or e.g. -1h.")
+    ] = None,
+    to_offset: Annotated[
+        int | None, typer.Option("--to-offset", metavar="N", help="This queue offset.")
+    ] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="The first message kept.")] = False,
+    to_latest: Annotated[
+        bool, typer.Option("--to-latest", help="After the last message (skip all).")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the targets, change nothing.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Move a group's offsets (works while its consumers run: the broker pushes the new offsets)."""
+    conn = connect(namesrv, profile, timeout, output)
+    target = _target(to_time, to_offset, to_earliest, to_latest)
+    if not dry_run:
+        confirm(f"reset the offsets of consumer group {group}", yes)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.group_reset_offset(group, target, topic, dry_run, bar))
+    conn.emit(result, _reset_sections)
+
+
+@app.command("clone-offsets")
+def clone_offsets(
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="Group to copy from.", show_default=False)],
+    destination: Annotated[str, typer.Argument(metavar="DEST", help="Group to copy to.", show_default=False)],
+    topic: TopicOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Copy one group's offsets to another."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.group_clone_offsets(source, destination, topic)), _clone_sections)
+
+
+# -- layouts for people ---------------------------------------------------------------------------
+def _config_fields(c: GroupConfig, title: str = "Settings") -> Fields:
+    return Fields(
+        [
+            ("consume enable", c.consume_enable),
+            ("consume from min", c.consume_from_min_enable),
+            ("broadcast enable", c.consume_broadcast_enable),
+            ("orderly", c.consume_message_orderly),
+            ("retry queues", c.retry_queue_nums),
+            ("retry max times", c.retry_max_times),
+            ("broker id", c.broker_id),
+            ("slow consumer broker", c.which_broker_when_consume_slowly),
+            ("notify ids changed", c.notify_consumer_ids_changed_enable),
+            ("consume timeout (min)", c.consume_timeout_minute),
+        ],
+        title=title,
+    )
+
+
+def _change_sections(c: GroupChange) -> list[Section]:
+    return [Fields([("group", c.group), ("brokers", ", ".join(c.addresses))]), _config_fields(c.config)]
+
+
+def _list_sections(result: GroupList) -> list[Section]:
+    return [
+        Table(
+            ["group", "brokers", "online", "clients", "type", "model", "consume", "orderly", "retry max"],
+            [
+                (
+                    g.name,
+                    len(g.brokers),
+                    g.online,
+                    g.clients,
+                    g.consume_type,
+                    g.message_model,
+                    g.consume_enable,
+                    g.orderly,
+                    g.retry_max_times,
+                )
+                for g in result.groups
+            ],
+        )
+    ]
+
+
+def _lag_sections(lag: GroupLag) -> list[Section]:
+    return [
+        Table(
+            ["topic", "broker", "queue", "broker offset", "consumer offset", "diff", "inflight", "last time"],
+            [
+                (
+                    q.topic,
+                    q.broker_name,
+                    q.queue_id,
+                    q.broker_offset,
+                    q.consumer_offset,
+                    q.diff,
+                    q.inflight,
+                    ms_time(q.last_timestamp),
+                )
+                for q in lag.queues
+            ],
+            title=f"Group {lag.group}",
+        ),
+        Fields(
+            [
+                ("consume TPS", lag.consume_tps),
+                ("diff total", lag.diff_total),
+                ("inflight total", lag.inflight_total),
+            ]
+        ),
+    ]
+
+
+def _connections_sections(c: GroupConnections) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("group", c.group),
+                ("online", c.online),
+                ("consume type", c.consume_type),
+                ("message model", c.message_model),
+                ("consume from", c.consume_from_where),
+            ]
+        ),
+        Table(
+            ["client id", "address", "language", "version", "broker"],
+            [(x.client_id, x.address, x.language, x.version, x.broker) for x in c.clients],
+            title="Clients",
+        ),
+        Table(
+            ["topic", "expression", "type"],
+            [(s.topic, s.expression, s.expression_type) for s in c.subscriptions],
+            title="Subscriptions",
+        ),
+    ]
+
+
+def _describe_sections(d: GroupDescription) -> list[Section]:
+    sections: list[Section] = [Fields([("group", d.group), ("brokers", ", ".join(d.brokers))], title="Group")]
+    if d.config is not None:
+        sections.append(_config_fields(d.config))
+    return [*sections, *_connections_sections(d.connections), *_lag_sections(d.lag)]
+
+
+def _reset_sections(r: OffsetReset) -> list[Section]:
+    title = f"Offsets of {r.group} {'would move (dry run)' if r.dry_run else 'moved'} to {r.target.kind}"
+    return [
+        Table(
+            ["topic", "broker", "queue", "current", "target"],
+            [(q.topic, q.broker_name, q.queue_id, q.current, q.target) for q in r.queues],
+            title=title,
+        )
+    ]
+
+
+def _clone_sections(c: OffsetClone) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("from", c.source),
+                ("to", c.destination),
+                ("topic", c.topic or "all"),
+                ("brokers", ", ".join(c.addresses)),
+            ],
+            title="Offsets cloned",
+        )
+    ]

@@ -1,0 +1,244 @@
+"""``rmq message``: send, consume, get, query, print."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, TopicArg, connect, key_values, parse_time
+from cli.output import Fields, ProgressBar, Section, Table, cell, ms_time
+
+if TYPE_CHECKING:
+    from admin.models import MessageRange, Messages, SendReceipt
+    from broker.protocol.message import MessageRecord
+
+app = typer.Typer(help="Send, consume, look up and print messages.", no_args_is_help=True)
+
+TagsExprOpt = Annotated[
+    str, typer.Option("-s", "--tags", metavar="EXPR", help="Tag filter: 'a || b' or '*'.")
+]
+BrokerNameOpt = Annotated[str | None, typer.Option("--broker-name", help="Only this broker (by name).")]
+QueueOpt = Annotated[int | None, typer.Option("-q", "--queue", help="Only this queue id.")]
+FromOpt = Annotated[int | None, typer.Option("--from", metavar="OFFSET", help="First queue offset.")]
+ToOpt = Annotated[int | None, typer.Option("--to", metavar="OFFSET", help="Stop before this queue offset.")]
+BeginOpt = Annotated[
+    str | None, typer.Option("--begin", metavar="TIME", help="Stored at or after (epoch ms, ISO 8601, -1h).")
+]
+EndOpt = Annotated[str | None, typer.Option("--end", metavar="TIME", help="Stored at or before.")]
+LimitOpt = Annotated[int, typer.Option("--limit", "-l", help="At most this many messages.")]
+_BODY_PREVIEW = 40
+_PROGRESS_MIN = 8  # queues
+
+
+@app.command("send")
+def send(
+    topic: TopicArg,
+    body: Annotated[
+        str | None, typer.Argument(help="Message body; '-' reads stdin.", show_default=False)
+    ] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the body from this file.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", help="Tag.")] = None,
+    keys: Annotated[list[str] | None, typer.Option("-k", "--key", help="Key (repeatable).")] = None,
+    prop: Annotated[
+        list[str] | None,
+        typer.Option("-p", "--property", metavar="KEY=VALUE", help="User property (repeatable)."),
+    ] = None,
+    delay: Annotated[int, typer.Option("--delay", help="Delay level 1-18 (1s ... 2h); 0 = none.")] = 0,
+    broker_name: BrokerNameOpt = None,
+    queue: QueueOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Send one message (SEND_MESSAGE_V2)."""
+    from admin.errors import BadInput
+    from admin.models import OutgoingMessage
+
+    if (body is None) == (file is None):
+        raise BadInput("give the body as an argument ('-' for stdin) or with --file")
+    data = file.read_bytes() if file else sys.stdin.buffer.read() if body == "-" else (body or "").encode()
+    msg = OutgoingMessage(
+        topic, data, tags, keys or [], key_values(prop or [], "property"), delay, broker_name, queue
+    )
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_send(msg)), _receipt_sections)
+
+
+@app.command("consume")
+def consume(
+    topic: TopicArg,
+    count: Annotated[int, typer.Option("-c", "--count", help="At most this many messages.")] = 10,
+    group: Annotated[
+        str | None,
+        typer.Option("-g", "--group", metavar="GROUP", help="Start at and commit this group's offsets."),
+    ] = None,
+    tags: TagsExprOpt = "*",
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Pull messages: from each queue's first message, or from a group's offsets (then committed)."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_consume(topic, count, group, tags)), messages_sections)
+
+
+@app.command("get")
+def get(
+    msg_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
+    ],
+    topic: Annotated[
+        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """One message by its MessageId (from the broker it names) or its UNIQ_KEY (through the index)."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_get(msg_id, topic)), messages_sections)
+
+
+@app.command("query")
+def query(
+    topic: TopicArg,
+    key: Annotated[str | None, typer.Option("-k", "--key", help="A KEYS entry.")] = None,
+    unique_key: Annotated[str | None, typer.Option("-u", "--unique-key", help="A UNIQ_KEY.")] = None,
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    max_num: Annotated[int, typer.Option("--max", help="At most this many messages.")] = 64,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Messages of a topic by key or unique key (through the IndexFile), newest first."""
+    from admin.service.messages import MAX_TIMESTAMP
+
+    lo = parse_time(begin) if begin else 0
+    hi = parse_time(end) if end else MAX_TIMESTAMP
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_query(topic, key, unique_key, lo, hi, max_num)), messages_sections)
+
+
+def message_range(
+    broker_name: str | None,
+    queue: int | None,
+    from_offset: int | None,
+    to_offset: int | None,
+    begin: str | None,
+    end: str | None,
+    tags: str,
+    limit: int,
+) -> MessageRange:
+    """The range options of ``message print`` and the browse commands."""
+    from admin.models import MessageRange
+
+    return MessageRange(
+        broker_name,
+        queue,
+        from_offset,
+        to_offset,
+        parse_time(begin) if begin else None,
+        parse_time(end) if end else None,
+        tags,
+        limit,
+    )
+
+
+@app.command("print")
+def print_(
+    topic: TopicArg,
+    broker_name: BrokerNameOpt = None,
+    queue: QueueOpt = None,
+    from_offset: FromOpt = None,
+    to_offset: ToOpt = None,
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    tags: TagsExprOpt = "*",
+    limit: LimitOpt = 100,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Messages of a topic in queue order, within queue offsets or store times (nothing committed)."""
+    rng = message_range(broker_name, queue, from_offset, to_offset, begin, end, tags, limit)
+    conn = connect(namesrv, profile, timeout, output)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.message_print(topic, rng, bar))
+    conn.emit(result, messages_sections)
+
+
+# -- layouts for people ---------------------------------------------------------------------------
+def _receipt_sections(r: SendReceipt) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("status", r.status),
+                ("topic", r.topic),
+                ("broker", r.broker_name),
+                ("queue id", r.queue_id),
+                ("queue offset", r.queue_offset),
+                ("msg id", r.msg_id),
+                ("uniq key", r.uniq_key),
+            ],
+            title="Sent",
+        )
+    ]
+
+
+def messages_sections(result: Messages) -> list[Section]:
+    """One message in full, or a table of several."""
+    messages = result.messages
+    if len(messages) == 1:
+        return [_message_fields(messages[0])]
+    return [
+        Table(
+            ["topic", "queue", "offset", "uniq key", "tags", "keys", "stored", "body"],
+            [
+                (
+                    m.topic,
+                    m.queue_id,
+                    m.queue_offset,
+                    m.uniq_key,
+                    m.tags,
+                    " ".join(m.keys) or None,
+                    ms_time(m.store_timestamp),
+                    _preview(m.body),
+                )
+                for m in messages
+            ],
+        )
+    ]
+
+
+def _message_fields(m: MessageRecord) -> Fields:
+    items: list[tuple[str, object]] = [
+        ("topic", m.topic),
+        ("queue id", m.queue_id),
+        ("queue offset", m.queue_offset),
+        ("commitlog offset", m.physical_offset),
+        ("msg id", m.offset_msg_id),
+        ("uniq key", m.uniq_key),
+        ("tags", m.tags),
+        ("keys", " ".join(m.keys) or None),
+        ("born", f"{ms_time(m.born_timestamp)} from {m.born_host}"),
+        ("stored", f"{ms_time(m.store_timestamp)} on {m.store_host}"),
+        ("reconsume times", m.reconsume_times),
+        ("size", m.total_size),
+    ]
+    items += [(f"property {name}", value) for name, value in sorted(m.properties.items())]
+    items.append(("body", _preview(m.body, 4096)))
+    return Fields(items, title="Message")
+
+
+def _preview(body: bytes, width: int = _BODY_PREVIEW) -> str:
+    text = cell(body[: width * 4].decode("utf-8", "replace"))
+    return text if len(text) <= width else text[: width - 1] + "…"

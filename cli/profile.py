@@ -1,0 +1,92 @@
+"""``rmq profile``: named connection settings in ~/.config/rmq/config.toml (see admin/profiles.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.connect import OutOpt, YesOpt, confirm
+from cli.output import OutputFormat, Section, Table, emit
+
+if TYPE_CHECKING:
+    from admin.profiles import ProfileFile
+
+app = typer.Typer(
+    help="Named connection profiles: NameServers, output format, timeout.", no_args_is_help=True
+)
+
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Profile name.", show_default=False)]
+
+
+def _emit(content: ProfileFile, output: OutputFormat | None) -> None:
+    from admin.profiles import config_path
+
+    data = {
+        "path": str(config_path()),
+        "current": content.current,
+        "profiles": [content.profiles[n] for n in sorted(content.profiles)],
+    }
+    emit(output or OutputFormat.TABLE, data, lambda: _sections(content))
+
+
+@app.command("create")
+def create(
+    name: NameArg,
+    namesrv: Annotated[
+        str | None, typer.Option("-n", "--namesrv", metavar="ADDR[;ADDR]", help="NameServer address(es).")
+    ] = None,
+    default_output: Annotated[
+        OutputFormat | None,
+        typer.Option("--default-output", case_sensitive=False, help="Output format it selects."),
+    ] = None,
+    default_timeout: Annotated[
+        float | None, typer.Option("--default-timeout", help="Request timeout in seconds it selects.")
+    ] = None,
+    use: Annotated[bool, typer.Option("--use", help="Make it the current profile.")] = False,
+    output: OutOpt = None,
+) -> None:
+    """Create or replace a profile (the first one becomes current)."""
+    from admin import profiles
+
+    profile = profiles.Profile(
+        name, namesrv, default_output.value if default_output else None, default_timeout
+    )
+    _emit(profiles.create(profiles.config_path(), profile, use), output)
+
+
+@app.command("use")
+def use(name: NameArg, output: OutOpt = None) -> None:
+    """Make a profile the current one."""
+    from admin import profiles
+
+    _emit(profiles.use(profiles.config_path(), name), output)
+
+
+@app.command("list")
+def list_(output: OutOpt = None) -> None:
+    """Profiles and which one is current."""
+    from admin import profiles
+
+    _emit(profiles.load(profiles.config_path()), output)
+
+
+@app.command("delete")
+def delete(name: NameArg, yes: YesOpt = False, output: OutOpt = None) -> None:
+    """Delete a profile."""
+    from admin import profiles
+
+    confirm(f"delete profile {name}", yes)
+    _emit(profiles.delete(profiles.config_path(), name), output)
+
+
+def _sections(content: ProfileFile) -> list[Section]:
+    return [
+        Table(
+            ["current", "name", "namesrv", "output", "timeout"],
+            [
+                ("*" if n == content.current else "", n, p.namesrv, p.output, p.timeout)
+                for n, p in sorted(content.profiles.items())
+            ],
+        )
+    ]

@@ -1,0 +1,277 @@
+"""``rmq topic``: create, update, list, describe, route, status, delete."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.connect import (
+    BrokerOpt,
+    ClusterOpt,
+    NamesrvOpt,
+    OutOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    TopicArg,
+    WatchOpt,
+    YesOpt,
+    confirm,
+    connect,
+    key_values,
+)
+from cli.output import Fields, ProgressBar, Section, Table, ms_time
+
+if TYPE_CHECKING:
+    from admin.models import (
+        Deletion,
+        TopicChange,
+        TopicDescription,
+        TopicList,
+        TopicRoute,
+        TopicSpec,
+        TopicStatus,
+    )
+
+app = typer.Typer(help="Create, inspect and delete topics.", no_args_is_help=True)
+
+ReadOpt = Annotated[int | None, typer.Option("-r", "--read-queues", help="Read queues per broker [8].")]
+WriteOpt = Annotated[int | None, typer.Option("-w", "--write-queues", help="Write queues per broker [8].")]
+PermOpt = Annotated[
+    int | None, typer.Option("-p", "--perm", help="Permission: 6 read+write, 4 read, 2 write [6].")
+]
+AttrOpt = Annotated[
+    list[str] | None, typer.Option("-a", "--attr", metavar="KEY=VALUE", help="Topic attribute (repeatable).")
+]
+_PROGRESS_MIN = 4  # brokers: fewer finish before a bar helps
+
+
+def _spec(
+    topic: str,
+    read: int | None,
+    write: int | None,
+    perm: int | None,
+    order: bool | None,
+    attrs: list[str] | None,
+) -> TopicSpec:
+    from admin.models import TopicSpec
+
+    return TopicSpec(topic, read, write, perm, order, key_values(attrs or [], "attribute"))
+
+
+@app.command("create")
+def create(
+    topic: TopicArg,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    read_queues: ReadOpt = None,
+    write_queues: WriteOpt = None,
+    perm: PermOpt = None,
+    order: Annotated[
+        bool, typer.Option("--order", help="Ordered topic (writes ORDER_TOPIC_CONFIG).")
+    ] = False,
+    attr: AttrOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Create a topic on a cluster's masters (-c) or on one broker (-b)."""
+    conn = connect(namesrv, profile, timeout, output)
+    spec = _spec(topic, read_queues, write_queues, perm, order or None, attr)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.topic_create(spec, cluster, broker, bar))
+    conn.emit(result, _change_sections)
+
+
+@app.command("update")
+def update(
+    topic: TopicArg,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    read_queues: ReadOpt = None,
+    write_queues: WriteOpt = None,
+    perm: PermOpt = None,
+    order: Annotated[
+        bool | None,
+        typer.Option("--order/--no-order", help="Make the topic ordered or not.", show_default=False),
+    ] = None,
+    attr: AttrOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Change a topic's queues, permission, order or attributes (on the brokers of its route)."""
+    conn = connect(namesrv, profile, timeout, output)
+    spec = _spec(topic, read_queues, write_queues, perm, order, attr)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.topic_update(spec, cluster, broker, bar))
+    conn.emit(result, _change_sections)
+
+
+@app.command("list")
+def list_(
+    cluster: ClusterOpt = None,
+    all_: Annotated[
+        bool, typer.Option("--all", "-a", help="Also retry, dead-letter and system topics.")
+    ] = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Topics with their cluster, kind, queues and permission (normal topics unless --all)."""
+    from admin.models import TopicKind
+
+    conn = connect(namesrv, profile, timeout, output)
+    kinds = None if all_ else frozenset({TopicKind.NORMAL})
+    conn.show(lambda s: s.topic_list(cluster, kinds), _list_sections)
+
+
+@app.command("describe")
+def describe(
+    topic: TopicArg,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Route, queue offsets and consuming groups of a topic."""
+    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_describe(topic), _describe_sections)
+
+
+@app.command("route")
+def route(
+    topic: TopicArg,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """The topic's route: brokers, addresses and queues."""
+    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_route(topic), _route_sections)
+
+
+@app.command("status")
+def status(
+    topic: TopicArg,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Min and max offset and last store time of every queue."""
+    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_status(topic), _status_sections, watch)
+
+
+@app.command("delete")
+def delete(
+    topic: TopicArg,
+    cluster: Annotated[str | None, typer.Option("-c", "--cluster", help="Only from this cluster.")] = None,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Delete a topic from its brokers, then from the NameServers."""
+    conn = connect(namesrv, profile, timeout, output)
+    confirm(f"delete topic {topic}", yes)
+    with ProgressBar(_PROGRESS_MIN) as bar:
+        result = conn.run(lambda s: s.topic_delete(topic, cluster, bar))
+    conn.emit(result, deletion_sections)
+
+
+# -- layouts for people ---------------------------------------------------------------------------
+def _change_sections(c: TopicChange) -> list[Section]:
+    from admin.models import perm_text
+
+    return [
+        Fields(
+            [
+                ("topic", c.topic),
+                ("brokers", ", ".join(c.addresses)),
+                ("read queues", c.read_queues),
+                ("write queues", c.write_queues),
+                ("perm", perm_text(c.perm)),
+                ("order", c.order),
+                ("order conf", c.order_conf),
+            ],
+            title="Topic written",
+        )
+    ]
+
+
+def deletion_sections(d: Deletion) -> list[Section]:
+    items: list[tuple[str, object]] = [("name", d.name), ("brokers", ", ".join(d.brokers))]
+    if d.namesrvs:
+        items.append(("NameServers", ", ".join(d.namesrvs)))
+    return [Fields(items, title="Deleted")]
+
+
+def _list_sections(result: TopicList) -> list[Section]:
+    from admin.models import perm_text
+
+    return [
+        Table(
+            ["topic", "kind", "cluster", "brokers", "read", "write", "perm", "order"],
+            [
+                (
+                    t.name,
+                    t.kind,
+                    ", ".join(t.clusters),
+                    len(t.brokers),
+                    t.read_queues,
+                    t.write_queues,
+                    None if t.perm is None else perm_text(t.perm),
+                    t.order,
+                )
+                for t in result.topics
+            ],
+        )
+    ]
+
+
+def _route_sections(r: TopicRoute) -> list[Section]:
+    from admin.models import perm_text
+
+    return [
+        Table(
+            ["cluster", "broker", "id", "address"],
+            [(b.cluster, b.broker_name, i, a) for b in r.brokers for i, a in b.addresses.items()],
+            title=f"Route of {r.topic}",
+        ),
+        Table(
+            ["broker", "read queues", "write queues", "perm", "sys flag"],
+            [
+                (q.broker_name, q.read_queues, q.write_queues, perm_text(q.perm), q.topic_sys_flag)
+                for q in r.queues
+            ],
+            title="Queues",
+        ),
+    ]
+
+
+def _status_sections(s: TopicStatus) -> list[Section]:
+    return [
+        Table(
+            ["broker", "queue", "min offset", "max offset", "messages", "last updated"],
+            [
+                (q.broker_name, q.queue_id, q.min_offset, q.max_offset, q.messages, ms_time(q.last_updated))
+                for q in s.queues
+            ],
+            title=f"Topic {s.topic}",
+        ),
+        Fields([("messages", s.total_messages), ("put TPS", s.put_tps)]),
+    ]
+
+
+def _describe_sections(d: TopicDescription) -> list[Section]:
+    return [
+        Fields([("topic", d.topic), ("kind", d.kind), ("order conf", d.route.order_conf)], title="Topic"),
+        *_route_sections(d.route),
+        *_status_sections(d.status),
+        Table(["group"], [(g,) for g in d.groups], title="Consuming groups"),
+    ]

@@ -1,0 +1,1 @@
+"""Delayed, timer, retried and dead-lettered messages against real in-process brokers."""

@@ -1,0 +1,59 @@
+"""5.x timer messages: parked in rmq_sys_wheel_timer, delivered at their time, once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from broker.protocol.codes import ResponseCode
+from broker.store.dispatch import TIMER_TOPIC
+from tests.broker.conftest import async_test, send
+from tests.features.conftest import feature_broker, pull_all, wait_for
+
+
+@async_test
+async def test_timer_message_is_delivered_no_earlier_than_requested(tmp_path: Path) -> None:
+    async with feature_broker(tmp_path) as (broker, client):
+        deliver_ms = int(time.time() * 1000) + 1500
+        response = await send(client, broker, "Tick", b"abs", queue_id=2, TIMER_DELIVER_MS=str(deliver_ms))
+        assert response.code == ResponseCode.SUCCESS and response.ext_fields["queueId"] == "2"
+        await send(client, broker, "Tick", b"rel", queue_id=2, TIMER_DELAY_MS="1200")
+        parked = await pull_all(client, broker.address, TIMER_TOPIC, 0)
+        assert int(parked[0].properties["TIMER_OUT_MS"]) == deliver_ms // 1000 * 1000
+        assert parked[0].properties["REAL_TOPIC"] == "Tick"
+        got = await wait_for(client, broker.address, "Tick", 2, 2)
+        assert sorted(m.body for m in got) == [b"abs", b"rel"]
+        first = next(m for m in got if m.body == b"abs")
+        assert first.store_timestamp >= deliver_ms
+        assert "REAL_TOPIC" not in first.properties and "TIMER_OUT_MS" in first.properties
+        assert int(first.properties["TIMER_DEQUEUE_MS"]) >= deliver_ms
+
+
+@async_test
+async def test_timer_limits_and_bad_values_are_refused(tmp_path: Path) -> None:
+    async with feature_broker(tmp_path) as (broker, client):
+        too_far = await send(client, broker, "Tick", TIMER_DELAY_SEC=str(3 * 86400 + 10))
+        assert too_far.code == ResponseCode.MESSAGE_ILLEGAL and "timerMaxDelaySec" in (too_far.remark or "")
+        garbled = await send(client, broker, "Tick", TIMER_DELAY_MS="soon")
+        assert garbled.code == ResponseCode.MESSAGE_ILLEGAL and "TIMER_DELAY_MS" in (garbled.remark or "")
+        past = await send(client, broker, "Tick", b"now", queue_id=0, TIMER_DELIVER_MS="1")
+        assert past.code == ResponseCode.SUCCESS
+        assert [m.body for m in await pull_all(client, broker.address, "Tick", 0)] == [b"now"]
+        level_wins = await send(client, broker, "Tick", queue_id=1, DELAY="1", TIMER_DELAY_SEC="60")
+        assert level_wins.code == ResponseCode.SUCCESS
+        assert [m.body for m in await wait_for(client, broker.address, "Tick", 1, 1)] == [b"hello"]
+
+
+@async_test
+async def test_timer_messages_survive_a_graceful_restart_once(tmp_path: Path) -> None:
+    async with feature_broker(tmp_path) as (broker, client):
+        await send(client, broker, "Tock", b"soon", queue_id=0, TIMER_DELAY_MS="100")
+        await send(client, broker, "Tock", b"later", queue_id=0, TIMER_DELAY_SEC="2")
+        assert len(await wait_for(client, broker.address, "Tock", 0, 1)) == 1
+    async with feature_broker(tmp_path) as (broker, client):
+        await wait_for(client, broker.address, "Tock", 0, 2)
+        await wait_for(client, broker.address, "Tock", 0, 3, timeout=1.5)
+        assert sorted(m.body for m in await pull_all(client, broker.address, "Tock", 0)) == [
+            b"later",
+            b"soon",
+        ]

@@ -1,0 +1,385 @@
+"""The official RocketMQ 5 gRPC clients (Python 5.1.2, Node.js 1.0.8) against the broker's gRPC port,
+and messages crossing between gRPC and remoting (ali-ons)."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import pytest
+
+from tests.grpc.conftest import GrpcCluster, run5
+from tests.peers import runner
+
+
+def _bodies(events: list[dict[str, object]]) -> list[str]:
+    return [str(e["body"]) for e in events]
+
+
+def test_python_producer_tags_keys_to_simple_consumer(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Normal")
+    sent = run5(
+        "py5",
+        "py5_producer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Normal",
+        "--count",
+        "4",
+        "--tag",
+        "TagA",
+        "--key-prefix",
+        "key-",
+        "--property",
+        "color=blue",
+    ).check()
+    assert len(sent.of("sent")) == 4
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Normal",
+        "--group",
+        "G5Simple",
+        "--expect",
+        "4",
+        "--tag",
+        "TagA",
+    ).check()
+    received = got.of("received")
+    assert sorted(_bodies(received)) == [f"py5-{i}" for i in range(4)]
+    assert {e["tag"] for e in received} == {"TagA"}
+    assert sorted(k for e in received for k in e["keys"]) == [f"key-{i}" for i in range(4)]
+    assert all(e["properties"].get("color") == "blue" for e in received)
+    assert {e["message_id"] for e in received} == {e["message_id"] for e in sent.of("sent")}
+    assert all(e["delivery_attempt"] == 1 for e in received)
+    # the group's committed offsets caught up (what consume stats show)
+    offsets = c.call(c.broker.offsets.offsets_of, "G5Simple", "G5Normal")
+    assert sum(offsets.values()) == 4
+
+
+def test_redelivery_after_invisible_time(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Redeliver", queues=2)
+    run5(
+        "py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Redeliver", "--count", "2"
+    ).check()
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Redeliver",
+        "--group",
+        "G5Redeliver",
+        "--expect",
+        "2",
+        "--mode",
+        "redeliver",
+        "--invisible",
+        "2",
+        "--timeout",
+        "30",
+    ).check()
+    attempts: dict[str, list[int]] = defaultdict(list)
+    for e in got.of("received"):
+        attempts[str(e["message_id"])].append(int(e["delivery_attempt"]))
+    assert sorted(attempts.values()) == [[1, 2], [1, 2]]
+
+
+def test_change_invisible_duration(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Change", queues=1)
+    run5("py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Change", "--count", "1").check()
+    started = time.monotonic()
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Change",
+        "--group",
+        "G5Change",
+        "--expect",
+        "1",
+        "--mode",
+        "change",
+        "--invisible",
+        "60",
+        "--timeout",
+        "30",
+    ).check()
+    assert [e["delivery_attempt"] for e in got.of("received")] == [1, 2]
+    assert len(got.of("changed")) == 1
+    assert time.monotonic() - started < 25  # back after ~1 s, not after the 60 s invisible time
+
+
+def test_fifo_topic_delivers_message_groups_in_order(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Fifo", queues=2, message_type="FIFO")
+    run5(
+        "py5",
+        "py5_producer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Fifo",
+        "--count",
+        "8",
+        "--kind",
+        "fifo",
+        "--message-groups",
+        "2",
+    ).check()
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Fifo",
+        "--group",
+        "G5Fifo",
+        "--expect",
+        "8",
+        "--batch",
+        "4",
+    ).check()
+    per_group: dict[str, list[int]] = defaultdict(list)
+    for e in got.of("received"):
+        per_group[str(e["message_group"])].append(int(str(e["body"]).split("-")[1]))
+    assert per_group == {"group-0": [0, 2, 4, 6], "group-1": [1, 3, 5, 7]}
+
+
+def test_delay_message_by_delivery_timestamp(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Delay", queues=1, message_type="DELAY")
+    sent = run5(
+        "py5",
+        "py5_producer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Delay",
+        "--count",
+        "1",
+        "--kind",
+        "delay",
+        "--delay-ms",
+        "3000",
+    ).check()
+    sent_at = float(sent.of("sent")[0]["t"])
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Delay",
+        "--group",
+        "G5Delay",
+        "--expect",
+        "1",
+        "--timeout",
+        "30",
+    ).check()
+    (msg,) = got.of("received")
+    assert float(msg["t"]) - sent_at >= 2.5
+    assert msg["delivery_timestamp"]
+
+
+@pytest.mark.parametrize("mode", ["commit", "rollback", "check-commit"])
+def test_transactional_producer(grpc_cluster: GrpcCluster, mode: str) -> None:
+    c = grpc_cluster
+    topic = f"G5Tx{mode.replace('-', '')}"
+    c.create_topic(topic, queues=1, message_type="TRANSACTION")
+    sent = run5(
+        "py5",
+        "py5_producer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        topic,
+        "--count",
+        "1",
+        "--kind",
+        "transaction",
+        "--tx",
+        mode,
+        "--linger",
+        "15" if mode.startswith("check") else "0",
+    ).check()
+    if mode.startswith("check"):
+        assert sent.of("checked"), "the broker never asked the checker"
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        topic,
+        "--group",
+        f"G5Tx{mode}",
+        "--expect",
+        "1",
+        "--timeout",
+        "4" if mode == "rollback" else "20",
+    )
+    if mode == "rollback":
+        assert not got.of("received")
+    else:
+        got.check()
+        assert _bodies(got.of("received")) == ["py5-0"]
+
+
+def test_push_consumer_consumes_everything(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Push")
+    run5("py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Push", "--count", "6").check()
+    got = run5(
+        "py5",
+        "py5_push_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Push",
+        "--group",
+        "G5Push",
+        "--expect",
+        "6",
+        "--timeout",
+        "30",
+    ).check()
+    assert sorted(set(_bodies(got.of("consumed")))) == [f"py5-{i}" for i in range(6)]
+
+
+def test_push_consumer_failures_end_in_dead_letter_queue(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5PushFail", queues=1)
+    policy = {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 1000, 1000]}}
+    c.create_group("G5PushFail", retryMaxTimes=2, groupRetryPolicy=policy)
+    run5(
+        "py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5PushFail", "--count", "2"
+    ).check()
+    got = run5(
+        "py5",
+        "py5_push_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5PushFail",
+        "--group",
+        "G5PushFail",
+        "--expect",
+        "2",
+        "--fail",
+        "--timeout",
+        "9",
+    ).check()
+    attempts: dict[str, set[int]] = defaultdict(set)
+    for e in got.of("consumed"):
+        attempts[str(e["body"])].add(int(e["delivery_attempt"]))
+    assert attempts == {"py5-0": {1, 2, 3}, "py5-1": {1, 2, 3}}
+    deadline = time.monotonic() + 10
+    while c.max_offset("%DLQ%G5PushFail") < 2 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert c.max_offset("%DLQ%G5PushFail") == 2
+
+
+def test_node_producer_and_simple_consumer(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Node")
+    sent = run5(
+        "node5",
+        "node5_producer.js",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Node",
+        "--count",
+        "3",
+        "--tag",
+        "NodeTag",
+        "--key-prefix",
+        "nk",
+    ).check()
+    assert len(sent.of("sent")) == 3
+    got = run5(
+        "node5",
+        "node5_simple_consumer.js",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Node",
+        "--group",
+        "G5Node",
+        "--expect",
+        "3",
+        "--tag",
+        "NodeTag",
+    ).check()
+    received = got.of("received")
+    assert sorted(_bodies(received)) == ["node5-0", "node5-1", "node5-2"]
+    assert {e["tag"] for e in received} == {"NodeTag"}
+
+
+def test_grpc_to_remoting_and_back(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Cross")
+    c.wait_routed("G5Cross")
+    # gRPC (Python 5.x) -> remoting (ali-ons push consumer)
+    run5(
+        "py5",
+        "py5_producer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Cross",
+        "--count",
+        "3",
+        "--tag",
+        "X",
+        "--body-prefix",
+        "grpc-",
+    ).check()
+    consumed = runner.run_alions_consumer(c.namesrv, "G5Cross", group="G5CrossOns", expect=3, timeout=40)
+    consumed.check()
+    assert sorted(m.body for m in consumed.consumed) == [b"grpc-0", b"grpc-1", b"grpc-2"]
+    # remoting (ali-ons producer) -> gRPC (Python 5.x SimpleConsumer and Node.js SimpleConsumer)
+    c.create_topic("G5Cross2")
+    c.wait_routed("G5Cross2")
+    runner.run_alions_producer(c.namesrv, "G5Cross2", count=3, tags="Y", body="ons").check()
+    got = run5(
+        "py5",
+        "py5_simple_consumer.py",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Cross2",
+        "--group",
+        "G5X2",
+        "--expect",
+        "3",
+        "--tag",
+        "Y",
+    ).check()
+    assert len(got.of("received")) == 3 and {e["tag"] for e in got.of("received")} == {"Y"}
+    got = run5(
+        "node5",
+        "node5_simple_consumer.js",
+        "--endpoints",
+        c.endpoints,
+        "--topic",
+        "G5Cross2",
+        "--group",
+        "G5X2Node",
+        "--expect",
+        "3",
+    ).check()
+    assert len(got.of("received")) == 3
