@@ -1,5 +1,6 @@
-"""Proof with a real client: ali-ons fails a message on purpose, it comes back through %RETRY% after
-the level-3 delay with reconsumeTimes+1, and after the last retry it lands in %DLQ%.
+"""Proof with real clients: ali-ons fails a message on purpose, it comes back through %RETRY% after
+the level-3 delay with reconsumeTimes+1; the C++ client's failures land in %DLQ% after the last retry,
+and its delay-level sends arrive no earlier than their level.
 
 ali-ons sends CONSUMER_SEND_MSG_BACK with version V3_4_9 and maxReconsumeTimes 16, which (as in
 RocketMQ) takes precedence over the group's retryMaxTimes; the short delay levels keep the 16 retries
@@ -106,3 +107,20 @@ def test_cpp_failures_end_in_the_dead_letter_queue(node: tuple[LoopThread, Node,
     props = letters[0].properties
     assert (props["DLQ_ORIGIN_TOPIC"], props["RETRY_TOPIC"]) == ("PeerRetryCpp", "PeerRetryCpp")
     assert "ORIGIN_MESSAGE_ID" in props
+
+
+def test_cpp_delay_level_arrives_no_earlier_than_its_level(node: tuple[LoopThread, Node, AdminApi]) -> None:
+    """The C++ client sends with delay level 3 (2 s here): nothing is in the topic before that, and each
+    message is stored there no earlier than 2 s after it was born."""
+    loop, server, admin = node
+    namesrv, addr = _prepare(loop, server, admin, "PeerDelayCpp", "PeerDelayCppGroup")
+    sent = run_cpp_producer(namesrv, "PeerDelayCpp", count=3, body="later", delay_level=3).check()
+    assert len(sent.sent) == 3, sent.describe("sends")
+    assert loop.run(admin.max_offset(addr, "PeerDelayCpp", 0)) == 0, "a delayed message arrived at once"
+    wait_until("delivery", lambda: loop.run(admin.max_offset(addr, "PeerDelayCpp", 0)) == 3, timeout=30)
+    arrived = loop.run(pull_all(admin.client, addr, "PeerDelayCpp", 0))
+    assert sorted(m.body for m in arrived) == [b"later-0", b"later-1", b"later-2"]
+    for m in arrived:
+        waited = m.store_timestamp - m.born_timestamp
+        assert waited >= 2000, f"{m.body!r} arrived {waited} ms after it was born; level 3 is 2 s"
+        assert "DELAY" not in m.properties and m.properties.get("REAL_TOPIC") == "PeerDelayCpp"
