@@ -80,6 +80,22 @@ def perm_text(perm: int) -> str:
 
 # == cluster and brokers ===========================================================================
 @dataclass(frozen=True, slots=True)
+class HAStatus:
+    """Replication as one broker sees it (GET_BROKER_HA_STATUS)."""
+
+    master: bool
+    commitlog_max_offset: int
+    replicated_offset: int | None  # slave: its CommitLog end; master: the least a connected slave holds
+    lag_bytes: int | None  # how far that slave is behind its master (None: unknown)
+    slaves: int  # master: slaves connected
+    in_sync_slaves: int
+    master_ha_address: str | None  # slave: where it replicates from
+    master_alive: bool | None  # slave: connected to its master and hearing from it
+    truncated_bytes: int  # slave: bytes cut to match its master (reconcile)
+    last_truncate: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerInfo:
     """One broker of a cluster with its runtime figures; ``error`` says why it did not answer."""
 
@@ -97,6 +113,7 @@ class BrokerInfo:
     commitlog_min_offset: int | None
     commitlog_max_offset: int | None
     runtime: dict[str, str]  # every GET_BROKER_RUNTIME_INFO key, for layouts that show more
+    ha: HAStatus | None = None  # None: the broker does not answer GET_BROKER_HA_STATUS
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +487,21 @@ class SpecialTopic:
 @dataclass(frozen=True, slots=True)
 class SpecialTopics:
     topics: list[SpecialTopic]  # sorted by group
+
+
+@dataclass(frozen=True, slots=True)
+class TrackInfo:
+    """Whether one consumer group consumed a message (mqadmin's MessageTrack)."""
+
+    group: str
+    track_type: str  # CONSUMED, CONSUMED_BUT_FILTERED, PULL, NOT_CONSUME_YET, NOT_ONLINE, ...
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTracks:
+    message: MessageRecord
+    tracks: list[TrackInfo]  # sorted by group
 
 
 # == NameServer ====================================================================================

@@ -10,17 +10,26 @@ The file is small TOML written by :func:`dump_toml`::
     namesrv = "127.0.0.1:9876"
     output = "table"
     timeout = 5.0
+    access_key = "ops-admin"            # ACL: the SecretKey is read from
+    secret_key_env = "RMQ_OPS_SECRET"   # an environment variable or secret_key_file, never stored here
+    tls = true                          # TLS with tls_ca_file (and tls_cert_file/tls_key_file for mTLS)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound
+from admin.security import client_security
+
+if TYPE_CHECKING:
+    from broker.acl.client import ClientSecurity
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 DEFAULT_TIMEOUT = 5.0
@@ -36,6 +45,23 @@ class Profile:
     namesrv: str | None = None
     output: str | None = None
     timeout: float | None = None
+    access_key: str | None = None
+    secret_key_env: str | None = None  # where the secret is: never the secret itself
+    secret_key_file: str | None = None
+    tls: bool | None = None
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+
+
+_TEXT_KEYS = (
+    "access_key",
+    "secret_key_env",
+    "secret_key_file",
+    "tls_ca_file",
+    "tls_cert_file",
+    "tls_key_file",
+)
 
 
 @dataclass(slots=True)
@@ -55,6 +81,7 @@ class Settings:
     timeout: float
     profile: str | None
     sources: dict[str, str]
+    security: ClientSecurity | None = None  # ACL credentials and TLS (admin/security.py)
 
 
 def split_addresses(text: str) -> list[str]:
@@ -107,12 +134,16 @@ def load(path: Path) -> ProfileFile:
                 namesrv=str(values["namesrv"]) if "namesrv" in values else None,
                 output=str(values["output"]) if "output" in values else None,
                 timeout=float(timeout) if isinstance(timeout, int | float) else None,
+                tls=values["tls"] if isinstance(values.get("tls"), bool) else None,
+                **{key: str(values[key]) for key in _TEXT_KEYS if key in values},
             )
         )
     return result
 
 
 def _toml_value(value: str | float) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
@@ -124,7 +155,7 @@ def dump_toml(content: ProfileFile) -> str:
     lines = [f"current = {_toml_value(content.current)}", ""] if content.current else []
     for name, p in sorted(content.profiles.items()):
         lines.append(f"[profiles.{_toml_value(name)}]")
-        for key in ("namesrv", "output", "timeout"):
+        for key in ("namesrv", "output", "timeout", "tls", *_TEXT_KEYS):
             value = getattr(p, key)
             if value is not None:
                 lines.append(f"{key} = {_toml_value(value)}")
@@ -176,7 +207,7 @@ def save_local_profile(namesrv: str, path: Path | None = None) -> Path:
     target = path or config_path()
     content = load(target)
     old = content.profiles.get(LOCAL_PROFILE, Profile(LOCAL_PROFILE))
-    content.profiles[LOCAL_PROFILE] = Profile(LOCAL_PROFILE, namesrv, old.output, old.timeout)
+    content.profiles[LOCAL_PROFILE] = dataclasses.replace(old, namesrv=namesrv)
     content.current = content.current or LOCAL_PROFILE
     save(target, content)
     return target
@@ -232,4 +263,5 @@ def resolve(
     addrs = split_addresses(pick("namesrv", namesrv, "NAMESRV_ADDR", DEFAULT_NAMESRV))
     if not addrs:
         raise BadInput(f"the NameServer address ({sources['namesrv']}) is empty")
-    return Settings(addrs, out, seconds, chosen.name if chosen else None, sources)
+    security = client_security(chosen, environ)
+    return Settings(addrs, out, seconds, chosen.name if chosen else None, sources, security)

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from benchmarks import bench_cli, bench_index, bench_remoting, bench_store
+from benchmarks import bench_cli, bench_ha, bench_index, bench_remoting, bench_spark, bench_store, bench_tui
 
 Result = dict[str, object]
 SUITES: dict[str, Callable[[bool], list[Result]]] = {
@@ -20,6 +20,9 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "index": bench_index.run,
     "remoting": bench_remoting.run,
     "cli": bench_cli.run,
+    "spark": bench_spark.run,
+    "tui": bench_tui.run,
+    "ha": bench_ha.run,
 }
 
 

@@ -1,8 +1,10 @@
-"""Remoting benchmark: the issue's end-to-end targets, each beside the transport-only baseline.
+"""Remoting benchmark: the project's end-to-end targets, each beside the transport-only baseline.
 
 The broker runs as ``rmq up --no-http`` in its own process and so does the baseline server, so the
 load generator (this process) shares no GIL with either. Each case runs ``repeats`` times and
-reports medians: throughput in msg/s, and for the synchronous-producer case the p99 latency too.
+reports medians: throughput in msg/s, and for the synchronous-producer case the p99 latency too. The
+``sdk_*`` cases run the SDK (broker.client) and the low-level client back to back and report sdkRatio,
+SDK msg/s / low-level msg/s, in percent (target >= 80 %).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from admin.bench import runner
 from admin.bench.runner import Baseline, BenchOptions, BenchResult, Flush, bench_consume, bench_produce
 from admin.bench.stats import Rates
 
@@ -33,6 +36,7 @@ class Case:
     consume: bool = False
     options: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    client: runner.Client = runner.Client.REMOTING  # BOTH: SDK vs low-level; ``target`` in %
 
 
 CASES = [
@@ -43,6 +47,14 @@ CASES = [
     Case("send_1k_batch32_async", 200_000, options={"batch": 32, "connections": 2, "inflight": 8}),
     Case("send_1k_batch32_sync", 120_000, Flush.SYNC, options={"batch": 32, "connections": 2, "inflight": 8}),
     Case("pull_32_page_cache", 600_000, consume=True, options={"connections": 2, "inflight": 8}),
+    *(
+        Case(name, 80, consume=consume, options=options, client=runner.Client.BOTH)
+        for name, consume, options in [
+            ("sdk_send_1k_batch32", False, {"batch": 32, "connections": 2, "inflight": 8}),
+            ("sdk_send_1k_16_inflight", False, {"inflight": 16}),
+            ("sdk_pull_32", True, {"connections": 2, "inflight": 8}),
+        ]
+    ),
 ]
 
 
@@ -51,7 +63,8 @@ def broker_process(flush: Flush) -> Iterator[str]:
     """``rmq up`` on free ports with a temporary store; yields the NameServer address."""
     with tempfile.TemporaryDirectory(prefix="bench_remoting_") as tmp:
         cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(Path(tmp) / "store"), "--namesrv-port", "0",
-               "--broker-port", "0", "--no-http", "--set", f"flushDiskType={flush.name}_FLUSH"]  # fmt: skip
+               "--broker-port", "0", "--no-http", "--grpc-port", "-1", "--set", "haListenPort=0",
+               "--set", f"flushDiskType={flush.name}_FLUSH"]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         try:
             assert proc.stdout is not None
@@ -96,7 +109,8 @@ def run(quick: bool) -> list[Result]:
                 for i in range(repeats):
                     opts = BenchOptions(
                         topic=f"Bench_{case.name}", namesrv=namesrv, duration=duration, warmup=warmup,
-                        flush=flush, baseline=Baseline.PROCESS, prefill=100_000 if quick else 300_000,
+                        flush=flush, prefill=100_000 if quick else 300_000, client=case.client,
+                        baseline=Baseline.OFF if case.client is runner.Client.BOTH else Baseline.PROCESS,
                     )  # fmt: skip
                     for key, value in case.options.items():
                         setattr(opts, key, value)
@@ -106,6 +120,9 @@ def run(quick: bool) -> list[Result]:
                         f"#   {case.name} run {i + 1}: {runs[-1].broker.msgs_per_sec:,.0f} msg/s",
                         file=sys.stderr,
                     )
+                if case.client is runner.Client.BOTH:
+                    results.append(_sdk_row(case, runs))
+                    continue
                 broker = [r.broker for r in runs]
                 base = [r.baseline for r in runs if r.baseline is not None]
                 p99 = _median(broker, "p99") / 1000
@@ -125,6 +142,16 @@ def run(quick: bool) -> list[Result]:
                         )
                     )
     return results
+
+
+def _sdk_row(case: Case, runs: list[BenchResult]) -> Result:
+    """The median sdkRatio in percent, with both clients' median rates in the note."""
+    sdk = statistics.median(r.sdk.msgs_per_sec for r in runs if r.sdk is not None)
+    low = statistics.median(r.broker.msgs_per_sec for r in runs)
+    ratio = statistics.median(r.sdk_ratio or 0.0 for r in runs)
+    note = f"SDK {sdk:,.0f} vs low-level {low:,.0f} msg/s; median of {len(runs)}"
+    return {"name": case.name, "value": round(ratio * 100, 1), "unit": "%", "target": case.target,
+            "baseline": None, "baseline_value": None, "note": note}  # fmt: skip
 
 
 def _quiet(label: str, rates: Rates) -> None:

@@ -1,4 +1,5 @@
-"""``rmq bench produce|consume``: throughput and latency of a broker, beside a transport-only baseline.
+"""``rmq bench produce|consume``: throughput and latency of a broker, beside a transport-only baseline;
+through the low-level client, the SDK, or both (then the SDK's share of the low-level client's rate).
 
 Live figures go to stderr once a second; the summary goes to stdout in the chosen format.
 """
@@ -15,7 +16,7 @@ import typer
 from cli.output import Fields, OutputFormat, OutputOption, Section, Table, emit
 
 if TYPE_CHECKING:
-    from admin.bench.runner import BenchOptions, BenchResult, Flush
+    from admin.bench.runner import BenchOptions, BenchResult, Client, Flush
     from admin.bench.stats import Rates
 
 app = typer.Typer(
@@ -52,6 +53,13 @@ FlushOpt = Annotated[
 BaselineOpt = Annotated[
     bool, typer.Option("--baseline/--no-baseline", help="Also measure the transport-only baseline.")
 ]
+ClientOpt = Annotated[
+    str,
+    typer.Option(
+        "--client",
+        help="remoting (the low-level client), sdk (broker.client), or both back to back (reports sdkRatio).",
+    ),
+]
 
 
 @app.command("produce")
@@ -81,13 +89,14 @@ def produce(
     warmup: WarmupOpt = 0.0,
     flush: FlushOpt = "async",
     baseline: BaselineOpt = True,
+    client: ClientOpt = "remoting",
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Send messages as fast as the broker takes them: msg/s, MB/s and latency."""
     from admin.bench.runner import bench_produce
 
     opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
-                    flush, baseline)  # fmt: skip
+                    flush, baseline, client)  # fmt: skip
     opts.producers = producers
     opts.batch = batch
     result = bench_produce(opts, _live())
@@ -114,13 +123,14 @@ def consume(
     warmup: WarmupOpt = 0.0,
     flush: FlushOpt = "async",
     baseline: BaselineOpt = True,
+    client: ClientOpt = "remoting",
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Pull every queue of the topic as fast as the broker serves it: msg/s and MB/s."""
     from admin.bench.runner import bench_consume
 
     opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
-                    flush, baseline)  # fmt: skip
+                    flush, baseline, client)  # fmt: skip
     opts.pull_batch = pull_batch
     opts.prefill = prefill
     result = bench_consume(opts, _live())
@@ -129,7 +139,7 @@ def consume(
 
 def _options(
     namesrv: str | None, broker: str | None, embedded: bool, topic: str, queues: int, connections: int,
-    inflight: int, size: int, duration: float, warmup: float, flush: str, baseline: bool,
+    inflight: int, size: int, duration: float, warmup: float, flush: str, baseline: bool, client: str,
 ) -> BenchOptions:  # fmt: skip
     from admin.bench.runner import Baseline, BenchOptions
 
@@ -138,7 +148,7 @@ def _options(
     return BenchOptions(
         topic=topic, namesrv=namesrv, broker=broker, embedded=embedded, queues=queues,
         connections=connections, inflight=inflight, size=size, duration=duration, warmup=warmup,
-        flush=_flush(flush),
+        flush=_flush(flush), client=_client(client),
         baseline=(Baseline.INLINE if embedded else Baseline.PROCESS) if baseline else Baseline.OFF,
     )  # fmt: skip
 
@@ -151,6 +161,16 @@ def _flush(value: str) -> Flush:
         return Flush(value.lower())
     except ValueError:
         raise BadInput(f"--flush must be async or sync, not {value!r}") from None
+
+
+def _client(value: str) -> Client:
+    from admin.bench.runner import Client
+    from admin.errors import BadInput
+
+    try:
+        return Client(value.lower())
+    except ValueError:
+        raise BadInput(f"--client must be remoting, sdk or both, not {value!r}") from None
 
 
 def _live() -> Callable[[str, Rates], None]:
@@ -171,10 +191,13 @@ def _live() -> Callable[[str, Rates], None]:
 
 
 def _sections(r: BenchResult) -> list[Section]:
-    runs = [("broker", r.broker)] + ([("baseline", r.baseline)] if r.baseline is not None else [])
+    runs = [("broker via sdk" if r.client == "sdk" else "broker", r.broker)]
+    runs += [("broker via sdk", r.sdk)] if r.sdk is not None else []
+    runs += [("baseline", r.baseline)] if r.baseline is not None else []
     settings: list[tuple[str, object]] = [
         ("mode", r.mode),
         ("target", r.target),
+        ("client", {"remoting": "low-level", "sdk": "SDK", "both": "low-level, then SDK"}.get(r.client)),
         ("topic", f"{r.topic} ({r.queues} queues)"),
         ("load", f"{r.workers} in flight over {r.connections} connection(s)"),
         ("message", f"{r.size} bytes, {r.batch} per request"),
@@ -186,6 +209,8 @@ def _sections(r: BenchResult) -> list[Section]:
         for name, x in runs
     ]  # fmt: skip
     summary: list[tuple[str, object]] = [("broker / baseline", r.ratio)]
+    if r.sdk is not None:
+        summary.append(("sdk / low-level", r.sdk_ratio))
     if r.first_error:
         summary.append(("first error", r.first_error))
     return [

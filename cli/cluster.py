@@ -6,13 +6,17 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from cli import cluster_local
 from cli.connect import ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, WatchOpt, connect
 from cli.output import Section, Table
 
 if TYPE_CHECKING:
-    from admin.models import BrokerInfo, ClusterStatus
+    from admin.models import BrokerInfo, ClusterStatus, HAStatus
 
-app = typer.Typer(help="Clusters: brokers, their load and health.", no_args_is_help=True)
+app = typer.Typer(help="Clusters: brokers, their load and health; a local one to run.", no_args_is_help=True)
+app.command("up")(cluster_local.up)
+app.command("down")(cluster_local.down)
+app.command("ps")(cluster_local.ps)
 
 
 @app.command("list")
@@ -60,6 +64,7 @@ def brokers_table(brokers: list[BrokerInfo], title: str = "") -> Table:
             "get TPS",
             "disk",
             "commitlog",
+            "replication",
             "state",
         ],
         [
@@ -76,12 +81,27 @@ def brokers_table(brokers: list[BrokerInfo], title: str = "") -> Table:
                 None
                 if b.commitlog_max_offset is None
                 else f"{b.commitlog_min_offset}-{b.commitlog_max_offset}",
+                _replication(b.ha),
                 "ok" if b.reachable else f"DOWN: {b.error}",
             )
             for b in brokers
         ],
         title=title,
     )
+
+
+def _replication(ha: HAStatus | None) -> str | None:
+    """Master: slaves in sync and the largest lag; slave: lag behind the master, or that it is away."""
+    if ha is None:
+        return None
+    if ha.master:
+        if not ha.slaves:
+            return "no slave"
+        return f"{ha.in_sync_slaves}/{ha.slaves} in sync, lag {ha.lag_bytes or 0} B"
+    state = f"lag {ha.lag_bytes} B" if ha.lag_bytes is not None else "replicating"
+    if not ha.master_alive:
+        state = "master away"
+    return state + (f", cut {ha.truncated_bytes} B" if ha.truncated_bytes else "")
 
 
 def _status_sections(s: ClusterStatus) -> list[Section]:

@@ -82,7 +82,7 @@ def complete_names(kind: Annotated[str, typer.Argument(help="topics or groups")]
         from admin.service import AdminService
 
         settings = resolve(timeout=NAMES_TIMEOUT)
-        async with AdminService(settings.namesrv, NAMES_TIMEOUT) as service:
+        async with AdminService(settings.namesrv, NAMES_TIMEOUT, settings.security) as service:
             return await (service.topic_names() if kind == "topics" else service.group_names())
 
     try:

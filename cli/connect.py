@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import functools
-import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -74,7 +72,8 @@ class Conn:
         async def main() -> T:
             from admin.service import AdminService
 
-            async with AdminService(self.settings.namesrv, self.settings.timeout) as service:
+            settings = self.settings
+            async with AdminService(settings.namesrv, settings.timeout, settings.security) as service:
                 return await fn(service)
 
         return asyncio.run(main())
@@ -132,28 +131,6 @@ def confirm(action: str, yes: bool) -> None:
         raise BadInput(f"refusing to {action} without confirmation: pass --yes")
     if not typer.confirm(f"Really {action}?", default=False):
         raise typer.Abort()
-
-
-_RELATIVE = re.compile(r"-(\d+)(ms|s|m|h|d)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_time(text: str, now_ms: int | None = None) -> int:
-    """Epoch milliseconds from ``1700000000000`` (ms), an ISO 8601 time (local time when it has no
-    offset) or a time ago such as ``-15m``, ``-2h``, ``-1d``."""
-    from admin.errors import BadInput
-
-    value = text.strip()
-    if value.isdigit():
-        return int(value)
-    now = int(dt.datetime.now().timestamp() * 1000) if now_ms is None else now_ms
-    if m := _RELATIVE.fullmatch(value):
-        return now - int(m.group(1)) * _UNIT_MS[m.group(2)]
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise BadInput(f"{text!r} is not a time: use epoch ms, ISO 8601 or e.g. -15m, -2h, -1d") from None
-    return int((parsed if parsed.tzinfo else parsed.astimezone()).timestamp() * 1000)
 
 
 def key_values(items: Sequence[str], what: str) -> dict[str, str]:

@@ -1,13 +1,14 @@
-"""``rmq dlq``: dead-letter topics (%DLQ%group). ``resend`` and ``export`` join ``list`` and ``browse``
-on :data:`app` later; ``rmq retry`` is built by the same :func:`special_topic_app`."""
+"""``rmq dlq``: dead-letter topics (%DLQ%group): ``list`` and ``browse`` (shared with ``rmq retry``, built
+by :func:`special_topic_app`), ``resend`` back to the original topics, ``export`` to JSON lines."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from cli.connect import GroupArg, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
+from cli.connect import GroupArg, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, YesOpt, confirm, connect
 from cli.message import (
     BeginOpt,
     BrokerNameOpt,
@@ -24,6 +25,7 @@ from cli.output import ProgressBar, Section, Table, ms_time
 
 if TYPE_CHECKING:
     from admin.models import SpecialTopics
+    from broker.client.dlq_ops import ResendReport
 
 
 def special_topic_app(kind: Literal["dlq", "retry"], what: str) -> typer.Typer:
@@ -83,3 +85,72 @@ def special_sections(result: SpecialTopics) -> list[Section]:
 
 
 app = special_topic_app("dlq", "dead-letter")
+
+
+@app.command("resend")
+def resend(
+    group: GroupArg,
+    offset: Annotated[
+        list[int] | None,
+        typer.Option("--offset", metavar="N", help="Queue offset in %DLQ%GROUP to resend (repeatable)."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Resend every dead letter of the group.")] = False,
+    broker: Annotated[
+        str | None, typer.Option("-b", "--broker", metavar="ADDR", help="The broker the offsets belong to.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would be resent.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Send dead letters back to the topic they came from (they keep their UNIQ_KEY)."""
+    from admin.errors import BadInput
+
+    if bool(offset) == all_:
+        raise BadInput("give --offset N (repeatable) or --all")
+    conn = connect(namesrv, profile, timeout, output)
+    if not dry_run:
+        confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)
+    with ProgressBar() as bar:
+        report = conn.run(lambda s: s.dlq_resend(group, None if all_ else offset, broker, dry_run, bar))
+    conn.emit(report, resend_sections)
+
+
+def resend_sections(report: ResendReport) -> list[Section]:
+    verb = "would resend" if report.dry_run else "resent"
+    rows = [(m.dlq_offset, m.msg_id, m.topic, m.new_msg_id, m.error or verb) for m in report.messages] + [
+        (o, None, None, None, "not in the DLQ") for o in report.missing
+    ]
+    title = f"{report.dlq_topic}: {len(report.resent)} {verb}, {len(report.failed)} failed"
+    return [Table(["dlq offset", "msg id", "topic", "new msg id", "result"], rows, title=title)]
+
+
+@app.command("export")
+def export(
+    group: GroupArg,
+    file: Annotated[Path, typer.Option("--file", "-f", help="Write JSON lines here ('-' for stdout).")],
+    limit: LimitOpt = 100_000,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Write a group's dead letters as JSON lines, one message object (docs/cli-json.md) per line."""
+    import json
+    import sys
+
+    from admin.store_tools import message_to_dict
+
+    rng = message_range(None, None, None, None, None, None, "*", limit)
+    conn = connect(namesrv, profile, timeout, None)
+    with ProgressBar() as bar:
+        result = conn.run(lambda s: s.dlq_browse(group, rng, bar))
+    lines = "".join(
+        json.dumps(message_to_dict(m), sort_keys=True, ensure_ascii=False) + "\n" for m in result.messages
+    )
+    if str(file) == "-":
+        sys.stdout.write(lines)
+    else:
+        file.write_text(lines, encoding="utf-8")
+        sys.stderr.write(f"{len(result.messages)} message(s) written to {file}\n")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from admin.timeparse import parse_time
 from cli.connect import (
     BrokerOpt,
     ClusterOpt,
@@ -19,7 +20,6 @@ from cli.connect import (
     YesOpt,
     confirm,
     connect,
-    parse_time,
 )
 from cli.output import Fields, ProgressBar, Section, Table, ms_time
 from cli.topic import deletion_sections

@@ -1,8 +1,9 @@
 """The ``rmq`` command tree: global options, the command groups, and the console entry point.
 
-Each command group lives in its own module (``cli/store.py`` ...) and is mounted here. Modules are
-imported at start, so they must stay light: heavy imports (admin services, textual, grpc, pyspark)
-go inside the command functions, which keeps ``rmq --help`` fast.
+Each command group lives in its own module (``cli/store.py`` ...) and is mounted here by name in
+:data:`COMMANDS`; a module is imported only when its noun runs or help lists them all (cli/lazy.py), and
+heavy imports (admin services, textual, grpc, pyspark) stay inside the command functions, so ``rmq
+topic list`` starts fast. mqadmin's commands are hidden camelCase aliases (``rmq updateTopic …``).
 """
 
 from __future__ import annotations
@@ -16,23 +17,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from cli import (
-    bench,
-    broker_cmd,
-    cluster,
-    completion,
-    dlq,
-    group,
-    message,
-    namesrv_kv,
-    profile,
-    retry,
-    store,
-    topic,
-    wait,
-)
-from cli import run as run_commands
 from cli.errors import run
+from cli.lazy import LazyCommands, fast_coercion
 
 PROG = "rmq"
 
@@ -44,8 +30,39 @@ class CliState:
     debug: bool = False
 
 
+# name -> "module:attr" (a Typer app or a command function), in the order help lists them
+COMMANDS = {
+    "store": "cli.store:app",
+    "bench": "cli.bench:app",
+    "up": "cli.run:up",
+    # `rmq namesrv` and `rmq broker` still run a server when no subcommand follows (cli/server_group.py)
+    "namesrv": "cli.namesrv_kv:app",
+    "broker": "cli.broker_cmd:app",
+    "cluster": "cli.cluster:app",
+    "topic": "cli.topic:app",
+    "group": "cli.group:app",
+    "message": "cli.message:app",
+    "dlq": "cli.dlq:app",
+    "retry": "cli.retry:app",
+    "spark": "cli.spark:app",
+    "acl": "cli.acl:app",
+    "profile": "cli.profile:app",
+    "wait": "cli.wait:app",
+    "completion": "cli.completion:app",
+    "dashboard": "cli.dashboard:dashboard",
+    "__complete-names": "cli.completion:complete_names",
+}
+HIDDEN = frozenset({"__complete-names"})
+
+
 class RootGroup(TyperGroup):
-    """Routes every invocation, the console script's and the test runner's, through ``errors.run``."""
+    """Routes every invocation, the console script's and the test runner's, through ``errors.run``;
+    its commands load lazily."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands(self.commands, COMMANDS, HIDDEN)
+        fast_coercion(self)
 
     def main(
         self,
@@ -83,22 +100,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(store.app, name="store")
-app.add_typer(bench.app, name="bench")
-app.command("up")(run_commands.up)
-# `rmq namesrv` and `rmq broker` still run a server when no subcommand follows (cli/server_group.py)
-app.add_typer(namesrv_kv.app, name="namesrv")
-app.add_typer(broker_cmd.app, name="broker")
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(topic.app, name="topic")
-app.add_typer(group.app, name="group")
-app.add_typer(message.app, name="message")
-app.add_typer(dlq.app, name="dlq")
-app.add_typer(retry.app, name="retry")
-app.add_typer(profile.app, name="profile")
-app.add_typer(wait.app, name="wait")
-app.add_typer(completion.app, name="completion")
-app.command(completion.NAMES_COMMAND, hidden=True)(completion.complete_names)
 
 
 def _print_version(value: bool) -> None:

@@ -1,4 +1,4 @@
-"""``rmq message``: send, consume, get, query, print."""
+"""``rmq message``: send, consume, get, query, print, track, resend."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, TopicArg, connect, key_values, parse_time
-from cli.output import Fields, ProgressBar, Section, Table, cell, ms_time
+from admin.timeparse import parse_time
+from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, TopicArg, connect, key_values
+from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
 
 if TYPE_CHECKING:
-    from admin.models import MessageRange, Messages, SendReceipt
+    from admin.models import MessageRange, Messages, MessageTracks, SendReceipt
     from broker.protocol.message import MessageRecord
 
 app = typer.Typer(help="Send, consume, look up and print messages.", no_args_is_help=True)
@@ -125,6 +126,56 @@ def query(
     hi = parse_time(end) if end else MAX_TIMESTAMP
     conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_query(topic, key, unique_key, lo, hi, max_num)), messages_sections)
+
+
+@app.command("track")
+def track(
+    msg_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
+    ],
+    topic: Annotated[
+        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Whether each group consuming the message's topic consumed it (mqadmin's message tracks)."""
+    from admin.store_tools import message_to_dict
+
+    conn = connect(namesrv, profile, timeout, output)
+    result = conn.run(lambda s: s.message_track(msg_id, topic))
+    document = {"message": message_to_dict(result.message), "tracks": result.tracks}
+    emit(conn.fmt, document, lambda: _track_sections(result))
+
+
+@app.command("resend")
+def resend(
+    msg_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
+    ],
+    topic: Annotated[
+        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
+    ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="TOPIC", help="Send to this topic instead of its own.")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Send a copy of a message (body, tags, keys, user properties) to its topic or another."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_resend(msg_id, topic, to)), _receipt_sections)
+
+
+def _track_sections(result: MessageTracks) -> list[Section]:
+    return [
+        _message_fields(result.message),
+        Table(["group", "track", "detail"], [(t.group, t.track_type, t.detail) for t in result.tracks]),
+    ]
 
 
 def message_range(

@@ -158,6 +158,16 @@ def up(
     config: ConfigOpt = None,
     set_: SetOpt = None,
     log_level: LogOpt = "WARNING",
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard", help="Run the live dashboard against the node; quitting it stops the node."
+        ),
+    ] = False,
+    refresh: Annotated[
+        float,
+        typer.Option("--refresh", metavar="SECONDS", help="Dashboard refresh (at least 1; 0 = only on r)."),
+    ] = 3.0,
 ) -> None:
     """Run a NameServer and a broker in one process: a real RocketMQ on this machine."""
     from broker.namesrv.config import NamesrvConfig
@@ -171,6 +181,11 @@ def up(
     plan.namesrv = NamesrvConfig()
     plan.namesrv.listen_port = namesrv_port
     plan.http_port = _http(http_port, no_http, 10914)
+    if dashboard:
+        from cli.dashboard import run_with_node
+
+        run_with_node(plan, refresh, read_only=False, after_start=_save_local_profile)
+        return
     _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"], _save_local_profile)
 
 

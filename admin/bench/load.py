@@ -2,9 +2,9 @@
 
 The runner only needs two operations: send one message or one batch to a queue, and pull one batch
 from a queue at an offset. :class:`RemotingLoad` does them with hand-built SEND_MESSAGE_V2 /
-SEND_BATCH_MESSAGE / PULL_MESSAGE requests over :class:`RemotingClient`; an SDK-backed load can
-implement :class:`Load` the same way. Request headers are rendered once per queue, so the load
-generator spends its time on the wire, not on building headers.
+SEND_BATCH_MESSAGE / PULL_MESSAGE requests over :class:`RemotingClient`
+(:class:`~admin.bench.sdk_load.SdkLoad` does them with the SDK). Request headers are rendered once per
+queue, so the load generator spends its time on the wire, not on building headers.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """``rmq bench produce|consume``: drive a broker, then the transport-only baseline, and compare.
 
 Each run resolves the topic's queues (creating the topic when it is missing), drives them for a
-fixed time with a :class:`~admin.bench.load.Load`, reports every second through ``on_tick``, then
-repeats the same load against :mod:`admin.bench.baseline` and gives the ratio broker / baseline.
+fixed time with a :class:`~admin.bench.load.Load` (the low-level client, the SDK, or both back to back),
+reports every second through ``on_tick``, then repeats the same load with the low-level client against
+:mod:`admin.bench.baseline` and gives the ratios broker / baseline and SDK / low-level.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from admin.bench.baseline import BaselineProcess, BaselineServer
 from admin.bench.load import CONSUMER_GROUP, Load, QueueRef, RemotingLoad, RequestFailed
+from admin.bench.sdk_load import SdkLoad
 from admin.bench.stats import Rates, Recorder
 from admin.errors import AdminError, BadInput, ConnectFailed, OperationFailed, Timeout
 from broker.client.admin_api import AdminApi, RemoteError
@@ -31,16 +33,27 @@ from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRo
 from broker.protocol.codes import ResponseCode
 
 OnTick = Callable[[str, Rates], None]
-"""Called once a second with the phase ("broker" or "baseline") and the last second's rates."""
+"""Called once a second with the phase ("broker", "sdk" or "baseline") and the last second's rates."""
+Measured = tuple[Rates, list[Rates], str | None]
+"""A phase's total rates, its per-second rates and its first error."""
 
 MAX_BODY = 4 * 1024 * 1024  # maxMessageSize
 _ROUTE_WAIT = 15.0
 _FILL_BATCH = 32
+_FILL_TRIES = 10
 
 
 class Flush(StrEnum):
     ASYNC = "async"
     SYNC = "sync"
+
+
+class Client(StrEnum):
+    """What drives the broker: the low-level remoting client, the SDK, or both one after the other."""
+
+    REMOTING = "remoting"
+    SDK = "sdk"
+    BOTH = "both"
 
 
 class Baseline(StrEnum):
@@ -71,6 +84,7 @@ class BenchOptions:
     pull_batch: int = 32
     prefill: int = 100_000
     baseline: Baseline = Baseline.PROCESS
+    client: Client = Client.REMOTING
 
     def validate(self) -> None:
         given = [name for name, v in (("--namesrv", self.namesrv), ("--broker", self.broker),
@@ -84,6 +98,8 @@ class BenchOptions:
             )
         if not self.topic or len(self.topic) > 127:
             raise BadInput("--topic must be 1 to 127 characters")
+        if self.broker and self.client is not Client.REMOTING:
+            raise BadInput(f"--client {self.client.value} needs --namesrv or --embedded (the SDK routes)")
 
     @property
     def workers(self) -> int:
@@ -104,10 +120,13 @@ class BenchResult:
     batch: int
     flush: str
     embedded: bool
-    broker: Rates
+    client: str
+    broker: Rates  # the low-level client's run, or the SDK's with client "sdk"
     intervals: list[Rates]
+    sdk: Rates | None  # the SDK's run with client "both"
     baseline: Rates | None
     ratio: float | None  # broker msgs/s / baseline msgs/s
+    sdk_ratio: float | None  # sdk msgs/s / broker msgs/s
     first_error: str | None
 
 
@@ -165,7 +184,14 @@ async def embedded_cluster(flush: Flush) -> AsyncIterator[str]:
                 kv_config_path=root / "kvConfig.json",
                 config_store_path=root / "namesrv.properties",
             ),
-            broker=BrokerConfig(listen_host="127.0.0.1", listen_port=0, broker_name="bench-broker"),
+            broker=BrokerConfig(
+                listen_host="127.0.0.1",
+                listen_port=0,
+                ha_listen_port=0,  # any free port; nothing fixed, so runs never collide
+                http_port=0,
+                grpc_port=-1,
+                broker_name="bench-broker",
+            ),
             store=StoreConfig(
                 store_path=root / "store",
                 flush_disk_type="SYNC_FLUSH" if flush is Flush.SYNC else "ASYNC_FLUSH",
@@ -361,60 +387,89 @@ def _puller(
     return pull
 
 
+def _ratio(a: Rates | None, b: Rates | None) -> float | None:
+    if a is None or b is None or b.msgs_per_sec <= 0:
+        return None
+    return round(a.msgs_per_sec / b.msgs_per_sec, 3)
+
+
 def _result(
-    mode: str, opts: BenchOptions, target: str, nqueues: int, measured: tuple[Rates, list[Rates], str | None],
-    baseline: Rates | None, workers: int,
+    mode: str, opts: BenchOptions, target: str, nqueues: int, runs: list[Measured], baseline: Rates | None,
+    workers: int,
 ) -> BenchResult:  # fmt: skip
-    rates, intervals, error = measured
-    ratio = None
-    if baseline is not None and baseline.msgs_per_sec > 0:
-        ratio = round(rates.msgs_per_sec / baseline.msgs_per_sec, 3)
+    rates, intervals, _ = runs[0]
+    sdk = runs[1][0] if len(runs) > 1 else None
     return BenchResult(
         mode=mode, target=target, topic=opts.topic, queues=nqueues, connections=opts.connections,
         workers=workers, size=opts.size, batch=opts.batch if mode == "produce" else opts.pull_batch,
-        flush=opts.flush.value, embedded=opts.embedded, broker=rates, intervals=intervals,
-        baseline=baseline, ratio=ratio, first_error=error,
+        flush=opts.flush.value, embedded=opts.embedded, client=opts.client.value, broker=rates,
+        intervals=intervals, sdk=sdk, baseline=baseline, ratio=_ratio(rates, baseline),
+        sdk_ratio=_ratio(sdk, rates), first_error=next((error for *_, error in runs if error), None),
     )  # fmt: skip
+
+
+def _phases(client: Client) -> list[tuple[str, Client]]:
+    """(label, client) of each measured phase; the first is reported as ``broker``."""
+    if client is Client.BOTH:
+        return [("broker", Client.REMOTING), ("sdk", Client.SDK)]
+    return [("sdk" if client is Client.SDK else "broker", client)]
+
+
+async def _open(client: Client, opts: BenchOptions, namesrv: list[str], batch: int) -> Load:
+    if client is Client.SDK:
+        return await SdkLoad.open(opts.topic, namesrv, connections=opts.connections, size=opts.size,
+                                  batch=batch)  # fmt: skip
+    return RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=batch)
+
+
+async def _measure(phase: _Phase, load: Load, worker: Worker, count: int) -> Measured:
+    """Run ``phase`` with ``count`` copies of ``worker``, then close ``load``."""
+    try:
+        return await phase.run(worker, count)
+    finally:
+        await load.close()
 
 
 async def _produce(opts: BenchOptions, on_tick: OnTick) -> BenchResult:
     payload = opts.size * opts.batch
     async with _target(opts) as (api, namesrv, target):
         queues = await resolve_queues(api, opts, namesrv)
-        load = RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=opts.batch)
-        try:
-            phase = _Phase("broker", opts, on_tick)
-            measured = await phase.run(_sender(load, queues, opts.connections, payload), opts.workers)
-        finally:
-            await load.close()
+        runs: list[Measured] = []
+        for label, client in _phases(opts.client):
+            load = await _open(client, opts, namesrv, opts.batch)
+            worker = _sender(load, queues, opts.connections, payload)
+            runs.append(await _measure(_Phase(label, opts, on_tick), load, worker, opts.workers))
     base: Rates | None = None
     if opts.baseline is not Baseline.OFF:
         async with _baseline(opts) as addr:
             refs = [QueueRef(addr, q.queue_id) for q in queues]
-            load = RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=opts.batch)
-            try:
-                phase = _Phase("baseline", opts, on_tick)
-                base = (await phase.run(_sender(load, refs, opts.connections, payload), opts.workers))[0]
-            finally:
-                await load.close()
-    return _result("produce", opts, target, len(queues), measured, base, opts.workers)
+            load = await _open(Client.REMOTING, opts, [], opts.batch)
+            worker = _sender(load, refs, opts.connections, payload)
+            base = (await _measure(_Phase("baseline", opts, on_tick), load, worker, opts.workers))[0]
+    return _result("produce", opts, target, len(queues), runs, base, opts.workers)
 
 
 async def _fill(opts: BenchOptions, queues: list[QueueRef], missing: int) -> None:
-    """Send ``missing`` messages in batches of 32 over the topic's queues."""
+    """Send ``missing`` messages in batches of 32 over the topic's queues; a failed send (the broker
+    busy, say) is retried after a pause, up to ``_FILL_TRIES`` times in a row."""
     batch = max(1, min(_FILL_BATCH, MAX_BODY // opts.size))
     load = RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=batch)
     sent = 0
-    send = _sender(load, queues, opts.connections, opts.size * batch)
 
     async def worker(index: int) -> None:
         nonlocal sent
-        rec = Recorder()
+        failures = 0
         while sent < missing:
             sent += batch
-            await send(index, rec)
-            if rec.first_error is not None:
-                raise OperationFailed(f"filling topic {opts.topic} failed: {rec.first_error}")
+            try:
+                await load.send(index % opts.connections, queues[(index + sent // batch) % len(queues)])
+                failures = 0
+            except (RequestFailed, RemotingTimeoutError) as exc:
+                sent -= batch
+                failures += 1
+                if failures >= _FILL_TRIES:
+                    raise OperationFailed(f"filling topic {opts.topic} failed: {exc}") from None
+                await asyncio.sleep(0.05 * failures)
 
     try:
         await asyncio.gather(*(worker(i) for i in range(opts.connections * min(opts.inflight, 8))))
@@ -436,30 +491,44 @@ async def _consume(opts: BenchOptions, on_tick: OnTick) -> BenchResult:
         filled = [(q, b) for q, b in zip(queues, bounds, strict=True) if b[1] > b[0]]
         if not filled:
             raise OperationFailed(f"topic {opts.topic} holds no message to pull; use --prefill N")
-        load = RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=1)
-        try:
-            phase = _Phase("broker", opts, on_tick)
+        runs: list[Measured] = []
+        for label, client in _phases(opts.client):
+            load = await _open(client, opts, namesrv, 1)
             worker = _puller(
                 load, [q for q, _ in filled], [b for _, b in filled], opts.connections, opts.pull_batch
             )
-            measured = await phase.run(worker, workers)
-        finally:
-            await load.close()
+            runs.append(await _measure(_Phase(label, opts, on_tick), load, worker, workers))
+        shape = None
+        if opts.baseline is not Baseline.OFF:
+            low = runs[0][0] if opts.client is not Client.SDK else None
+            shape = await _pull_shape(opts, low, filled[0][0], filled[0][1][0])
     base: Rates | None = None
-    rates = measured[0]
-    if opts.baseline is not Baseline.OFF and rates.requests:
-        body = rates.bytes // rates.requests
-        msgs = max(1, round(rates.messages / rates.requests))
-        async with _baseline(opts, body, msgs) as addr:
+    if shape is not None:
+        async with _baseline(opts, *shape) as addr:
             refs = [QueueRef(addr, q.queue_id) for q, _ in filled]
-            load = RemotingLoad(opts.topic, connections=opts.connections, size=opts.size, batch=1)
-            try:
-                phase = _Phase("baseline", opts, on_tick)
-                worker = _puller(load, refs, [(0, 1 << 62)] * len(refs), opts.connections, opts.pull_batch)
-                base = (await phase.run(worker, workers))[0]
-            finally:
-                await load.close()
-    return _result("consume", opts, target, len(queues), measured, base, workers)
+            load = await _open(Client.REMOTING, opts, [], 1)
+            worker = _puller(load, refs, [(0, 1 << 62)] * len(refs), opts.connections, opts.pull_batch)
+            base = (await _measure(_Phase("baseline", opts, on_tick), load, worker, workers))[0]
+    return _result("consume", opts, target, len(queues), runs, base, workers)
+
+
+async def _pull_shape(
+    opts: BenchOptions, low: Rates | None, queue: QueueRef, offset: int
+) -> tuple[int, int] | None:
+    """Response body bytes and messages of the broker's pulls, for the baseline to answer alike: the
+    low-level run's averages, or one low-level pull when only the SDK ran (it counts body bytes only)."""
+    if low is not None:
+        if not low.requests:
+            return None
+        return low.bytes // low.requests, max(1, round(low.messages / low.requests))
+    load = RemotingLoad(opts.topic, connections=1, size=opts.size, batch=1)
+    try:
+        got = await load.pull(0, queue, offset, opts.pull_batch)
+    except RequestFailed:
+        return None
+    finally:
+        await load.close()
+    return (got.nbytes, got.messages) if got.messages else None
 
 
 async def _offsets(api: AdminApi, topic: str, queues: list[QueueRef]) -> list[tuple[int, int]]:

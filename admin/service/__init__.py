@@ -8,6 +8,7 @@ grouped by area in the modules of this package.
 
 from __future__ import annotations
 
+from admin.service.acl import AclOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
 from admin.service.groups import GroupOps
@@ -16,7 +17,7 @@ from admin.service.namesrv import NamesrvOps
 from admin.service.topics import TopicOps
 
 
-class AdminService(ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps):
+class AdminService(ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 
 

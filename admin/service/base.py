@@ -12,7 +12,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, Self, TypeVar
 
 from admin.errors import AdminError, BadInput, ConnectFailed, NotFound, OperationFailed, Timeout
 from broker.client.admin_api import AdminApi, RemoteError
@@ -25,6 +25,9 @@ from broker.client.remoting_client import (
 from broker.protocol.bodies import BodyError, BrokerData, ClusterInfo, TopicRouteData
 from broker.protocol.codes import ResponseCode
 from broker.protocol.msgid import MessageIdError
+
+if TYPE_CHECKING:
+    from broker.acl.client import ClientSecurity
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -89,14 +92,20 @@ async def gather(coros: Iterable[Awaitable[T]]) -> list[T]:
 class ServiceBase:
     """One connection pool to the NameServers and brokers; use as ``async with``."""
 
-    def __init__(self, namesrv: Sequence[str], timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv: Sequence[str], timeout: float = 5.0, security: ClientSecurity | None = None
+    ) -> None:
         if not namesrv:
             raise BadInput("no NameServer address given (use -n, NAMESRV_ADDR or a profile)")
         if timeout <= 0:
             raise BadInput(f"the timeout must be positive, not {timeout:g}")
         self.namesrv = list(namesrv)
         self.timeout = timeout
-        self._client = RemotingClient(connect_timeout=min(timeout, 3.0))
+        self._client = RemotingClient(
+            connect_timeout=min(timeout, 3.0),
+            rpc_hook=security.rpc_hook() if security is not None else None,  # ACL signing
+            ssl_context=security.ssl_context if security is not None else None,
+        )
         self.api = AdminApi(self._client, timeout)
 
     async def close(self) -> None:

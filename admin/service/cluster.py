@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping
 
@@ -19,6 +20,7 @@ from admin.models import (
     Readiness,
 )
 from admin.service.base import ServiceBase, admin_call, admin_error, gather
+from admin.service.ha import ha_or_none, with_slave_lag
 
 
 def _first_float(text: str | None) -> float:
@@ -68,12 +70,15 @@ class ClusterOps(ServiceBase):
             for bid, addr in data.brokerAddrs.items()
         ]
         members.sort()
-        answers = await gather(self._runtime_or_error(m[3]) for m in members)
+        answers, has = await asyncio.gather(
+            gather(self._runtime_or_error(m[3]) for m in members),
+            gather(ha_or_none(self.api, m[3]) for m in members),
+        )
         brokers = [
-            self._broker_info(cname, bname, bid, addr, answer)
-            for (cname, bname, bid, addr), answer in zip(members, answers, strict=True)
+            dataclasses.replace(self._broker_info(cname, bname, bid, addr, answer), ha=ha)
+            for (cname, bname, bid, addr), answer, ha in zip(members, answers, has, strict=True)
         ]
-        return ClusterList(brokers)
+        return ClusterList(with_slave_lag(brokers))
 
     @staticmethod
     def _broker_info(

@@ -178,6 +178,20 @@ class GroupOps(ServiceBase):
         self._require(group, configs, result.online)
         return result
 
+    @admin_call
+    async def producer_connections(self, group: str, topic: str) -> list[ClientInfo]:
+        """The producers of ``group`` connected to the brokers of ``topic``'s route (one per client)."""
+        masters = self._route_masters(await self._route(topic))
+        answers = await gather(self.api.producer_connection(a, group) for a in masters.values())
+        clients: dict[str, ClientInfo] = {}
+        for broker_name, conn in zip(masters, answers, strict=True):
+            for c in conn.connectionSet:
+                cid = c.clientId or ""
+                clients.setdefault(
+                    cid, ClientInfo(cid, c.clientAddr or "", c.language.name, c.version, broker_name)
+                )
+        return sorted(clients.values(), key=lambda c: c.client_id)
+
     async def _stats(self, group: str, topic: str | None, masters: dict[str, str]) -> list[ConsumeStats]:
         return await gather(self.api.consume_stats(a, group, topic) for a in masters.values())
 

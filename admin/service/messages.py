@@ -13,13 +13,17 @@ from admin.models import (
     TOOLS_GROUP,
     MessageRange,
     Messages,
+    MessageTracks,
     OutgoingMessage,
     SendReceipt,
     SpecialTopic,
     SpecialTopics,
+    TrackInfo,
 )
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
+from broker.client.dlq_ops import ResendReport, resend_dead_letters, resend_properties
+from broker.client.message_track import message_tracks
 from broker.client.remoting_client import RemotingError
 from broker.protocol import headers as H
 from broker.protocol import properties as P
@@ -66,7 +70,7 @@ class MessageOps(ServiceBase):
     # -- lookups ----------------------------------------------------------------------------------
     @admin_call
     async def message_get(self, msg_id: str, topic: str | None = None) -> Messages:
-        """As mqadmin queryMsgById (reference §4.3): an offset MessageId is viewed on the broker it
+        """As mqadmin queryMsgById: an offset MessageId is viewed on the broker it
         names; failing that (or for a UNIQ_KEY) the id is looked up as a unique key on every broker
         of ``topic``'s route."""
         failure: Exception | None = None
@@ -92,6 +96,20 @@ class MessageOps(ServiceBase):
         if not found:
             raise NotFound(f"message {msg_id} not found in topic {topic}")
         return Messages(found[:1])
+
+    @admin_call
+    async def message_track(self, msg_id: str, topic: str | None = None) -> MessageTracks:
+        """A message (as :meth:`message_get` finds it) and whether each group consuming its topic
+        consumed it."""
+        record = (await self.message_get(msg_id, topic)).messages[0]
+        tracks = await message_tracks(self.api, self.namesrv, record)
+        return MessageTracks(
+            record,
+            sorted(
+                (TrackInfo(t.consumer_group, t.track_type.value, t.exception_desc) for t in tracks),
+                key=lambda t: t.group,
+            ),
+        )
 
     async def _query(
         self, topic: str, key: str, *, unique: bool, begin: int, end: int, max_num: int
@@ -363,3 +381,49 @@ class MessageOps(ServiceBase):
 
     async def retry_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(RETRY_PREFIX + group, rng, progress)
+
+    @admin_call
+    async def dlq_resend(
+        self,
+        group: str,
+        offsets: list[int] | None = None,
+        broker: str | None = None,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> ResendReport:
+        """Send dead letters of ``group`` back to their original topics: those at ``offsets`` (queue
+        offsets of %DLQ%group on ``broker``, an address) or all of them (on every broker holding it)."""
+        addrs = (
+            [broker]
+            if broker is not None
+            else list(self._route_masters(await self._route(DLQ_PREFIX + group)).values())
+        )
+        if offsets is not None and len(addrs) > 1:
+            raise BadInput(
+                f"{DLQ_PREFIX}{group} is on {len(addrs)} brokers: name the one the offsets belong to"
+            )
+        merged = ResendReport(group, DLQ_PREFIX + group, dry_run)
+        for addr in addrs:
+
+            def report(done: int, total: int, addr: str = addr) -> None:
+                if progress is not None:
+                    progress(f"resending from {addr}", done, total)
+
+            part = await resend_dead_letters(
+                self.api, addr, group, offsets=offsets, dry_run=dry_run, progress=report
+            )
+            merged.messages.extend(part.messages)
+            merged.missing.extend(part.missing)
+        return merged
+
+    @admin_call
+    async def message_resend(
+        self, msg_id: str, topic: str | None = None, to_topic: str | None = None
+    ) -> SendReceipt:
+        """Send a copy of a message (found as :meth:`message_get` finds it) to its own topic or to
+        ``to_topic``: same body, tags, keys and user properties, a fresh send with a new UNIQ_KEY."""
+        record = (await self.message_get(msg_id, topic)).messages[0]
+        props = {k: v for k, v in resend_properties(record).items() if k not in (P.TAGS, P.KEYS, P.UNIQ_KEY)}
+        return await self.message_send(
+            OutgoingMessage(to_topic or record.topic, record.body, record.tags, record.keys, props)
+        )

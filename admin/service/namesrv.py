@@ -49,3 +49,11 @@ class NamesrvOps(ServiceBase):
             raise BadInput("no setting to change")
         await gather(self.api.update_namesrv_config(a, values) for a in self.namesrv)
         return ConfigChange(list(self.namesrv), dict(values))
+
+    @admin_call
+    async def namesrv_write_perm(self, broker_name: str, writable: bool) -> dict[str, int]:
+        """Take (or give back) the write permission of a broker's topics on every NameServer; returns
+        NameServer -> how many topics it changed."""
+        change = self.api.add_write_perm if writable else self.api.wipe_write_perm
+        counts = await gather(change(a, broker_name) for a in self.namesrv)
+        return dict(zip(self.namesrv, counts, strict=True))

@@ -129,6 +129,33 @@ class TopicOps(ServiceBase):
     async def topic_route(self, topic: str) -> TopicRoute:
         return self._route_view(topic, await self._route(topic))
 
+    @admin_call
+    async def topic_consumers(self, topics: list[str]) -> dict[str, list[str]]:
+        """Topic -> the groups consuming it (QUERY_TOPIC_CONSUME_BY_WHO to every master, per topic)."""
+        masters = list(self._masters(await self._cluster()).values())
+        pairs = [(t, a) for t in topics for a in masters]
+        answers = await gather(self.api.groups_consuming(a, t) for t, a in pairs)
+        out: dict[str, set[str]] = {t: set() for t in topics}
+        for (topic, _), groups in zip(pairs, answers, strict=True):
+            out[topic].update(groups)
+        return {t: sorted(gs) for t, gs in out.items()}
+
+    @admin_call
+    async def topic_allocation(self, topic: str, clients: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """Client id -> the (broker name, queue id) of ``topic`` each would get from a rebalance with
+        AllocateMessageQueueAveragely (mqadmin allocateMQ)."""
+        route = await self._route(topic)
+        queues = sorted((q.brokerName or "", i) for q in route.queueDatas for i in range(q.readQueueNums))
+        cids = sorted(set(clients))
+        out: dict[str, list[tuple[str, int]]] = {}
+        for index, cid in enumerate(cids):
+            mod = len(queues) % len(cids)
+            extra = 1 if mod and index < mod else 0
+            size = 1 if len(queues) <= len(cids) else len(queues) // len(cids) + extra
+            start = index * size if extra else index * size + mod
+            out[cid] = [queues[(start + i) % len(queues)] for i in range(min(size, len(queues) - start))]
+        return {c: out[c] for c in clients if c in out}
+
     async def _status(self, topic: str, route: TopicRouteData) -> TopicStatus:
         masters = self._route_masters(route)
         tables = await gather(self.api.topic_stats(a, topic) for a in masters.values())

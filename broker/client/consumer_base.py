@@ -76,7 +76,7 @@ class ConsumerBase(ABC):
         self.offsets: OffsetStore = (
             LocalFileOffsetStore(self.instance.client_id, group, offset_dir)
             if message_model is MessageModel.BROADCASTING
-            else RemoteBrokerOffsetStore(self.instance.api, group, self.instance.broker_addr)
+            else RemoteBrokerOffsetStore(self.instance.api, group, self.instance.offset_addr)
         )
         self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
         self._running = False

@@ -14,7 +14,7 @@ from typing import Any
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
 from broker.client.remoting_client import RemotingClient, RemotingError
-from broker.client.route import RouteCache
+from broker.client.route import MASTER_ID, RouteCache
 from broker.protocol.bodies import HeartbeatData, MessageQueue
 from broker.protocol.msgid import local_ip
 
@@ -51,6 +51,7 @@ class ClientInstance:
         self._heartbeat = heartbeat
         self._tasks: set[asyncio.Task[Any]] = set()
         self._greeted: set[str] = set()
+        self._pull_from: dict[MessageQueue, int] = {}  # suggestWhichBrokerId per queue
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; failures are logged; :meth:`close` cancels it."""
@@ -85,9 +86,9 @@ class ClientInstance:
         self.every(HEARTBEAT_INTERVAL, self.send_heartbeat, "heartbeat", delay=HEARTBEAT_INTERVAL)
 
     async def send_heartbeat(self) -> None:
-        """Heartbeat every master this client knows of."""
+        """Heartbeat every master this client knows of (consumers: slaves too, they may read there)."""
         data = self._heartbeat()
-        for addr in self.routes.master_addrs():
+        for addr in self.routes.all_addrs() if data.consumerDataSet else self.routes.master_addrs():
             try:
                 await self.api.heartbeat(addr, data)
                 self._greeted.add(addr)
@@ -98,6 +99,32 @@ class ClientInstance:
         """The master serving ``mq``; a broker seen for the first time gets a heartbeat first, so it
         knows this client before any other request (transaction checks, consumer lists need that)."""
         return await self.greet(await self.routes.find_master(mq))
+
+    async def pull_addr(self, mq: MessageQueue) -> str:
+        """Where to pull ``mq`` from: the broker id last suggested for it (Java's
+        recalculatePullFromWhichNode), else the master, else a slave."""
+        broker_id = self._pull_from.get(mq, MASTER_ID)
+        addr = self.routes.subscribe_addr(mq.brokerName, broker_id)
+        if addr is None:
+            await self.routes.refresh(mq.topic)
+            addr = self.routes.subscribe_addr(mq.brokerName, broker_id)
+        if addr is None:
+            raise MQClientError(f"broker {mq.brokerName} of {mq.topic} has no address")
+        return await self.greet(addr)
+
+    def pull_suggested(self, mq: MessageQueue, broker_id: int) -> None:
+        self._pull_from[mq] = broker_id
+
+    def pull_failed(self, mq: MessageQueue) -> None:
+        """The broker did not answer: the next pull tries the master if it was a slave, else a slave."""
+        slaves = self.routes.slave_ids(mq.brokerName)
+        current = self._pull_from.get(mq, MASTER_ID)
+        self._pull_from[mq] = slaves[0] if current == MASTER_ID and slaves else MASTER_ID
+
+    async def offset_addr(self, mq: MessageQueue) -> str:
+        """Where offsets of ``mq`` are committed: the master, or a slave while the route has none."""
+        addr = self.routes.master_addr(mq.brokerName) or self.routes.subscribe_addr(mq.brokerName)
+        return await self.greet(addr) if addr is not None else await self.broker_addr(mq)
 
     async def greet(self, addr: str) -> str:
         """Heartbeat ``addr`` unless it already had one; returns it."""

@@ -204,11 +204,14 @@ class LitePullConsumer(ConsumerBase):
                 self.suspend_timeout + 10.0,
             )
             try:
-                result = await pull(self.instance.api, await self.instance.broker_addr(mq), req)
+                result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
             except (MQClientError, RemotingError) as exc:
                 log.warning("pull from %s failed: %s", mq, exc)
+                if isinstance(exc, RemotingError):
+                    self.instance.pull_failed(mq)
                 await asyncio.sleep(PULL_DELAY_ON_ERROR)
                 continue
+            self.instance.pull_suggested(mq, result.suggest_broker_id)
             if pq.dropped:
                 return
             if result.status is PullStatus.OFFSET_ILLEGAL:

@@ -53,6 +53,7 @@ class PullResult:
     min_offset: int
     max_offset: int
     messages: list[MessageExt] = field(default_factory=list)
+    suggest_broker_id: int = 0  # suggestWhichBrokerId: where the next pull of this queue should go
 
 
 @dataclass(slots=True)
@@ -96,6 +97,7 @@ async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
         answer.nextBeginOffset or 0,
         answer.minOffset or 0,
         answer.maxOffset or 0,
+        suggest_broker_id=answer.suggestWhichBrokerId or 0,
     )
     if status is PullStatus.FOUND and response.body:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 
 from broker.protocol.codes import ResponseCode, SerializeType, name_of
@@ -104,9 +105,11 @@ class RemotingChannel:
         self._on_close = on_close
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
+        self._outgoing: list[bytes] = []  # frames waiting for the flush scheduled in this loop turn
         self._loop = asyncio.get_running_loop()
         self._last_activity = self._loop.time()
         self._closed = asyncio.Event()
+        self.rpc_hook: Callable[[RemotingCommand], None] | None = None  # runs on each request (ACL signing)
         peer = writer.get_extra_info("peername")
         self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._read_task = asyncio.create_task(self._read_loop(), name=f"remoting-read {self.remote_addr}")
@@ -116,10 +119,13 @@ class RemotingChannel:
         return self._closed.is_set()
 
     async def send(self, cmd: RemotingCommand) -> None:
-        """Write one frame and wait until the socket buffer drains (back-pressure)."""
+        """Queue one frame for this loop turn's write; wait while the socket buffer is full."""
         if self._closed.is_set() or self._writer.is_closing():
             raise RemotingClosedError(self.remote_addr)
-        self._writer.write(encode_command(cmd, self.serialize_type))
+        frame = encode_command(cmd, self.serialize_type)
+        if not self._outgoing:
+            self._loop.call_soon(self._flush)
+        self._outgoing.append(frame)
         self._last_activity = self._loop.time()
         try:
             await self._writer.drain()
@@ -127,8 +133,16 @@ class RemotingChannel:
             self.close()
             raise RemotingClosedError(self.remote_addr) from None
 
+    def _flush(self) -> None:
+        """Write every frame queued since the last flush at once: one send syscall, not one per frame."""
+        frames, self._outgoing = self._outgoing, []
+        if frames and not self._writer.is_closing():
+            self._writer.writelines(frames)
+
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for the response with the same opaque."""
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[request.opaque] = future
         try:
@@ -142,6 +156,8 @@ class RemotingChannel:
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= ONEWAY_FLAG
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         await self.send(request)
 
     def close(self) -> None:
@@ -155,6 +171,7 @@ class RemotingChannel:
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(RemotingClosedError(self.remote_addr))
+        self._flush()  # frames already queued still go out before the connection closes
         self._writer.close()
         if self._on_close is not None:
             self._on_close(self)
@@ -257,10 +274,14 @@ class RemotingClient:
         connect_timeout: float = 3.0,
         serialize_type: SerializeType = SerializeType.JSON,
         idle_timeout: float | None = None,
+        rpc_hook: Callable[[RemotingCommand], None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._connect_timeout = connect_timeout
         self._serialize_type = serialize_type
         self._idle_timeout = idle_timeout
+        self.rpc_hook = rpc_hook  # called on every request just before it is sent (ACL signing)
+        self.ssl_context = ssl_context  # connect with TLS (both apply to connections opened later)
         self._dispatcher = RequestDispatcher()
         self._channels: dict[str, RemotingChannel] = {}
         self._connecting: dict[str, asyncio.Lock] = {}
@@ -283,12 +304,12 @@ class RemotingClient:
         host, port = _split_addr(addr)
         try:
             async with asyncio.timeout(self._connect_timeout):
-                reader, writer = await asyncio.open_connection(host, port)
+                reader, writer = await asyncio.open_connection(host, port, ssl=self.ssl_context)
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {self._connect_timeout:g} s") from None
         except OSError as exc:
             raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
-        return RemotingChannel(
+        channel = RemotingChannel(
             reader,
             writer,
             self._dispatcher,
@@ -296,6 +317,8 @@ class RemotingClient:
             idle_timeout=self._idle_timeout,
             on_close=lambda ch: self._forget(addr, ch),
         )
+        channel.rpc_hook = self.rpc_hook
+        return channel
 
     def _forget(self, addr: str, channel: RemotingChannel) -> None:
         if self._channels.get(addr) is channel:

@@ -133,9 +133,22 @@ class RouteCache:
     def master_addrs(self) -> list[str]:
         return sorted({addrs[MASTER_ID] for addrs in self._brokers.values() if MASTER_ID in addrs})
 
+    def all_addrs(self) -> list[str]:
+        """Every master and slave this client knows of."""
+        return sorted({addr for addrs in self._brokers.values() for addr in addrs.values()})
+
+    def subscribe_addr(self, broker_name: str, broker_id: int = MASTER_ID) -> str | None:
+        """Java's findBrokerAddressInSubscribe: that id, else the master, else the first slave."""
+        addrs = self._brokers.get(broker_name, {})
+        return addrs.get(broker_id) or addrs.get(MASTER_ID) or next((addrs[i] for i in sorted(addrs)), None)
+
+    def slave_ids(self, broker_name: str) -> list[int]:
+        return sorted(i for i in self._brokers.get(broker_name, {}) if i != MASTER_ID)
+
     async def any_broker_of(self, topic: str) -> str | None:
-        """A master of some broker hosting ``topic`` (for group-wide queries)."""
+        """A master of some broker hosting ``topic`` (for group-wide queries), else a slave."""
         route = await self.route(topic)
         names = [b.brokerName for b in (route.brokerDatas if route else []) if b.brokerName]
         addrs = [a for a in map(self.master_addr, names) if a is not None]
+        addrs = addrs or [a for a in map(self.subscribe_addr, names) if a is not None]
         return random.choice(addrs) if addrs else None

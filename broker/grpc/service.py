@@ -26,6 +26,7 @@ from grpc import aio  # type: ignore[import-untyped,unused-ignore]
 
 from broker.client.remoting_client import RemotingChannel
 from broker.grpc import convert
+from broker.grpc.acl_interceptor import server_setup
 from broker.grpc.clients import (
     CLIENT_TYPE_PRODUCER,
     CLIENT_TYPE_PUSH_CONSUMER,
@@ -886,19 +887,25 @@ class GrpcServer:
         self._server: aio.Server | None = None
 
     async def start(self) -> None:
+        interceptors, credentials = server_setup(self.service.broker)  # ACL and TLS when configured
         server = aio.server(
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", 16 * 1024 * 1024),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_ping_interval_without_data_ms", 5000),
-            ]
+            ],
         )
         server.add_generic_rpc_handlers((self.service.generic_handler(),))
         host = f"[{self.host}]" if ":" in self.host else self.host
         try:
-            self.port = server.add_insecure_port(f"{host}:{self.requested_port}")
+            address = f"{host}:{self.requested_port}"
+            if credentials is None:
+                self.port = server.add_insecure_port(address)
+            else:
+                self.port = server.add_secure_port(address, credentials)
         except RuntimeError as exc:
             raise OSError(f"cannot listen on {self.host}:{self.requested_port}: {exc}") from None
         if self.port == 0:

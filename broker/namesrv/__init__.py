@@ -1,1 +1,1 @@
-"""The NameServer: broker registry, topic routes and KV config (reference §2.4, §6.8)."""
+"""The NameServer: broker registry, topic routes and KV config."""

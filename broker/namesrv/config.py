@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.acl.settings import SecuritySettings
 from broker.settings import SettingsError, SettingsTarget, camel, parse_properties
 from broker.store.config_files import ConfigFile
 
@@ -36,7 +37,7 @@ class ForbiddenSettingError(SettingsError):
 
 
 @dataclass(slots=True)
-class NamesrvConfig:
+class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/settings.py)
     listen_port: int = 9876
     kv_config_path: Path = DEFAULT_HOME / "kvConfig.json"
     config_store_path: Path = DEFAULT_HOME / "namesrv.properties"  # where runtime updates are saved
@@ -51,6 +52,7 @@ class NamesrvConfig:
     config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
 
     def validate(self) -> None:
+        self.validate_security()
         for name in ("scan_not_active_broker_interval", "broker_expired_millis"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"setting {camel(name)}: {getattr(self, name)} must be positive")

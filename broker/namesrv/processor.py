@@ -1,4 +1,4 @@
-"""One handler per NameServer request code (reference §2.4), over the route table, the KV store and
+"""One handler per NameServer request code, over the route table, the KV store and
 the settings.
 
 Handlers are synchronous: nothing they touch waits, so each request sees and leaves the tables in

@@ -1,4 +1,4 @@
-"""The NameServer's routing state (reference §6.8), with no IO: the server feeds it registrations,
+"""The NameServer's routing state, with no IO: the server feeds it registrations,
 heartbeats, closed connections and the clock, and encodes what it answers.
 
 Tables, as in RocketMQ's RouteInfoManager: topic -> brokerName -> QueueData; brokerName ->

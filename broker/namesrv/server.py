@@ -13,7 +13,7 @@ from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.kv_config import KVConfigManager
 from broker.namesrv.processor import NamesrvProcessor
 from broker.namesrv.route_table import RouteTable
-from broker.server.transport import RemotingServer
+from broker.server.acl_hook import make_server
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,12 @@ class NameServer:
         self.host = host
         self.route_table = RouteTable()
         self.kv_config = KVConfigManager(config.kv_config_path)
-        self._server = RemotingServer(
-            host, config.listen_port, idle_timeout=float(config.server_channel_max_idle_time_seconds)
+        self._server = make_server(  # TLS, and ACL for admin codes, when configured
+            config,
+            host,
+            config.listen_port,
+            require_signature=False,
+            idle_timeout=float(config.server_channel_max_idle_time_seconds),
         )
         NamesrvProcessor(config, self.route_table, self.kv_config, self._watch_channel).install(self._server)
         self._scan_task: asyncio.Task[None] | None = None

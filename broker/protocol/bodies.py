@@ -1,4 +1,4 @@
-"""JSON request/response bodies as dataclasses (reference §2.6), with one generic codec.
+"""JSON request/response bodies as dataclasses, with one generic codec.
 
 Attribute names are the Java JSON property names. Decoding follows the type annotations and is as
 lenient as fastjson: unknown keys ignored, missing keys defaulted, numbers given as strings

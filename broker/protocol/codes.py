@@ -1,4 +1,4 @@
-"""Request, response and language codes of the remoting protocol (reference §1.2, §2.1, §2.2).
+"""Request, response and language codes of the remoting protocol.
 
 Codes are IntEnums so they compare equal to the plain ints on the wire; peers may send codes we do
 not list, so decoders keep ``int`` and :func:`name_of` renders either for logs and errors.

@@ -1,4 +1,4 @@
-"""Typed custom headers: the extFields of each request and response (reference §1.4, §2.3, §2.4).
+"""Typed custom headers: the extFields of each request and response.
 
 Every header is a keyword-only dataclass whose attribute names are the Java field names, so one
 generic codec in :class:`CommandHeader` maps extFields both ways from the type annotations:
@@ -19,7 +19,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from broker.protocol.codes import RequestCode
 from broker.protocol.remoting import ProtocolError
@@ -48,6 +48,8 @@ class BoundaryType(Enum):
 
 
 def _parse_int(text: str) -> int:
+    if text.isascii() and text.isdigit():  # the common case, without the regex
+        return int(text)
     stripped = text.strip()
     if not _INT_RE.fullmatch(stripped):
         raise ValueError(f"is not an integer: {text!r}")
@@ -74,8 +76,7 @@ _PARSERS: dict[Any, Callable[[str], Any]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _FieldSpec:
+class _FieldSpec(NamedTuple):
     name: str
     parse: Callable[[str], Any]
     required: bool
@@ -107,16 +108,17 @@ class CommandHeader:
     def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
         """Lenient decode: absent fields keep their default (required ones become ``None``)."""
         kwargs: dict[str, Any] = {}
-        for spec in _field_specs(cls):
-            raw = ext.get(spec.name) if ext else None
+        ext = ext or {}
+        for name, parse, required in _field_specs(cls):  # runs per request: plain tuples, locals
+            raw = ext.get(name)
             if raw is None:
-                if spec.required:
-                    kwargs[spec.name] = None
+                if required:
+                    kwargs[name] = None
                 continue
             try:
-                kwargs[spec.name] = spec.parse(raw)
+                kwargs[name] = parse(raw)
             except ValueError as exc:
-                raise HeaderFieldError(cls.__name__, spec.name, str(exc)) from None
+                raise HeaderFieldError(cls.__name__, name, str(exc)) from None
         return cls(**kwargs)
 
     @classmethod

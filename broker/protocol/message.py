@@ -1,4 +1,4 @@
-"""The stored message record (reference §3.1), the batch send body (§3.2) and the sysflag bits (§3.3).
+"""The stored message record, the batch send body and the sysflag bits.
 
 The same bytes are written to the CommitLog, returned by PULL/QUERY/VIEW responses and decoded by
 clients, so this one codec serves the store, the servers and the SDK.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import mmap
+import socket
 import struct
 import zlib
 from collections.abc import Iterator
@@ -96,7 +97,7 @@ def unpack_host(raw: bytes | memoryview) -> str:
     """The inverse of :func:`pack_host`."""
     if len(raw) == 8:
         ip4, port = _HOST4.unpack(raw)
-        return f"{ipaddress.IPv4Address(ip4)}:{port}"
+        return f"{socket.inet_ntoa(ip4)}:{port}"  # every decoded record does this: stay off ipaddress
     ip6, port = _HOST16.unpack(raw)
     return f"[{ipaddress.IPv6Address(ip6)}]:{port}"
 

@@ -1,4 +1,4 @@
-"""Message ids (reference §4): the broker's offset MessageId and the client's UNIQ_KEY."""
+"""Message ids: the broker's offset MessageId and the client's UNIQ_KEY."""
 
 from __future__ import annotations
 

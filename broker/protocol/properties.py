@@ -1,4 +1,4 @@
-"""The message properties string: ``name 0x01 value 0x02`` repeated (reference §3.4)."""
+"""The message properties string: ``name 0x01 value 0x02`` repeated."""
 
 from __future__ import annotations
 

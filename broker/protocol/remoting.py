@@ -1,4 +1,4 @@
-"""Remoting frames and RemotingCommand (reference §1.1-§1.3), sans-IO.
+"""Remoting frames and RemotingCommand, sans-IO.
 
 A frame is ``i32 length | i32 (serializeType << 24 | headerLength) | header | body``. The header is
 either fastjson-style JSON or the compact ROCKETMQ binary form; both decode to one
@@ -10,6 +10,7 @@ that cannot be a frame, so a server can drop exactly the offending connection.
 from __future__ import annotations
 
 import itertools
+import json
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,11 @@ _I32 = struct.Struct(">i")
 _FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag: 13 bytes
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _HEADER_LENGTH_MASK = 0xFFFFFF
+# lenient_json.dumps' exact output; one encoder object instead of a new one per json.dumps call
+_dump_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode
+# The language names peers actually send, for the fast path of decode_json_header
+_LANGUAGE_NAMES: dict[str, LanguageCode] = dict(LanguageCode.__members__)
+_SERIALIZE_TYPES = {int(t): t for t in SerializeType}
 
 
 class ProtocolError(ValueError):
@@ -134,7 +140,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         obj["remark"] = cmd.remark
     if cmd.ext_fields:
         obj["extFields"] = cmd.ext_fields
-    return lenient_json.dumps(obj).encode("utf-8")
+    return _dump_json(obj).encode("utf-8")
 
 
 def _java_string(value: Any) -> str:
@@ -168,16 +174,43 @@ def _header_int(obj: Mapping[str, Any], name: str) -> int:
     return value
 
 
+def _is_i32(value: object) -> bool:
+    return type(value) is int and _I32_MIN <= value <= _I32_MAX
+
+
 def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     """Parse a JSON header; the caller sets the body and serialize type from the frame."""
     try:
-        obj = lenient_json.loads(bytes(data).decode("utf-8"))
+        obj = lenient_json.loads(str(data, "utf-8"))
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"JSON header is not UTF-8 (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # ValueError also covers numbers beyond int()'s digit limit
         raise ProtocolError(f"JSON header does not parse: {exc}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"JSON header must be an object, got {type(obj).__name__}")
+    # Fast path for what every peer sends: int fields, a language name, string-only extFields.
+    code, version = obj.get("code", 0), obj.get("version", 0)
+    opaque, flag = obj.get("opaque", 0), obj.get("flag", 0)
+    remark = obj.get("remark")
+    raw_ext = obj.get("extFields")
+    name = obj.get("language", "JAVA")
+    language = _LANGUAGE_NAMES.get(name) if type(name) is str else None
+    if (
+        language is not None
+        and _is_i32(code)
+        and _is_i32(version)
+        and _is_i32(opaque)
+        and _is_i32(flag)
+        and (remark is None or type(remark) is str)
+        and (raw_ext is None or (type(raw_ext) is dict and all(type(v) is str for v in raw_ext.values())))
+    ):
+        ext = {} if raw_ext is None else raw_ext
+        return RemotingCommand(code, language, version, opaque, flag, remark, ext)
+    return _decode_json_header_leniently(obj)
+
+
+def _decode_json_header_leniently(obj: dict[str, Any]) -> RemotingCommand:
+    """Java's conversions: numbers as strings, language ordinals, scalar extField values."""
     language = obj.get("language")
     if language is not None and (isinstance(language, bool) or not isinstance(language, str | int)):
         raise ProtocolError(f"header field 'language' must be a name or an ordinal, got {language!r}")
@@ -305,7 +338,7 @@ def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
         cmd = decode_binary_header(header)
     else:
         raise ProtocolError(f"unknown serialize type {stype}")
-    cmd.serialize_type = SerializeType(stype)
+    cmd.serialize_type = _SERIALIZE_TYPES[stype]
     body = view[4 + header_length :]
     cmd.body = bytes(body) if len(body) else None
     return cmd

@@ -23,12 +23,17 @@ from broker.protocol.headers import HeaderFieldError
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.acl_hook import make_server
 from broker.server.admin_processor import AdminProcessor
 from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.end_transaction_processor import EndTransactionProcessor
+from broker.server.ha.ha_client import HAClient
+from broker.server.ha.ha_service import HAService
+from broker.server.ha.processor import HAProcessor
+from broker.server.ha.sync_metadata import SlaveSynchronize
 from broker.server.long_polling import PullHoldService
 from broker.server.message_filter import FilterProcessor
 from broker.server.offset_processor import OffsetProcessor
@@ -81,11 +86,22 @@ class Broker:
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
         self.timer = TimerService(self)
+        self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
+        self.ha_client: HAClient | None = None  # slaves: replication from the master
+        self.slave_sync: SlaveSynchronize | None = None
+        if config.broker_role == "SLAVE":
+            self.ha_client = HAClient(self)
+            self.slave_sync = SlaveSynchronize(self)
+            self.store.replica = True
+            self.registration.on_master = self.ha_client.set_master
+            self.ha_client.ask_master = self.registration.trigger
+            self.ha_client.on_connected = self.ha_client.on_new_topic = self.slave_sync.trigger
         self.recovery: RecoveryReport | None = None
         self.server: RemotingServer | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._reader: ThreadPoolExecutor | None = None
         self._write_pending = 0
+        self._write_burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -115,12 +131,38 @@ class Broker:
         return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the store-writer thread, in order with every other write.
+
+        Writes asked for in one loop turn (a socket read often holds dozens of sends) go to the
+        thread together: one hop and one GIL hand-over per burst instead of per request.
+        """
         assert self._writer is not None, "the broker is not started"
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        if not self._write_burst:
+            loop.call_soon(self._submit_writes)
+        self._write_burst.append((fn, args, future))
         self._write_pending += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+            return await future
         finally:
             self._write_pending -= 1
+            self.ha_service.wake()  # slaves get new CommitLog bytes at once
+
+    def _submit_writes(self) -> None:
+        burst = [item for item in self._write_burst if not item[2].cancelled()]
+        self._write_burst = []
+        if not burst:
+            return
+        futures = [future for _, _, future in burst]
+        if self._writer is None:  # stopped meanwhile
+            for future in futures:
+                future.set_exception(RuntimeError("the broker is stopped"))
+            return
+        done = asyncio.get_running_loop().run_in_executor(
+            self._writer, _run_each, [(fn, args) for fn, args, _ in burst]
+        )
+        done.add_done_callback(lambda _: _settle(futures, done))
 
     # == life cycle ============================================================================
     async def start(self) -> None:
@@ -129,9 +171,11 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
-        self.server = RemotingServer(
+        self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
+            self.config,
             self.config.listen_host,
             self.config.listen_port,
+            identity=lambda: (self.config.broker_cluster_name, self.config.broker_name, self.address),
             idle_timeout=self.config.server_channel_max_idle_time_seconds,
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
@@ -146,6 +190,7 @@ class Broker:
             EndTransactionProcessor(self),
             FilterProcessor(self),
             PopProcessor(self),
+            HAProcessor(self),
         ):
             for code, handler in processor.handlers().items():
                 self.handlers[code] = self._instrument(code, handler)
@@ -156,19 +201,35 @@ class Broker:
         self.store.store_host_raw = pack_host(self.address)
         self.topics.on_change = self.registration.trigger
         await self._start_grpc()
+        if self.ha_client is None:
+            try:
+                await self.ha_service.start()
+            except OSError as exc:
+                # an ASYNC_MASTER still serves clients without its HA port; a SYNC_MASTER cannot ack
+                if self.config.broker_role == "SYNC_MASTER":
+                    raise
+                log.error("HA port %d not served, no slave can replicate from this broker: %s",
+                          self.config.ha_listen_port, exc)  # fmt: skip
+        else:
+            await self.ha_client.start()
+            assert self.slave_sync is not None
+            await self.slave_sync.start()
         await self.registration.start()
-        await self.schedule.start()
-        await self.timer.start()
         self._tasks = [
             self._every(1.0, self.stats.tick),
             self._every(1.0, self.pop.persist),
-            self._every(1.0, self.pop.revive),
             self._every(CLIENT_SCAN_SECONDS, self.clients.scan_expired),
             self._every(self.config.flush_consumer_offset_interval / 1000, self._persist_offsets),
-            self._every(self.config.flush_delay_offset_interval / 1000, self.schedule.persist),
-            self._every(self.config.flush_delay_offset_interval / 1000, self.timer.persist),
-            self._every(self.config.transaction_check_interval / 1000, self.transactions.check),
         ]
+        if self.ha_client is None:  # a slave's store takes no writes: no deliveries, no checks
+            await self.schedule.start()
+            await self.timer.start()
+            self._tasks += [
+                self._every(1.0, self.pop.revive),
+                self._every(self.config.flush_delay_offset_interval / 1000, self.schedule.persist),
+                self._every(self.config.flush_delay_offset_interval / 1000, self.timer.persist),
+                self._every(self.config.transaction_check_interval / 1000, self.transactions.check),
+            ]
         self._started = True
         log.info("broker %s listening on %s", self.config.broker_name, self.address)
 
@@ -197,6 +258,10 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         await self.clients.close()
+        await self.ha_service.stop()
+        if self.ha_client is not None and self.slave_sync is not None:
+            await self.ha_client.stop()
+            await self.slave_sync.stop()
         await self.registration.stop()
         if self._writer is not None and self._reader is not None:
             if self.store.running:
@@ -271,3 +336,26 @@ class Broker:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
+
+
+def _run_each(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
+    """On the writer thread: each call's result, or its exception, without stopping at a failure."""
+    outcomes: list[tuple[bool, Any]] = []
+    for fn, args in calls:
+        try:
+            outcomes.append((True, fn(*args)))
+        except Exception as exc:  # handed to that call's waiter, as run_in_executor would
+            outcomes.append((False, exc))
+    return outcomes
+
+
+def _settle(futures: list[asyncio.Future[Any]], done: asyncio.Future[list[tuple[bool, Any]]]) -> None:
+    error = done.exception() if not done.cancelled() else asyncio.CancelledError()
+    outcomes = done.result() if error is None else [(False, error)] * len(futures)
+    for future, (ok, value) in zip(futures, outcomes, strict=True):
+        if future.done():  # its waiter was cancelled; the write itself happened
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.acl.settings import SecuritySettings
 from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
 from broker.store.config import StoreConfig
 
@@ -16,7 +17,7 @@ BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 
 
 @dataclass(slots=True)
-class BrokerConfig:
+class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/settings.py)
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = socket.gethostname().split(".")[0] or "DEFAULT_BROKER"
     broker_id: int = 0
@@ -26,7 +27,16 @@ class BrokerConfig:
     namesrv_addr: str = ""  # "host:port;host:port"
     broker_permission: int = 6
     broker_role: str = "ASYNC_MASTER"
-    ha_listen_port: int = 10912
+    ha_listen_port: int = 10912  # 0 = any free port
+    ha_master_address: str = ""  # a slave's fixed master HA address; empty = the NameServer's answer
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20_000  # a silent peer is dropped after this long
+    ha_transfer_batch_size: int = 256 * 1024
+    ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
+    ha_verify_window_bytes: int = 1024 * 1024  # resent on connect so a diverged slave notices
+    slave_read_enable: bool = False
+    slave_read_threshold_bytes: int = 0  # a pull further behind goes to the slave; 0 = 40% of RAM
+    slave_sync_interval_ms: int = 10_000  # metadata sync master -> slave (SlaveSynchronize)
     default_topic_queue_nums: int = 8
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
@@ -70,6 +80,7 @@ class BrokerConfig:
         self.broker_role = self.broker_role.upper()
         if not 0 <= self.broker_permission <= 7:
             raise SettingsError(f"setting brokerPermission: {self.broker_permission} is not within 0..7")
+        self.validate_security()
         if self.serialize_type.upper() not in ("JSON", "ROCKETMQ"):
             raise SettingsError(f"setting serializeType: {self.serialize_type!r} is not JSON or ROCKETMQ")
 

@@ -155,7 +155,7 @@ class ConsumerAdminProcessor:
 
     # == offsets ===============================================================================
     async def reset_offset(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        """Server-side reset (reference §6.7); without it, push RESET_CONSUMER_CLIENT_OFFSET instead."""
+        """Server-side reset; without it, push RESET_CONSUMER_CLIENT_OFFSET instead."""
         h = ResetOffsetRequestHeader.parse(request.ext_fields)
         broker = self.broker
         config = broker.topics.get(h.topic)

@@ -2,7 +2,7 @@
 
 Offsets are "next message to consume", kept in memory under ``topic@group`` and saved
 periodically (flushConsumerOffsetInterval) and at shutdown, like RocketMQ, so a commit costs no I/O.
-A reset (reference §6.7) is one-shot per queue: the next pull of that queue answers
+A reset is one-shot per queue: the next pull of that queue answers
 PULL_OFFSET_MOVED with it, and client commits are ignored until then.
 """
 

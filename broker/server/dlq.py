@@ -1,4 +1,4 @@
-"""Dead-letter queues: ``%DLQ%<group>``, one queue, perm 6, created on first use (reference §6.4).
+"""Dead-letter queues: ``%DLQ%<group>``, one queue, perm 6, created on first use.
 
 A dead letter keeps RETRY_TOPIC and ORIGIN_MESSAGE_ID and is marked with DLQ_ORIGIN_TOPIC (the topic
 it was first sent to) and DLQ_ORIGIN_MESSAGE_ID (the id clients know it by), which is what

@@ -1,4 +1,4 @@
-"""END_TRANSACTION (37): a producer's commit or rollback of a half message (reference §6.6).
+"""END_TRANSACTION (37): a producer's commit or rollback of a half message.
 
 Java producers send it one-way, so the answer mostly matters to tools and tests; an unknown state
 (NOT_TYPE) is only logged and, like upstream, gets no answer at all.

@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): reference §6.5.
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361)
 
 A pull that finds nothing new and may be suspended is held by :class:`PullHoldService` and then
 executed once more without the right to suspend, exactly like RocketMQ's
@@ -17,6 +17,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.ha.read_policy import slave_refuses_reads, suggest_broker_id
 from broker.server.header_limits import range_problem
 from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of
 from broker.server.topic_config import PERM_READ
@@ -168,6 +169,13 @@ class PullProcessor:
     ) -> RemotingCommand:
         broker = self.broker
         h = plan.header
+        if slave_refuses_reads(broker):
+            header = PullMessageResponseHeader(
+                suggestWhichBrokerId=0, nextBeginOffset=h.queueOffset, minOffset=0, maxOffset=0
+            )
+            return make_response(
+                request, ResponseCode.PULL_RETRY_IMMEDIATELY, "read from the master", header=header
+            )
         reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId)
         if reset is not None:
             lo, hi = await broker.read(_bounds, broker, h.topic, h.queueId)
@@ -175,8 +183,9 @@ class PullProcessor:
                 suggestWhichBrokerId=0, nextBeginOffset=reset, minOffset=lo, maxOffset=hi
             )
             return make_response(request, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header=header)
-        result: GetResult = await broker.read(
-            lambda: broker.store.get_messages(
+
+        def get() -> GetResult:
+            return broker.store.get_messages(
                 h.topic,
                 h.queueId,
                 h.queueOffset,
@@ -185,16 +194,22 @@ class PullProcessor:
                 tag_filter=plan.tag_filter,
                 record_filter=plan.record_filter,
             )
-        )
+
+        # Page-cache data is copied faster than a read thread is handed the work (and the GIL back).
+        in_memory = broker.store.in_page_cache(h.topic, h.queueId, h.queueOffset)
+        result = get() if in_memory else await broker.read(get)
         code = _STATUS_CODES.get(result.status)
         if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE: the queue is empty
             code = ResponseCode.PULL_OFFSET_MOVED if h.queueOffset != 0 else ResponseCode.PULL_NOT_FOUND
+        behind = code == ResponseCode.PULL_OFFSET_MOVED and result.status is not GetStatus.OFFSET_TOO_SMALL
+        if behind and broker.ha_client is not None and h.queueOffset > 0:  # a slave behind its consumer
+            code, result.next_begin_offset = ResponseCode.PULL_NOT_FOUND, h.queueOffset
         commit = allow_suspend and h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0
         if commit and broker.config.broker_role != "SLAVE":
             broker.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
         broker.offsets.record_pull(h.consumerGroup, h.topic, h.queueId, result.next_begin_offset)
         header = PullMessageResponseHeader(
-            suggestWhichBrokerId=0,
+            suggestWhichBrokerId=suggest_broker_id(broker, h.consumerGroup, result),
             nextBeginOffset=result.next_begin_offset,
             minOffset=result.min_offset,
             maxOffset=result.max_offset,
@@ -202,7 +217,7 @@ class PullProcessor:
         body = None
         if code == ResponseCode.SUCCESS:
             body = result.body
-            broker.stats.record_get(h.consumerGroup, h.topic, len(result.records), len(body))
+            broker.stats.record_get(h.consumerGroup, h.topic, result.count, len(body))
         return make_response(request, code, result.status.value, header=header, body=body)
 
 

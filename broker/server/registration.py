@@ -20,7 +20,11 @@ from broker.protocol.bodies import (
     TopicConfigSerializeWrapper,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from broker.protocol.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 
@@ -39,6 +43,8 @@ class NameServerRegistration:
         self._task: asyncio.Task[None] | None = None
         self.registered: set[str] = set()  # NameServers that accepted us at least once
         self._failing: set[str] = set()
+        # a slave hears of its master here: (masterAddr, haServerAddr) of each answer
+        self.on_master: Callable[[str | None, str | None], None] = lambda _master, _ha: None
 
     @property
     def period(self) -> float:
@@ -104,6 +110,8 @@ class NameServerRegistration:
             log.info("registered with NameServer %s again", addr)
         self._failing.discard(addr)
         self.registered.add(addr)
+        answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        self.on_master(answer.masterAddr, answer.haServerAddr)
 
     def _failed(self, addr: str, reason: str) -> None:
         if addr not in self._failing:

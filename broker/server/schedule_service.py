@@ -1,4 +1,4 @@
-"""Delay levels (RocketMQ's ScheduleMessageService, reference §6.3 step 7 and §6.4).
+"""Delay levels (RocketMQ's ScheduleMessageService).
 
 A message with ``DELAY`` = level is parked in SCHEDULE_TOPIC_XXXX queue level-1, whose tagsCode is
 its delivery time. One level has one delay, so its queue is in delivery order and a cursor per

@@ -1,4 +1,4 @@
-"""CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; retry it later or dead-letter it (§6.4).
+"""CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; retry it later or dead-letter it.
 
 The original is looked up by CommitLog offset (the C++ client sends only offset, group and
 delayLevel), copied with reconsumeTimes+1, RETRY_TOPIC and ORIGIN_MESSAGE_ID, and stored through the

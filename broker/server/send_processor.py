@@ -1,4 +1,4 @@
-"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): reference §6.3.
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
 
 The checks run in RocketMQ's order and answer with its codes, so clients react the same way
 (retry another broker, give up, refresh the route). The append itself runs on the broker's single
@@ -9,6 +9,7 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from broker.server.topic_config import (
     topic_name_problem,
 )
 from broker.server.transaction_service import is_half_message, to_half_message
+from broker.store.config import parse_delay_levels
 from broker.store.message_store import PutMessage, PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -101,10 +103,22 @@ def _batch_flag(request: RemotingCommand) -> bool:
 
 
 def born_host_of(channel: RemotingChannel) -> bytes:
+    return _packed_host(channel.remote_addr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _packed_host(addr: str) -> bytes:
+    """Packed once per client address: parsing it on every send costs more than the lookup."""
     try:
-        return pack_host(channel.remote_addr)
+        return pack_host(addr)
     except ValueError:
         return _UNKNOWN_HOST
+
+
+@functools.lru_cache(maxsize=8)
+def _delay_level_count(levels: str) -> int:
+    """messageDelayLevel is a setting that can change at run time: parsed once per value."""
+    return len(parse_delay_levels(levels))
 
 
 class SendProcessor:
@@ -149,11 +163,13 @@ class SendProcessor:
             self._after_put(msgs, result)
             if self.broker.store_config.sync_flush and msgs[0].properties.get(P.WAIT) != "false":
                 await self._wait_flush(result)
+            if self.broker.config.broker_role == "SYNC_MASTER" and msgs[0].properties.get(P.WAIT) != "false":
+                await self.broker.ha_service.wait_slave(result)
         return self._response(request, result, msgs, target.queue_id)
 
     # == checks ================================================================================
     def _target(self, header: SendMessageRequestHeader, channel: RemotingChannel, batch: bool) -> _Target:
-        """Where the message goes, after the checks of §6.3 steps 1-5."""
+        """Where the message goes, after the send checks."""
         cfg = self.broker.config
         topics = self.broker.topics
         if cfg.broker_role == "SLAVE":
@@ -274,11 +290,11 @@ class SendProcessor:
         return props
 
     def _apply_delay(self, msg: PutMessage) -> None:
-        """A timer or a delay level parks the message until it is due (§6.3 step 7)."""
+        """A timer or a delay level parks the message until it is due."""
         problem = park_timer_message(msg, self.broker.store_config)
         if problem is not None:
             raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, problem)
-        park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
+        park_delay_level(msg, _delay_level_count(self.broker.store_config.message_delay_level))
 
     # == storing ===============================================================================
     def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:

@@ -1,4 +1,4 @@
-"""5.x arbitrary delays: TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS (reference §6.3 step 7).
+"""5.x arbitrary delays: TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS.
 
 The send path parks such a message in rmq_sys_wheel_timer queue 0 with TIMER_OUT_MS = the delivery
 time rounded down to ``timerPrecisionMs`` (an exact multiple one step lower, as RocketMQ does), so a

@@ -107,7 +107,7 @@ class TopicConfigManager:
         self._create_system_topics()
 
     def _create_system_topics(self) -> None:
-        """The topics TopicConfigManager.init creates (reference §6.2); existing ones are kept."""
+        """The topics TopicConfigManager.init creates; existing ones are kept."""
         c = self.config
         cluster_perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if c.cluster_topic_enable else 0)
         broker_perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if c.broker_topic_enable else 0)
@@ -181,7 +181,7 @@ class TopicConfigManager:
         return True
 
     def create_from_template(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:
-        """Auto-create a topic a producer sends to (reference §6.3 step 3), or None if not allowed."""
+        """Auto-create a topic a producer sends to, or None if not allowed."""
         existing = self.table.get(topic)
         if existing is not None:
             return existing

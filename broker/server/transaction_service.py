@@ -1,4 +1,4 @@
-"""Transactional messages (reference §6.6): half messages, commit and rollback, and the check service.
+"""Transactional messages: half messages, commit and rollback, and the check service.
 
 A half message is parked in RMQ_SYS_TRANS_HALF_TOPIC queue 0. Committing writes the real message
 and an op record; rolling back writes only the op record. Op records (RMQ_SYS_TRANS_OP_HALF_TOPIC,

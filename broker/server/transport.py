@@ -1,4 +1,4 @@
-"""The remoting TCP server the NameServer and the broker both run (reference §1.1, §1.5).
+"""The remoting TCP server the NameServer and the broker both run.
 
 Each accepted connection becomes a :class:`RemotingChannel` (shared with the client SDK, because a
 broker also sends requests over connections its clients opened). Requests go to async handlers
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 
 from broker.client.remoting_client import (
     DEFAULT_MAX_INFLIGHT,
@@ -46,9 +47,11 @@ class RemotingServer:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         serialize_type: SerializeType = SerializeType.JSON,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self._requested_port = port
+        self._ssl_context = ssl_context  # TLS only (broker.acl.tls), no plain-text fallback
         self._idle_timeout = idle_timeout
         self._serialize_type = serialize_type
         self._max_inflight = max_inflight
@@ -75,7 +78,7 @@ class RemotingServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
-            self._accept, self.host, self._requested_port, reuse_address=True
+            self._accept, self.host, self._requested_port, reuse_address=True, ssl=self._ssl_context
         )
         log.info("remoting server listening on %s:%d", self.host, self.port)
 

@@ -1,7 +1,7 @@
 """The CommitLog: every message of every topic, appended to 20-digit-named mapped files.
 
 A record never spans files: when one does not fit, an 8-byte blank marker closes the file and
-the record starts the next one (reference §5.2).
+the record starts the next one.
 """
 
 from __future__ import annotations

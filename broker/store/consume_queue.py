@@ -173,7 +173,7 @@ class ConsumeQueue:
                 return
 
     def search_by_time(self, ts: int, boundary: Boundary, store_time: Callable[[int], int | None]) -> int:
-        """Queue offset for ``ts`` using the message store times (reference §5.3).
+        """Queue offset for ``ts`` using the message store times.
 
         LOWER: the first offset stored at or after ``ts`` (max offset when all are earlier);
         UPPER: the last offset stored at or before ``ts`` (0 when all are later).

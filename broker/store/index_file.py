@@ -1,4 +1,4 @@
-"""One RocketMQ IndexFile (reference §5.4): a memory-mapped hash table from key hash to CommitLog offset.
+"""One RocketMQ IndexFile: a memory-mapped hash table from key hash to CommitLog offset.
 
 Layout, big-endian: a 40-byte header, ``slots`` i32 slot heads, then ``entries`` 20-byte entries
 (i32 keyHash, i64 phyOffset, i32 timeDiffSeconds, i32 prevIndex). Entry 0 is never used, so an index

@@ -197,7 +197,7 @@ class IndexService:
         return hashes
 
     def _uniq_hash(self, prefix: int, uniq_key: str) -> int:
-        """``_key_hash`` for a UNIQ_KEY. Its head (producer IP, pid, classloader hash; §4.2) is the same
+        """``_key_hash`` for a UNIQ_KEY. Its head (producer IP, pid, classloader hash) is the same
         for every message of a producer and only the last 12 hex digits (time, counter) change, so the
         head's hash is cached and only the tail is hashed per message."""
         if len(uniq_key) <= _UNIQ_TAIL or not uniq_key.isascii():

@@ -8,7 +8,9 @@ queues and file lists are only ever replaced, never changed under them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 import shutil
 import threading
 import time
@@ -49,6 +51,7 @@ from broker.store.dispatch import (
 from broker.store.errors import NotAStoreError
 from broker.store.flush import FlushService
 from broker.store.index_service import IndexService
+from broker.store.mapped_file import MappedFile
 from broker.store.retention import Retention, RetentionReport
 from broker.store.store_lock import StoreLock
 
@@ -122,16 +125,40 @@ class PutResult:
 
 @dataclass(slots=True)
 class GetResult:
+    """Found records are kept as the CommitLog slices that hold them (one slice when they are
+    consecutive there, as they usually are), so a pull answer's body needs no copy or join."""
+
     status: GetStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    records: list[bytes] = field(default_factory=list)
     queue_offsets: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # of each record, in order
+    chunks: list[bytes] = field(default_factory=list)  # the records back to back
+    _records: list[bytes] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def count(self) -> int:
+        return len(self.sizes)
 
     @property
     def body(self) -> bytes:
-        return b"".join(self.records)
+        return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+
+    @property
+    def records(self) -> list[bytes]:
+        """Each record on its own (split on first use)."""
+        if self._records is None:
+            records: list[bytes] = []
+            sizes = iter(self.sizes)
+            for chunk in self.chunks:
+                pos = 0
+                while pos < len(chunk):
+                    size = next(sizes)
+                    records.append(chunk[pos : pos + size])
+                    pos += size
+            self._records = records
+        return self._records
 
 
 @dataclass(slots=True)
@@ -143,6 +170,15 @@ class RecoveryReport:
     redispatched: int
     problem: str | None
     seconds: float
+
+
+@functools.cache
+def _in_memory_bytes() -> int:
+    """40% of the RAM, as accessMessageInMemoryMaxRatio defaults to."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.4)
+    except (ValueError, OSError):
+        return 1 << 30
 
 
 def default_disk_usage(path: Path) -> float:
@@ -196,6 +232,8 @@ class MessageStore:
         self.put_bytes = 0
         self._last_put_ts = 0
         self._cq_flushed_ts = 0
+        self.replica = False  # a slave's store: only replicated bytes are appended
+        self._replica_end = -1  # where the last complete replicated record ends (-1 = not yet known)
 
     # == life cycle ============================================================================
     def start(self) -> RecoveryReport:
@@ -365,6 +403,8 @@ class MessageStore:
         """Append messages (a batch is atomic: all are checked before any is written)."""
         if not self.running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, "the store is not running")
+        if self.replica:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, "the store is a slave's: it takes no writes")
         if self.disk_full:
             return PutResult(
                 PutStatus.SERVICE_NOT_AVAILABLE,
@@ -499,6 +539,42 @@ class MessageStore:
                 result.remark = f"flush to disk took longer than {self.config.sync_flush_timeout_ms} ms"
         return result
 
+    # == replication (slave side) ==============================================================
+    def append_replicated(self, offset: int, data: bytes | memoryview) -> list[DispatchRequest]:
+        """Append CommitLog bytes a master sent at ``offset`` and dispatch the records they complete.
+
+        A record split across frames waits in the CommitLog past the dispatched end until its last
+        byte arrives. Returns what was dispatched (so held pulls can be woken).
+        """
+        cl = self.commitlog
+        with self._write_lock:
+            if not cl.files.files and offset:
+                cl.files.create_file(offset - offset % cl.file_size)  # the master no longer has offset 0
+            if self._replica_end < 0:
+                self._replica_end = cl.max_offset
+            cl.append_raw(offset, data)
+            end = self._replica_end
+            rule = self.tags_rule
+            requests: list[DispatchRequest] = []
+            for mf, pos, layout in cl.walk(end, check_body_crc=False):
+                requests.append(request_from_record(mf.mm, pos, layout, mf.file_from + pos, rule))
+                end = mf.file_from + pos + layout.total_size
+            self.dispatcher.dispatch(requests)
+            self._replica_end = end
+            if requests:
+                self._last_put_ts = requests[-1].store_timestamp
+        return requests
+
+    def truncate_replica(self, offset: int) -> int:
+        """Cut the CommitLog at record boundary ``offset`` and the queue units past it; bytes cut."""
+        with self._write_lock:
+            cut = max(0, self.commitlog.max_offset - offset)
+            self.commitlog.truncate(offset)
+            for cq in list(self.queues.queues.values()):
+                cq.recover(self.commitlog.min_offset, offset)
+            self._replica_end = min(self._replica_end, offset)
+        return cut
+
     # == flushing and housekeeping =============================================================
     def _flush_rest(self) -> None:
         self.queues.flush()
@@ -560,6 +636,13 @@ class MessageStore:
             return 0
         return cq.search_by_time(timestamp, boundary, self.commitlog.store_timestamp_at)
 
+    def in_page_cache(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether a read of the queue from ``offset`` stays within the newest CommitLog bytes, which
+        the page cache holds (RocketMQ's accessMessageInMemoryMaxRatio): such a read cannot block."""
+        cq = self.queues.get(topic, queue_id)
+        unit = cq.unit_at(offset) if cq is not None else None
+        return unit is None or self.commitlog.max_offset - unit.commitlog_offset < _in_memory_bytes()
+
     def get_messages(
         self,
         topic: str,
@@ -571,7 +654,7 @@ class MessageStore:
         tag_filter: Callable[[int], bool] | None = None,
         record_filter: Callable[[bytes], bool] | None = None,
     ) -> GetResult:
-        """Messages of a queue from ``offset`` with the statuses a pull answers (reference §6.5)."""
+        """Messages of a queue from ``offset`` with the statuses a pull answers."""
         cq = self.queues.get(topic, queue_id)
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
@@ -587,12 +670,17 @@ class MessageStore:
         max_msgs = max(1, min(max_msgs, self.config.max_transfer_count_on_message * 32))
         byte_limit = max_bytes or self.config.max_transfer_bytes_on_message
         result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, lo, hi)
+        sizes, chunks, queue_offsets = result.sizes, result.chunks, result.queue_offsets
         total = 0
         cl_min = self.commitlog.min_offset
         next_offset = offset
         removed = False
+        files = self.commitlog.files
+        mf: MappedFile | None = None
+        mf_from = mf_end = 0  # absolute span of the written bytes of ``mf``
+        run_from = run_to = 0  # consecutive records of ``mf`` not yet sliced into ``chunks``
         for q_off, phys, size, tags in cq.iter_units(offset, self.config.max_filter_message_count):
-            if len(result.records) >= max_msgs or (result.records and total + size > byte_limit):
+            if len(sizes) >= max_msgs or (sizes and total + size > byte_limit):
                 break
             next_offset = q_off + 1
             if phys < cl_min:
@@ -600,17 +688,34 @@ class MessageStore:
                 continue
             if tag_filter is not None and not tag_filter(tags):
                 continue
-            data = self.commitlog.read(phys, size)
-            if data is None:
-                removed = True
-                continue
-            if record_filter is not None and not record_filter(data):
-                continue
-            result.records.append(data)
-            result.queue_offsets.append(q_off)
+            if mf is None or phys < mf_from or phys + size > mf_end:
+                if mf is not None and run_to > run_from:
+                    chunks.append(mf.mm[run_from - mf_from : run_to - mf_from])
+                mf = files.find(phys)
+                if mf is None or phys + size > mf.file_from + mf.wrote:
+                    mf = None
+                    removed = True
+                    continue
+                mf_from, mf_end = mf.file_from, mf.file_from + mf.wrote
+                run_from = run_to = phys
+            if record_filter is not None:
+                data = mf.mm[phys - mf_from : phys - mf_from + size]
+                if not record_filter(data):
+                    continue
+                chunks.append(data)
+            elif phys == run_to:
+                run_to += size
+            else:
+                if run_to > run_from:
+                    chunks.append(mf.mm[run_from - mf_from : run_to - mf_from])
+                run_from, run_to = phys, phys + size
+            sizes.append(size)
+            queue_offsets.append(q_off)
             total += size
+        if mf is not None and run_to > run_from:
+            chunks.append(mf.mm[run_from - mf_from : run_to - mf_from])
         result.next_begin_offset = next_offset
-        if result.records:
+        if sizes:
             result.status = GetStatus.FOUND
         elif removed:
             result.status = GetStatus.MESSAGE_WAS_REMOVING

@@ -1,4 +1,4 @@
-"""Retention of CommitLog files (reference §6.1): expired files go at ``deleteWhen`` or when the
+"""Retention of CommitLog files: expired files go at ``deleteWhen`` or when the
 disk is fuller than ``diskMaxUsedSpaceRatio``; above ``diskSpaceCleanForciblyRatio`` the oldest go
 even unexpired; above ``diskSpaceWarningLevelRatio`` writes are refused until space returns.
 Clock and disk usage are injected so the rules can be tested without filling a disk."""

@@ -14,7 +14,7 @@ RUN_KEYS = {"seconds", "messages", "bytes", "requests", "errors", "msgsPerSec", 
 LATENCY_KEYS = {"p50", "p99", "p999", "max"}
 SUMMARY_KEYS = {
     "mode", "target", "topic", "queues", "connections", "workers", "size", "batch", "flush", "embedded",
-    "broker", "intervals", "baseline", "ratio", "firstError",
+    "client", "broker", "intervals", "sdk", "baseline", "ratio", "sdkRatio", "firstError",
 }  # fmt: skip
 
 
@@ -24,9 +24,9 @@ def rmq(*args: object) -> Result:
 
 def summary(result: Result) -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
-    doc = json.loads(result.stdout)
+    doc: dict[str, Any] = json.loads(result.stdout)
     assert set(doc) == SUMMARY_KEYS
-    for run in (doc["broker"], doc["baseline"]):
+    for run in (doc["broker"], doc["baseline"], *([doc["sdk"]] if doc["sdk"] is not None else [])):
         assert set(run) == RUN_KEYS
         assert set(run["latencyMs"]) == LATENCY_KEYS
     assert doc["firstError"] is None
@@ -44,7 +44,37 @@ def test_produce_embedded_sync_flush_batch() -> None:
     assert broker["messages"] > 0 and broker["messages"] == 4 * broker["requests"]
     assert broker["bytes"] == 100 * broker["messages"]
     assert doc["baseline"]["messages"] > 0 and doc["ratio"] > 0
+    assert (doc["client"], doc["sdk"], doc["sdkRatio"]) == ("remoting", None, None)
     assert "broker" in result.stderr and "baseline" in result.stderr  # the live lines
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_produce_both_clients_reports_sdk_ratio(batch: int) -> None:
+    result = rmq("bench", "produce", "--embedded", "--duration", 1, "--client", "both", "--batch", batch,
+                 "--size", 64, "--inflight", 4, "-o", "json")  # fmt: skip
+    doc = summary(result)
+    broker, sdk = doc["broker"], doc["sdk"]
+    assert doc["client"] == "both" and broker["messages"] > 0 and sdk["messages"] > 0
+    assert sdk["messages"] == batch * sdk["requests"] and sdk["bytes"] == 64 * sdk["messages"]
+    assert sdk["errors"] == 0 and doc["sdkRatio"] > 0
+    assert doc["sdkRatio"] == pytest.approx(sdk["msgsPerSec"] / broker["msgsPerSec"], abs=1e-3)
+    assert all(f"{phase} " in result.stderr for phase in ("broker", "sdk", "baseline"))
+
+
+def test_consume_both_clients_table() -> None:
+    result = rmq("bench", "consume", "--embedded", "--duration", 1, "--prefill", 300, "--queues", 2,
+                 "--client", "both", "--no-baseline")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "broker via sdk" in result.stdout and "sdk / low-level" in result.stdout
+
+
+def test_consume_sdk_only() -> None:
+    result = rmq("bench", "consume", "--embedded", "--duration", 1, "--prefill", 300, "--queues", 2,
+                 "--pull-batch", 16, "--client", "sdk", "-o", "json")  # fmt: skip
+    doc = summary(result)
+    assert (doc["client"], doc["sdk"], doc["sdkRatio"]) == ("sdk", None, None)
+    assert doc["broker"]["messages"] > 0 and doc["broker"]["bytes"] == 1024 * doc["broker"]["messages"]
+    assert doc["baseline"]["messages"] > 0 and doc["ratio"] > 0
 
 
 def test_produce_synchronous_producers_table() -> None:
@@ -72,6 +102,8 @@ def test_consume_embedded_prefills_and_pulls() -> None:
         (["produce", "--embedded", "--batch", "1024", "--size", "8192"], "over the"),
         (["consume", "--embedded", "--pull-batch", "0"], "--pull-batch"),
         (["produce", "--embedded", "--duration", "x"], "--duration"),
+        (["produce", "--embedded", "--client", "java"], "--client must be remoting, sdk or both"),
+        (["consume", "--broker", "127.0.0.1:1", "--client", "sdk"], "--client sdk needs --namesrv"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(

@@ -13,7 +13,7 @@ from tests.cli_online.conftest import CLOSED_ADDR, Cluster
 Rmq = Callable[..., Result]
 BROKER_KEYS = {
     "cluster", "brokerName", "brokerId", "address", "role", "reachable", "error", "version", "putTps",
-    "getTps", "diskRatio", "commitlogMinOffset", "commitlogMaxOffset", "runtime",
+    "getTps", "diskRatio", "commitlogMinOffset", "commitlogMaxOffset", "runtime", "ha",
 }  # fmt: skip
 
 

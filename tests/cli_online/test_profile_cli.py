@@ -18,7 +18,15 @@ def test_profile_commands(rmq: Rmq, config_file: Path) -> None:
     created = rmq("profile", "create", "prod", "-n", "p:1", "--default-output", "json", "-o", "json")
     doc = json.loads(created.stdout)
     assert doc["current"] == "prod" and doc["path"] == str(config_file)
-    assert doc["profiles"] == [{"name": "prod", "namesrv": "p:1", "output": "json", "timeout": None}]
+    (profile,) = doc["profiles"]
+    assert {k: profile[k] for k in ("name", "namesrv", "output", "timeout")} == {
+        "name": "prod",
+        "namesrv": "p:1",
+        "output": "json",
+        "timeout": None,
+    }
+    # credentials are configured by reference only: no key in the output holds a secret
+    assert profile["accessKey"] is None and "secretKey" not in profile
     assert rmq("profile", "create", "dev", "-n", "d:1", "--default-timeout", "2").exit_code == 0
     assert json.loads(rmq("profile", "use", "dev", "-o", "json").stdout)["current"] == "dev"
     listing = rmq("profile", "list", "-o", "text").stdout.splitlines()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import itertools
 from collections.abc import Awaitable, Callable
@@ -306,6 +307,47 @@ async def test_transactions(tmp_path: Path) -> None:
             assert checked[0].msg_id == outcomes[b"unknown"] and checked[0].topic == "TxTopic"
             await until(lambda: any(m.body == b"unknown" for m in got), "the checked-and-committed message")
         assert not any(m.body == b"rollback" for m in got)
+
+
+@async_test()
+async def test_transaction_check_reaches_another_producer_when_the_first_dies(tmp_path: Path) -> None:
+    broker = {"transaction_check_interval": 1000, "transaction_time_out": 1000}
+    async with running_cluster(tmp_path, broker) as cluster:
+        await cluster.create_topic("TxFailover", 1)
+        asked: dict[str, list[MessageExt]] = {"first": [], "second": []}
+
+        def checker(name: str) -> Callable[[MessageExt], LocalTransactionState]:
+            def check(msg: MessageExt) -> LocalTransactionState:
+                asked[name].append(msg)
+                return LocalTransactionState.COMMIT_MESSAGE
+
+            return check
+
+        got: list[MessageExt] = []
+        consumer = push_consumer("cg-tx-failover", cluster.namesrv)
+        consumer.subscribe("TxFailover")
+        consumer.register_message_listener_concurrently(collector(got))
+        first = TransactionProducer("pg-tx-failover", cluster.namesrv, checker("first"))
+        await first.start()
+        second = TransactionProducer("pg-tx-failover", cluster.namesrv, checker("second"))
+        async with second, consumer:
+            # a live member of the group: it has sent, so the broker knows it
+            await second.send_message_in_transaction(
+                Message("TxFailover", b"warm-up"), decide(LocalTransactionState.COMMIT_MESSAGE)
+            )
+            result = await first.send_message_in_transaction(
+                Message("TxFailover", b"orphan"), decide(LocalTransactionState.UNKNOW)
+            )
+            # the first producer dies: its connections drop without an unregister
+            await first.instance.remoting.close()
+            await until(lambda: bool(asked["second"]), "a check at the surviving producer", timeout=30)
+            assert asked["second"][0].msg_id == result.send_result.msg_id
+            await until(
+                lambda: any(m.body == b"orphan" for m in got), "the message committed by the survivor"
+            )
+        assert not asked["first"]
+        with contextlib.suppress(Exception):
+            await first.shutdown()
 
 
 @async_test()

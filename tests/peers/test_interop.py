@@ -1,5 +1,4 @@
-"""Real RocketMQ clients against our NameServer and broker (issue "Remoting protocol, NameServer and
-broker core", section 7).
+"""Real RocketMQ clients against our NameServer and broker.
 
 * ali-ons 3.12.0 (pure JavaScript, SEND_MESSAGE_V2, clustering push consumer with rebalance)
 * rocketmq 0.4.4 (the C++ client: SEND_MESSAGE v1 header, batch send, push and pull consumers)

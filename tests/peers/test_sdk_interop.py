@@ -1,4 +1,4 @@
-"""The project's SDK against real third-party clients (issue "Python client SDK", interop proof):
+"""The project's SDK against real third-party clients:
 messages produced by the SDK are consumed by ali-ons and by the C++ client, and the other way round,
 with bodies, tags and keys byte-identical."""
 

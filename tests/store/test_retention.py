@@ -1,4 +1,4 @@
-"""Retention with an injected clock and disk-usage source (reference §6.1)."""
+"""Retention with an injected clock and disk-usage source."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import threading
 import time
@@ -34,7 +35,10 @@ def load_client() -> Any:
 
 
 def config(rocketmq: Any, endpoints: str, request_timeout: int = 5) -> Any:
-    return rocketmq.ClientConfiguration(endpoints, rocketmq.Credentials(), request_timeout=request_timeout)
+    # ACL credentials when the test sets them (tests/acl); empty ones mean "no authentication"
+    env = os.environ
+    credentials = rocketmq.Credentials(env.get("RMQ_ACCESS_KEY", ""), env.get("RMQ_SECRET_KEY", ""))
+    return rocketmq.ClientConfiguration(endpoints, credentials, request_timeout=request_timeout)
 
 
 def message_fields(msg: Any) -> dict[str, Any]:

@@ -1,0 +1,419 @@
+"""Driver-side planning: which topics and queues to read, and their offset ranges.
+
+A :class:`Target` is where messages come from (a running cluster or a store folder); it lists the
+queues of the chosen topics and answers min/max offsets and time searches for each, in one batch
+of requests. Everything here runs on the driver; executors only get the picklable
+:class:`QueueRange` values it produces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from broker.protocol.javahash import java_hash
+
+T = TypeVar("T")
+Offsets = dict[str, dict[str, dict[str, int]]]  # topic -> broker -> queue id (as text) -> offset
+EARLIEST, LATEST = -2, -1
+STORE_BROKER = "store"
+
+
+class OptionError(ValueError):
+    """An option of the ``rocketmq`` data source that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRef:
+    topic: str
+    broker: str
+    queue_id: int
+    addr: str  # broker address, or "" for a store folder
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRange:
+    """Queue offsets ``[start, end)`` of one queue: one input partition (or a slice of one)."""
+
+    queue: QueueRef
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class ReadSpec:
+    """Parsed reader options (the parts executors need travel in :class:`QueueRange`s and this)."""
+
+    store_path: str | None
+    namesrv: list[str]
+    broker_addr: str | None
+    topics: list[str]
+    pattern: str | None
+    assign: dict[str, dict[str, list[int]] | list[int]] | None
+    starting: str
+    ending: str
+    starting_ts: int | None
+    ending_ts: int | None
+    tags: frozenset[str] | None
+    min_partitions: int
+    pull_batch_size: int
+    fail_on_data_loss: bool
+    timeout: float
+    max_offsets_per_trigger: int | None
+    consumer_group: str | None
+    # Spark may reuse a reader that had filters pushed for an earlier query of the same DataFrame,
+    # so pushdown is opt-in (option filterPushdown=true; then use one DataFrame per filtered query)
+    filter_pushdown: bool = False
+    # pushed filters
+    queue_ids: frozenset[int] | None = None
+    offset_min: int | None = None
+    offset_max: int | None = None  # exclusive
+    ts_min: int | None = None  # ms, inclusive
+    ts_max: int | None = None  # ms, exclusive
+    extra_tags: frozenset[str] | None = field(default=None)
+
+    @property
+    def tag_set(self) -> frozenset[str] | None:
+        """Tags a message must have (subExpression and pushed tag filters combined), None = any."""
+        if self.tags is None:
+            return self.extra_tags
+        if self.extra_tags is None:
+            return self.tags
+        return self.tags & self.extra_tags
+
+    @property
+    def tag_codes(self) -> frozenset[int] | None:
+        tags = self.tag_set
+        return None if tags is None else frozenset(java_hash(t) for t in tags)
+
+
+def _int(options: Mapping[str, str], name: str, default: int) -> int:
+    raw = options.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise OptionError(f"option {name} must be an integer, got {raw!r}") from None
+
+
+def _opt_int(options: Mapping[str, str], name: str) -> int | None:
+    return _int(options, name, -1) if options.get(name) not in (None, "") else None
+
+
+def parse_tags(expression: str | None) -> frozenset[str] | None:
+    """``"a || b"`` -> {a, b}; empty or ``*`` -> None (every message)."""
+    text = (expression or "").strip()
+    if not text or text == "*":
+        return None
+    return frozenset(t.strip() for t in text.split("||") if t.strip())
+
+
+def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadSpec:
+    """Check and parse the options of a read (names are case-insensitive, as Spark passes them)."""
+    opts = {k.lower(): v for k, v in options.items()}
+    store_path = opts.get("storepath")
+    namesrv = [a for a in re.split(r"[;,]", opts.get("nameserver", "") or "") if a.strip()]
+    broker_addr = opts.get("brokeraddr")
+    if sum(bool(x) for x in (store_path, namesrv, broker_addr)) != 1:
+        raise OptionError("give exactly one of the options nameServer, brokerAddr or storePath")
+    topics = [t.strip() for t in (opts.get("topic") or "").split(",") if t.strip()]
+    pattern = opts.get("subscribepattern")
+    assign_raw = opts.get("assign")
+    if sum(bool(x) for x in (topics, pattern, assign_raw)) != 1:
+        raise OptionError("give exactly one of the options topic, subscribePattern or assign")
+    assign = None
+    if assign_raw:
+        try:
+            assign = json.loads(assign_raw)
+        except ValueError as exc:
+            raise OptionError(f"option assign is not JSON: {exc}") from None
+        if not isinstance(assign, dict):
+            raise OptionError('option assign must look like {"T": {"broker-a": [0, 1]}} or {"T": [0, 1]}')
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"option subscribePattern is not a regular expression: {exc}") from None
+    max_trigger = _opt_int(opts, "maxoffsetspertrigger")
+    if max_trigger is not None and max_trigger <= 0:
+        raise OptionError("option maxOffsetsPerTrigger must be positive")
+    spec = ReadSpec(
+        store_path=store_path,
+        namesrv=namesrv,
+        broker_addr=broker_addr,
+        topics=topics,
+        pattern=pattern,
+        assign=assign,
+        starting=opts.get("startingoffsets") or ("latest" if streaming else "earliest"),
+        ending=opts.get("endingoffsets") or "latest",
+        starting_ts=_opt_int(opts, "startingtimestamp"),
+        ending_ts=_opt_int(opts, "endingtimestamp"),
+        tags=parse_tags(opts.get("subexpression")),
+        min_partitions=max(1, _int(opts, "minpartitions", 1)),
+        pull_batch_size=max(1, min(1024, _int(opts, "pullbatchsize", 1024))),
+        fail_on_data_loss=(opts.get("failondataloss") or "true").lower() != "false",
+        filter_pushdown=(opts.get("filterpushdown") or "false").lower() == "true",
+        timeout=float(opts.get("timeout") or 10),
+        max_offsets_per_trigger=max_trigger,
+        consumer_group=opts.get("consumergroup") or None,
+    )
+    for name in ("starting", "ending"):
+        value = getattr(spec, name)
+        if value not in ("earliest", "latest"):
+            _offsets_json(value, f"{name}Offsets")
+    if streaming and spec.ending != "latest" and opts.get("endingoffsets"):
+        raise OptionError("option endingOffsets is for batch reads only")
+    return spec
+
+
+def _offsets_json(text: str, name: str) -> Offsets:
+    try:
+        data = json.loads(text)
+        return {
+            str(t): {str(b): {str(q): int(o) for q, o in qs.items()} for b, qs in brokers.items()}
+            for t, brokers in data.items()
+        }
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise OptionError(
+            f'option {name} must be earliest, latest or JSON like {{"T":{{"broker-a":{{"0":23}}}}}}: {exc}'
+        ) from None
+
+
+def run_async(factory: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(_as_coro(factory))
+
+
+async def _as_coro(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()
+
+
+class Target:
+    """Queues and offsets of a cluster or a store folder, queried in batches."""
+
+    def queues(self, spec: ReadSpec) -> list[QueueRef]:
+        raise NotImplementedError
+
+    def bounds(self, refs: list[QueueRef]) -> dict[QueueRef, tuple[int, int]]:
+        """(min, max) offset of each queue."""
+        raise NotImplementedError
+
+    def search(self, refs: list[QueueRef], ts: int) -> dict[QueueRef, int]:
+        """First offset of each queue stored at or after ``ts`` (ms)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the target holds."""
+
+
+def _select(spec: ReadSpec, topics: Iterable[str]) -> list[str]:
+    if spec.topics:
+        return spec.topics
+    if spec.assign is not None:
+        return list(spec.assign)
+    assert spec.pattern is not None
+    rx = re.compile(spec.pattern)
+    return sorted(t for t in topics if rx.fullmatch(t))
+
+
+def _assigned(spec: ReadSpec, ref: QueueRef) -> bool:
+    if spec.queue_ids is not None and ref.queue_id not in spec.queue_ids:
+        return False
+    if spec.assign is None:
+        return True
+    wanted = spec.assign.get(ref.topic)
+    if isinstance(wanted, list):
+        return ref.queue_id in wanted
+    if isinstance(wanted, dict):
+        return ref.queue_id in wanted.get(ref.broker, [])
+    return False
+
+
+class StoreTarget(Target):
+    """A store folder, opened read-only (a running broker's, a copy or an archive)."""
+
+    def __init__(self, path: str) -> None:
+        from broker.store.message_store import MessageStore
+
+        self.path = path
+        self.store = MessageStore.open_read_only(Path(path))
+
+    def queues(self, spec: ReadSpec) -> list[QueueRef]:
+        table = self.store.queues
+        names = _select(spec, table.topics())
+        refs = [QueueRef(t, STORE_BROKER, cq.queue_id, "") for t in names for cq in table.of_topic(t)]
+        return [r for r in refs if _assigned(spec, r)]
+
+    def bounds(self, refs: list[QueueRef]) -> dict[QueueRef, tuple[int, int]]:
+        return {r: (self.store.min_offset(r.topic, r.queue_id), self.store.max_offset(r.topic, r.queue_id))
+                for r in refs}  # fmt: skip
+
+    def search(self, refs: list[QueueRef], ts: int) -> dict[QueueRef, int]:
+        return {r: self.store.offset_by_time(r.topic, r.queue_id, ts) for r in refs}
+
+    def close(self) -> None:
+        self.store.shutdown()
+
+
+class ClusterTarget(Target):
+    """A running cluster, through a NameServer (routes) or one broker address."""
+
+    def __init__(self, spec: ReadSpec) -> None:
+        self.spec = spec
+
+    async def _with_api(self, fn: Callable[[Any], Awaitable[T]]) -> T:
+        from broker.client.admin_api import AdminApi
+        from broker.client.remoting_client import RemotingClient
+
+        client = RemotingClient()
+        try:
+            return await fn(AdminApi(client, self.spec.timeout))
+        finally:
+            await client.close()
+
+    def queues(self, spec: ReadSpec) -> list[QueueRef]:
+        async def main(api: Any) -> list[QueueRef]:
+            if spec.broker_addr:
+                configs = await api.all_topic_config(spec.broker_addr)
+                runtime = await api.broker_config(spec.broker_addr)
+                name = runtime.get("brokerName", "broker")
+                refs = [QueueRef(t, name, q, spec.broker_addr)
+                        for t in _select(spec, configs) if t in configs
+                        for q in range(configs[t].readQueueNums)]  # fmt: skip
+            else:
+                names = _select(spec, await api.topic_list(spec.namesrv) if spec.pattern else [])
+                refs = []
+                for topic in names:
+                    route = await api.topic_route(spec.namesrv, topic)
+                    masters = {b.brokerName: b.brokerAddrs.get(0) for b in route.brokerDatas}
+                    for qd in route.queueDatas:
+                        addr = masters.get(qd.brokerName)
+                        if addr and qd.brokerName:
+                            refs += [QueueRef(topic, qd.brokerName, q, addr) for q in range(qd.readQueueNums)]
+            return [r for r in refs if _assigned(spec, r)]
+
+        return run_async(lambda: self._with_api(main))
+
+    def bounds(self, refs: list[QueueRef]) -> dict[QueueRef, tuple[int, int]]:
+        async def main(api: Any) -> dict[QueueRef, tuple[int, int]]:
+            async def one(r: QueueRef) -> tuple[int, int]:
+                lo, hi = await asyncio.gather(
+                    api.min_offset(r.addr, r.topic, r.queue_id), api.max_offset(r.addr, r.topic, r.queue_id)
+                )
+                return int(lo), int(hi)
+
+            found = await asyncio.gather(*(one(r) for r in refs))
+            return dict(zip(refs, found, strict=True))
+
+        return run_async(lambda: self._with_api(main))
+
+    def search(self, refs: list[QueueRef], ts: int) -> dict[QueueRef, int]:
+        async def main(api: Any) -> dict[QueueRef, int]:
+            found = await asyncio.gather(*(api.search_offset(r.addr, r.topic, r.queue_id, ts) for r in refs))
+            return dict(zip(refs, [int(f) for f in found], strict=True))
+
+        return run_async(lambda: self._with_api(main))
+
+    def commit(self, group: str, offsets: dict[QueueRef, int]) -> None:
+        """UPDATE_CONSUMER_OFFSET for each queue, so tools show the pipeline's progress as a group."""
+        from broker.protocol import headers as H
+        from broker.protocol.codes import RequestCode
+
+        async def main(api: Any) -> None:
+            await asyncio.gather(*(
+                api.call(r.addr, RequestCode.UPDATE_CONSUMER_OFFSET, H.UpdateConsumerOffsetRequestHeader(
+                    consumerGroup=group, topic=r.topic, queueId=r.queue_id, commitOffset=off, bname=r.broker))
+                for r, off in offsets.items()
+            ))  # fmt: skip
+
+        run_async(lambda: self._with_api(main))
+
+
+def open_target(spec: ReadSpec) -> Target:
+    return StoreTarget(spec.store_path) if spec.store_path else ClusterTarget(spec)
+
+
+def resolve(
+    target: Target, spec: ReadSpec, refs: list[QueueRef], bounds: dict[QueueRef, tuple[int, int]],
+    which: str, ts: int | None,
+) -> dict[QueueRef, int]:  # fmt: skip
+    """Start (``which="starting"``) or end offsets of each queue from the options."""
+    if ts is not None:
+        return target.search(refs, ts)
+    value = spec.starting if which == "starting" else spec.ending
+    if value == "earliest":
+        return {r: bounds[r][0] for r in refs}
+    if value == "latest":
+        return {r: bounds[r][1] for r in refs}
+    table = _offsets_json(value, f"{which}Offsets")
+    out = {}
+    for r in refs:
+        off = table.get(r.topic, {}).get(r.broker, {}).get(str(r.queue_id))
+        if off is None:
+            off = EARLIEST if which == "starting" else LATEST
+        out[r] = bounds[r][0] if off == EARLIEST else bounds[r][1] if off == LATEST else off
+    return out
+
+
+def plan_ranges(target: Target, spec: ReadSpec) -> list[QueueRange]:
+    """The queue ranges of a batch read, pushed filters applied."""
+    refs = target.queues(spec)
+    if not refs:
+        return []
+    bounds = target.bounds(refs)
+    start_ts = max(x for x in (spec.starting_ts, spec.ts_min) if x is not None) if (
+        spec.starting_ts is not None or spec.ts_min is not None) else None  # fmt: skip
+    end_ts = min(x for x in (spec.ending_ts, spec.ts_max) if x is not None) if (
+        spec.ending_ts is not None or spec.ts_max is not None) else None  # fmt: skip
+    starts = resolve(target, spec, refs, bounds, "starting", start_ts)
+    ends = resolve(target, spec, refs, bounds, "ending", end_ts)
+    ranges = []
+    for r in refs:
+        lo, hi = bounds[r]
+        start, end = starts[r], min(ends[r], hi)
+        if start < lo:
+            if spec.fail_on_data_loss and start >= 0 and spec.starting not in ("earliest",) and (
+                    spec.starting_ts is None):  # fmt: skip
+                raise OptionError(
+                    f"{r.topic}/{r.broker}/{r.queue_id}: offset {start} is gone (the queue starts at {lo}); "
+                    "set failOnDataLoss=false to skip it"
+                )
+            start = lo
+        if spec.offset_min is not None:
+            start = max(start, spec.offset_min)
+        if spec.offset_max is not None:
+            end = min(end, spec.offset_max)
+        if end > start:
+            ranges.append(QueueRange(r, start, end))
+    return ranges
+
+
+def split(ranges: list[QueueRange], min_partitions: int) -> list[QueueRange]:
+    """One partition per queue range, ranges cut so that there are at least ``min_partitions``."""
+    total = sum(r.end - r.start for r in ranges)
+    if len(ranges) >= min_partitions or total == 0:
+        return ranges
+    out = []
+    for r in ranges:
+        pieces = max(1, round(min_partitions * (r.end - r.start) / total))
+        step = -(-(r.end - r.start) // pieces)
+        out += [replace(r, start=s, end=min(r.end, s + step)) for s in range(r.start, r.end, step)]
+    return out
+
+
+def to_offsets(values: Mapping[QueueRef, int]) -> Offsets:
+    """Queue offsets as the checkpoint JSON stores them (queue ids as text)."""
+    out: Offsets = {}
+    for r, off in values.items():
+        out.setdefault(r.topic, {}).setdefault(r.broker, {})[str(r.queue_id)] = off
+    return out
+
+
+def lookup(offsets: Mapping[str, Any], ref: QueueRef) -> int | None:
+    value = offsets.get(ref.topic, {}).get(ref.broker, {}).get(str(ref.queue_id))
+    return None if value is None else int(value)

@@ -1,0 +1,536 @@
+"""mqadmin's text layouts: admin dataclasses formatted exactly as Apache RocketMQ's tools print them.
+
+Pure formatting: every function takes what the admin service returned and gives the
+text, newline-terminated as Java's ``%n`` leaves it, so scripts that screen-scrape ``mqadmin`` keep
+working. Java's own spellings are reproduced on purpose: ``null`` for absent strings, ``Double.toString``
+numbers, ``HashMap`` iteration order for message properties, fastjson's pretty JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from broker.protocol.javahash import java_hash
+
+if TYPE_CHECKING:
+    from admin.models import (
+        BrokerInfo,
+        BrokerRuntime,
+        ClientInfo,
+        ClusterList,
+        ConfigValues,
+        GroupConnections,
+        GroupLag,
+        Messages,
+        OffsetReset,
+        SendReceipt,
+        TopicChange,
+        TopicRoute,
+        TopicStatus,
+        TrackInfo,
+    )
+    from broker.protocol.message import MessageRecord
+
+ROUTE_RULE = "-" * 158
+_PROPERTIES_CAPACITY = 128  # MessageDecoder.string2messageProperties: new HashMap<>(128)
+
+
+# -- Java spellings ---------------------------------------------------------------------------------
+def jstr(value: object) -> str:
+    """Java's ``%s``: ``null`` for None, ``true``/``false`` for booleans."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def java_double(value: float) -> str:
+    """Java's ``Double.toString``: ``0.0``, ``12.5``, ``1.0E7``."""
+    x = float(value)
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(x)
+    mantissa, _, exponent = f"{x:e}".partition("e")
+    digits = repr(float(mantissa))
+    return f"{digits}E{int(exponent)}"
+
+
+def human_time(epoch_ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString2``: ``yyyy-MM-dd HH:mm:ss,SSS`` in local time."""
+    t = dt.datetime.fromtimestamp(epoch_ms / 1000)
+    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{epoch_ms % 1000:03d}"
+
+
+def plain_time(epoch_ms: int) -> str:
+    """``UtilAll.formatDate(…, YYYY_MM_DD_HH_MM_SS)`` in local time."""
+    return dt.datetime.fromtimestamp(epoch_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def hashmap_order(keys: Iterable[str], capacity: int = 16) -> list[str]:
+    """The iteration order of a ``java.util.HashMap`` holding ``keys`` (inserted in this order) whose
+    table has ``capacity`` buckets: by bucket of the spread hash, then insertion."""
+    size = capacity
+    wanted = list(keys)
+    while len(wanted) > size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = java_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return sorted(wanted, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
+def java_map(values: Mapping[str, str], capacity: int = 16) -> str:
+    """``HashMap.toString``: ``{k1=v1, k2=v2}`` in HashMap order."""
+    return "{" + ", ".join(f"{k}={values[k]}" for k in hashmap_order(values, capacity)) + "}"
+
+
+def _first_number(text: str | None) -> float:
+    try:
+        return float((text or "").split(" ")[0])
+    except ValueError:
+        return 0.0
+
+
+# -- help -------------------------------------------------------------------------------------------
+def command_list(commands: Sequence[tuple[str, str]]) -> str:
+    """What ``mqadmin`` prints without arguments."""
+    lines = ["The most commonly used mqadmin commands are:"]
+    lines += [f"   {name:<35} {desc}" for name, desc in commands]
+    lines += ["", "See 'mqadmin help <command>' for more information on a specific command."]
+    return "\n".join(lines) + "\n"
+
+
+# -- topics -----------------------------------------------------------------------------------------
+def _fastjson(value: object, depth: int) -> str:
+    """fastjson's PrettyFormat: tab indents; String keys on their own line, other keys inline."""
+    pad, inner = "\t" * depth, "\t" * (depth + 1)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        parts = []
+        for i, (key, item) in enumerate(value.items()):
+            sep = "," if i else ""
+            if isinstance(key, str):
+                parts.append(f'{sep}\n{inner}"{key}":{_fastjson(item, depth + 1)}')
+            else:
+                parts.append(f"{sep}{key}:{_fastjson(item, depth + 1)}")
+        return "{" + "".join(parts) + f"\n{pad}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        items = ",".join(f"\n{inner}{_fastjson(v, depth + 1)}" for v in value)
+        return f"[{items}\n{pad}]"
+    if isinstance(value, bool):
+        return jstr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def topic_route_json(route: TopicRoute) -> str:
+    """``TopicRouteData.toJson(true)``: keys alphabetical, absent values left out."""
+    data: dict[str, object] = {
+        "brokerDatas": [
+            {
+                "brokerAddrs": dict(b.addresses),
+                "brokerName": b.broker_name,
+                "cluster": b.cluster,
+                "enableActingMaster": False,
+            }
+            for b in route.brokers
+        ],
+        "filterServerTable": {},
+    }
+    if route.order_conf is not None:
+        data["orderTopicConf"] = route.order_conf
+    data["queueDatas"] = [
+        {
+            "brokerName": q.broker_name,
+            "perm": q.perm,
+            "readQueueNums": q.read_queues,
+            "topicSysFlag": q.topic_sys_flag,
+            "writeQueueNums": q.write_queues,
+        }
+        for q in route.queues
+    ]
+    return _fastjson(data, 0) + "\n"
+
+
+def topic_route_list(route: TopicRoute) -> str:
+    """``topicRoute -l``: one row per broker, then totals."""
+    row = "{:<45} {:<32} {:<50} {:<10} {:<11} {:<5}\n"
+    out = [row.format("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")]
+    queues = {q.broker_name: q for q in route.queues}
+    total_read = total_write = 0
+    for b in route.brokers:
+        q = queues.get(b.broker_name)
+        read, write = (q.read_queues, q.write_queues) if q else (0, 0)
+        total_read, total_write = total_read + read, total_write + write
+        addrs = "{" + ", ".join(f"{i}={a}" for i, a in b.addresses.items()) + "}"
+        out.append(row.format(b.cluster, b.broker_name, addrs, read, write, q.perm if q else 0))
+    out.append(ROUTE_RULE + "\n")
+    out.append(row.format("Total:", len(route.brokers), "", total_read, total_write, ""))
+    return "".join(out)
+
+
+def topic_status(status: TopicStatus) -> str:
+    out = ["{:<32}  {:<4}  {:<20}  {:<20}    {}\n".format(
+        "#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"
+    )]  # fmt: skip
+    for q in status.queues:
+        last = human_time(q.last_updated) if q.last_updated > 0 else ""
+        out.append(
+            f"{q.broker_name:<32}  {q.queue_id:<4}  {q.min_offset:<20}  {q.max_offset:<20}    {last}\n"
+        )
+    out.append(f"\nTopic Put TPS: {java_double(status.put_tps)}\n")
+    return "".join(out)
+
+
+def topic_list_clusters(rows: Iterable[tuple[str, str, str]]) -> str:
+    """``topicList -c``: (cluster, topic, group) rows under a header narrower than the rows."""
+    out = ["{:<20}  {:<48}  {:<48}\n".format("#Cluster Name", "#Topic", "#Consumer Group")]
+    out += [f"{c:<20}  {t:<64}  {g:<64}\n" for c, t, g in rows]
+    return "".join(out)
+
+
+def topic_change(change: TopicChange, by_cluster: bool, filter_type: str = "SINGLE_TAG") -> str:
+    """``updateTopic``: a line per broker written, the order conf when ordered, the TopicConfig."""
+    lines = [f"create topic to {a} success." for a in change.addresses]
+    if change.order and change.order_conf:
+        scope = "cluster" if by_cluster else "broker"
+        lines.append(f"set {scope} orderConf. isOrder=true, orderConf=[{change.order_conf}]")
+        if not by_cluster:
+            lines.insert(0, lines.pop())
+    lines.append(
+        f"TopicConfig [topicName={change.topic}, readQueueNums={change.read_queues}, "
+        f"writeQueueNums={change.write_queues}, perm={_perm(change.perm)}, topicFilterType={filter_type}, "
+        f"topicSysFlag=0, order={jstr(change.order)}, attributes={{}}]"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _perm(perm: int) -> str:
+    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+# -- clusters and brokers ---------------------------------------------------------------------------
+def cluster_list(listing: ClusterList, now_ms: int) -> str:
+    """``clusterList``: one row per broker address, with the runtime figures mqadmin derives."""
+    out = [
+        "{:<22}  {:<22}  {:<4}  {:<22} {:<16}  {:>16}  {:>30}  {:<22}  {:<11}  {:<12}  {:<8}  {:<10}\n".format(  # noqa: E501
+            "#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
+            "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED",
+        )
+    ]  # fmt: skip
+    for b in listing.brokers:
+        out.append(_cluster_row(b, now_ms))
+    return "".join(out)
+
+
+def _cluster_row(b: BrokerInfo, now_ms: int) -> str:
+    r = b.runtime
+    g = r.get
+
+    def num(key: str) -> float:
+        try:
+            return float(r[key])
+        except (KeyError, ValueError):
+            return 0.0
+
+    in_tps = f"{_first_number(g('putTps')):9.2f}({jstr(g('sendThreadPoolQueueSize'))},"
+    in_tps += f"{jstr(g('sendThreadPoolQueueHeadWaitTimeMills'))}ms)"
+    out_tps = (
+        f"{_first_number(g('getTransferredTps')):9.2f}({jstr(g('pullThreadPoolQueueSize'))},"
+        f"{jstr(g('pullThreadPoolQueueHeadWaitTimeMills'))}ms|{g('ackThreadPoolQueueSize', 'N')},"
+        f"{g('ackThreadPoolQueueHeadWaitTimeMills', 'N')}ms)"
+    )
+    timer = (
+        f"{int(num('timerReadBehind'))}-{int(num('timerOffsetBehind'))}"
+        f"({num('timerCongestNum') / 10000:.1f}w, {num('timerEnqueueTps'):.1f}, {num('timerDequeueTps'):.1f})"
+    )
+    earliest = g("earliestMessageTimeStamp")
+    hour = (now_ms - int(earliest)) / 1000 / 3600 if earliest else 0.0
+    space = num("commitLogDiskRatio")
+    active = jstr(g("brokerActive", "false").lower() == "true")
+    return (
+        f"{b.cluster:<22}  {b.broker_name:<22}  {b.broker_id:<4}  {b.address:<22} {jstr(b.version):<16}  "
+        f"{in_tps:>16}  {out_tps:>30}  {timer:<22}  {jstr(g('pageCacheLockTimeMills')):>11}  "
+        f"{hour:<12.2f}  {space:<8.4f}  {active:>10}\n"
+    )
+
+
+def cluster_list_more(listing: ClusterList) -> str:
+    """``clusterList -m``: yesterday's and today's message totals per master broker."""
+    out = ["{:<16}  {:<32} {:>14} {:>14} {:>14} {:>14}\n".format(
+        "#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday"
+    )]  # fmt: skip
+    for b in listing.brokers:
+        if b.broker_id != 0:
+            continue
+        r = b.runtime
+
+        def total(key: str, runtime: Mapping[str, str] = r) -> int:
+            try:
+                return int(runtime.get(key, "0"))
+            except ValueError:
+                return 0
+
+        in_yest = total("msgPutTotalTodayMorning") - total("msgPutTotalYesterdayMorning")
+        out_yest = total("msgGetTotalTodayMorning") - total("msgGetTotalYesterdayMorning")
+        in_today = total("msgPutTotalTodayNow") - total("msgPutTotalTodayMorning")
+        out_today = total("msgGetTotalTodayNow") - total("msgGetTotalTodayMorning")
+        out.append(
+            f"{b.cluster:<16}  {b.broker_name:<32} {in_yest:>14} {out_yest:>14} "
+            f"{in_today:>14} {out_today:>14}\n"
+        )
+    return "".join(out)
+
+
+def broker_status(runtime: BrokerRuntime) -> str:
+    """``brokerStatus -b``: every runtime key, sorted."""
+    return "".join(f"{k:<32}: {v}\n" for k, v in sorted(runtime.values.items()))
+
+
+def broker_status_cluster(runtimes: Sequence[BrokerRuntime]) -> str:
+    """``brokerStatus -c``: every runtime key of every broker, prefixed by its address."""
+    return "".join(f"{r.address:<24} {k:<32}: {v}\n" for r in runtimes for k, v in sorted(r.values.items()))
+
+
+def config_values(config: ConfigValues, title: str) -> str:
+    """``getBrokerConfig`` / ``getNamesrvConfig``: a title line, then ``key=  value`` lines."""
+    lines = [f"============{title}============"]
+    lines += [f"{k:<50}=  {v}" for k, v in config.values.items()]
+    return "\n".join(lines) + "\n"
+
+
+# -- groups -----------------------------------------------------------------------------------------
+def consumer_progress(lag: GroupLag, client_ips: Mapping[tuple[str, str, int], str] | None = None) -> str:
+    """``consumerProgress -g``: per queue offsets and lag, then the totals. With ``client_ips``
+    (``-s true``) a #Client IP column follows the consumer offset (``N/A`` when unknown)."""
+    show_ip = client_ips is not None
+    ip_head = f"{'#Client IP':<20}  " if show_ip else ""
+    out = [
+        f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Broker Offset':<20}  "
+        f"{'#Consumer Offset':<20}  {ip_head}{'#Diff':<20} {'#Inflight':<20}#LastTime\n"
+    ]
+    for q in lag.queues:
+        last = plain_time(q.last_timestamp) if q.last_timestamp > 0 else "N/A"
+        ip = ""
+        if client_ips is not None:
+            ip = f"{client_ips.get((q.topic, q.broker_name, q.queue_id), 'N/A'):<20}  "
+        out.append(
+            f"{q.topic[:64]:<64}  {q.broker_name[:32]:<32}  {q.queue_id:<4}  {q.broker_offset:<20}  "
+            f"{q.consumer_offset:<20}  {ip}{q.diff:<20} {q.inflight:<20} {last}\n"
+        )
+    out.append(f"\nConsume TPS: {lag.consume_tps:.2f}\n")
+    out.append(f"Consume Diff Total: {lag.diff_total}\n")
+    out.append(f"Consume Inflight Total: {lag.inflight_total}\n")
+    return "".join(out)
+
+
+def consumer_progress_groups(rows: Iterable[tuple[GroupConnections, GroupLag]]) -> str:
+    """``consumerProgress`` without ``-g``: one row per group (from the retry topics)."""
+    out = [
+        f"{'#Group':<64}  {'#Count':<6}  {'#Version':<24} {'#Type':<5}  {'#Model':<14}  "
+        f"{'#TPS':<7}  #Diff Total\n"
+    ]
+    for conn, lag in rows:
+        versions = [c.version for c in conn.clients]
+        version = version_desc(min(versions)) if versions else "OFFLINE"
+        ctype = conn.consume_type or ""
+        model = (conn.message_model or "") if ctype == "PUSH" else ""
+        out.append(
+            f"{conn.group[:64]:<64}  {len(conn.clients):<6}  {version:<24} {ctype:<5}  {model:<14}  "
+            f"{int(lag.consume_tps):<7}  {lag.diff_total}\n"
+        )
+    return "".join(out)
+
+
+def consumer_connection(conn: GroupConnections) -> str:
+    """``consumerConnection``: clients, subscriptions, and the group's consume settings."""
+    out = [f"{'#ClientId':<36} {'#ClientAddr':<22} {'#Language':<10} #Version\n"]
+    out += [
+        f"{c.client_id:<36} {c.address:<22} {c.language:<10} {version_desc(c.version)}\n"
+        for c in conn.clients
+    ]
+    out.append("\nBelow is subscription:\n")
+    out.append(f"{'#Topic':<20} #SubExpression\n")
+    out += [f"{s.topic:<20} {s.expression}\n" for s in conn.subscriptions]
+    out.append("\n")
+    out.append(f"ConsumeType: {_consume_type(conn.consume_type)}\n")
+    out.append(f"MessageModel: {jstr(conn.message_model)}\n")
+    out.append(f"ConsumeFromWhere: {jstr(conn.consume_from_where)}\n")
+    return "".join(out)
+
+
+def _consume_type(kind: str | None) -> str:
+    return {"PULL": "CONSUME_ACTIVELY", "PUSH": "CONSUME_PASSIVELY", "POP": "CONSUME_POP"}.get(
+        kind or "", "null"
+    )
+
+
+def producer_connection(clients: Sequence[ClientInfo]) -> str:
+    return "".join(
+        f"{i:04d}  {c.client_id:<32} {c.address:<22} {c.language:<8} {version_desc(c.version)}\n"
+        for i, c in enumerate(clients, 1)
+    )
+
+
+def offset_reset(reset: OffsetReset, timestamp_text: str) -> str:
+    """``resetOffsetByTime``: the request, then the new offset of every queue."""
+    topic = reset.queues[0].topic if reset.queues else ""
+    out = [
+        f"start reset consumer offset by specified, group[{reset.group}], topic[{topic}], force[true], "
+        f"timestamp(string)[{timestamp_text}], timestamp(long)[{reset.target.value}]\n",
+        f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}\n",
+    ]
+    out += [f"{q.broker_name[:32]:<40}  {q.queue_id:<40}  {q.target:<40}\n" for q in reset.queues]
+    return "".join(out)
+
+
+def _version_names() -> list[str]:
+    """``MQVersion.Version`` in declaration order: 3.0.0's pre-releases, then a SNAPSHOT and a release
+    for every patch (3.0.1-3.0.15, 3.1.x-3.2.x from 0, 3.3.x-3.9.x from 1, 4.x and 5.x from 0 to 9)."""
+    names = ["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{i}" for i in range(1, 6))]
+    names += [n for i in range(6, 10) for n in (f"V3_0_0_BETA{i}_SNAPSHOT", f"V3_0_0_BETA{i}")]
+    names.append("V3_0_0_FINAL")
+    patches = [(3, 0, 1, 15), (3, 1, 0, 9), (3, 2, 0, 9), *((3, m, 1, 9) for m in range(3, 10))]
+    patches += [(major, m, 0, 9) for major in (4, 5) for m in range(10)]
+    for major, minor, first, last in patches:
+        for patch in range(first, last + 1):
+            names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
+    return names
+
+
+def version_desc(version: int) -> str:
+    """``MQVersion.getVersionDesc``: the name of a client's version number (the last one beyond)."""
+    names = _version_names()
+    return names[min(max(version, 0), len(names) - 1)]
+
+
+# -- messages ---------------------------------------------------------------------------------------
+def message_detail(
+    msg: MessageRecord,
+    body_path: str,
+    tracks: Sequence[TrackInfo] | None,
+    body_charset: str | None = None,
+    with_offset_id: bool = True,
+) -> str:
+    """``queryMsgById`` (and ``queryMsgByUniqueKey`` without the OffsetID line): the message, where its
+    body was written, and the tracks of the groups consuming its topic."""
+    fields: list[tuple[str, object]] = [("OffsetID:", msg.offset_msg_id)] if with_offset_id else []
+    fields += [
+        ("Topic:", msg.topic),
+        ("Tags:", f"[{jstr(msg.tags)}]"),
+        ("Keys:", f"[{jstr(msg.properties.get('KEYS'))}]"),
+        ("Queue ID:", msg.queue_id),
+        ("Queue Offset:", msg.queue_offset),
+        ("CommitLog Offset:", msg.physical_offset),
+        ("Reconsume Times:", msg.reconsume_times),
+        ("Born Timestamp:", human_time(msg.born_timestamp)),
+        ("Store Timestamp:", human_time(msg.store_timestamp)),
+        ("Born Host:", msg.born_host),
+        ("Store Host:", msg.store_host),
+        ("System Flag:", msg.sys_flag),
+        ("Properties:", java_map(msg.properties, _PROPERTIES_CAPACITY)),
+        ("Message Body Path:", body_path),
+    ]
+    if body_charset is not None:
+        fields.append(("Message Body:", msg.body.decode(body_charset, "replace")))
+    text = "".join(f"{name:<20} {value}\n" for name, value in fields)
+    if tracks is None:
+        return text
+    if not tracks:
+        return text + "\n\nWARN: No Consumer"
+    return text + "\n\n" + "".join(track_line(t) + "\n" for t in tracks)
+
+
+def track_line(track: TrackInfo) -> str:
+    """Java's ``MessageTrack.toString``."""
+    return (
+        f"MessageTrack [consumerGroup={track.group}, trackType={track.track_type}, "
+        f"exceptionDesc={jstr(track.detail)}]"
+    )
+
+
+def message_not_found() -> str:
+    return "\nMessage not found!"
+
+
+def query_by_key(messages: Messages) -> str:
+    """``queryMsgByKey``: client id (UNIQ_KEY), queue and queue offset of each message."""
+    out = [f"{'#Message ID':<50} {'#QID':>4} {'#Offset':>40}\n"]
+    out += [f"{m.msg_id:<50} {m.queue_id:>4} {m.queue_offset:>40}\n" for m in messages.messages]
+    return "".join(out)
+
+
+def message_ext(msg: MessageRecord) -> str:
+    """A short ``MessageExt.toString`` for ``printMsg`` lines."""
+    return (
+        f"MessageExt [brokerName=null, queueId={msg.queue_id}, storeSize={msg.total_size}, "
+        f"queueOffset={msg.queue_offset}, sysFlag={msg.sys_flag}, bornTimestamp={msg.born_timestamp}, "
+        f"bornHost=/{msg.born_host}, storeTimestamp={msg.store_timestamp}, storeHost=/{msg.store_host}, "
+        f"msgId={msg.offset_msg_id}, commitLogOffset={msg.physical_offset}, bodyCRC={msg.body_crc}, "
+        f"reconsumeTimes={msg.reconsume_times}, preparedTransactionOffset={msg.prepared_transaction_offset}, "
+        f"toString()=Message{{topic='{msg.topic}', flag={msg.flag}, "
+        f"properties={java_map(msg.properties, _PROPERTIES_CAPACITY)}, body=[{len(msg.body)} bytes]}}]"
+    )
+
+
+def print_messages(messages: Messages, charset: str | None) -> str:
+    """``printMsg`` / ``printMsgByQueue`` lines: ``MSGID: <id> <MessageExt> BODY: <body>``."""
+    out = []
+    for m in messages.messages:
+        body = m.body.decode(charset, "replace") if charset else "NOT PRINT BODY"
+        out.append(f"MSGID: {m.offset_msg_id} {message_ext(m)} BODY: {body}\n")
+    return "".join(out)
+
+
+def send_result(receipt: SendReceipt | None) -> str:
+    """``sendMessage``: one row with the broker, queue, status and client message id."""
+    row = "{:<32}  {:<4}  {:<20}    {}\n"
+    head = row.format("#Broker Name", "#QID", "#Send Result", "#MsgId")
+    if receipt is None:
+        return head + row.format("Unknown", "Unknown", "Failed", "None")
+    return head + row.format(receipt.broker_name, receipt.queue_id, receipt.status, receipt.uniq_key)
+
+
+def stats_all(rows: Iterable[tuple[str, str | None, int, float, float]]) -> str:
+    """``statsAll``: (topic, group or None, accumulation, in TPS, out TPS) rows; the 24-hour counts
+    are not kept by these brokers and print as 0."""
+    out = ["{:<64}  {:<64} {:>12} {:>11} {:>11} {:>14} {:>14}\n".format(
+        "#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour"
+    )]  # fmt: skip
+    for topic, group, accumulation, in_tps, out_tps in rows:
+        if group is None:
+            out.append(f"{topic[:64]:<64}  {'':<64} {0:>12} {in_tps:>11.2f} {'':>11} {0:>14} {'':>14}\n")
+        else:
+            out.append(
+                f"{topic[:64]:<64}  {group[:64]:<64} {accumulation:>12} {in_tps:>11.2f} {out_tps:>11.2f} "
+                f"{0:>14} {0:>14}\n"
+            )
+    return "".join(out)
+
+
+def broker_consume_stats(lags: Sequence[GroupLag], level: int) -> str:
+    """``brokerConsumeStats``: queues of every group whose diff reaches ``level``, then the total."""
+    out = ["{:<64}  {:<64}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}\n".format(
+        "#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"
+    )]  # fmt: skip
+    total = 0
+    for lag in lags:
+        for q in lag.queues:
+            total += q.diff
+            if q.diff < level or q.last_timestamp <= 0:
+                continue
+            out.append(
+                f"{q.topic[:64]:<64}  {lag.group:<64}  {q.broker_name[:32]:<32}  {q.queue_id:<4}  "
+                f"{q.broker_offset:<20}  {q.consumer_offset:<20}  {q.diff:<20}  "
+                f"{plain_time(q.last_timestamp)}\n"
+            )
+    out.append(f"\nDiff Total: {total}\n")
+    return "".join(out)

@@ -1,0 +1,188 @@
+"""What every dashboard screen shares: the status bar, table filling, and refreshes in workers.
+
+A :class:`LiveScreen` fetches its data in a worker (``fetch``) and lays it out (``show``). Each refresh
+gets a generation number; a result that arrives after a newer refresh began is dropped. A refresh is
+cut off after the app's deadline, so a slow or dead broker never holds the screen. The timer only
+refreshes the screen on top: behind a modal dialog, or while another screen shows, refresh pauses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from admin.errors import AdminError
+from admin.tui.fmt import Cell
+
+if TYPE_CHECKING:
+    from admin.service import AdminService
+    from admin.tui.app import DashboardApp
+
+D = TypeVar("D")
+Row = tuple[str, Sequence[Cell]]
+
+
+class StatusBar(Static):
+    """The app's connection state, on every screen."""
+
+    DEFAULT_CSS = "StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }"
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "status", self._changed)
+
+    def _changed(self, text: str) -> None:
+        self.update(text)
+
+
+def selected_key(table: DataTable[Any]) -> str | None:
+    """The key of the row under the cursor."""
+    if not table.row_count:
+        return None
+    return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+
+def fill(table: DataTable[Any], rows: Sequence[Row]) -> None:
+    """Replace a table's rows (unless unchanged), keeping the cursor on the same key."""
+    signature = [(k, [str(c) for c in cells]) for k, cells in rows]
+    if getattr(table, "_rmq_rows", None) == signature:
+        return
+    table._rmq_rows = signature  # type: ignore[attr-defined]
+    keep = selected_key(table)
+    table.clear()
+    for key, cells in rows:
+        table.add_row(*cells, key=key)
+    if keep is not None and any(k == keep for k, _ in rows):
+        table.move_cursor(row=table.get_row_index(keep), animate=False)
+
+
+class LiveScreen(Screen[None], Generic[D]):
+    """A screen whose data is fetched from the admin service and refreshed on a timer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "refresh_now", "Refresh"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "back", "Back"),
+    ]
+    live: ClassVar[bool] = True  # refreshed by the timer (False: only on demand)
+    pushed: ClassVar[bool] = False  # a drill-down screen: esc goes back to the one below
+    AUTO_FOCUS = "DataTable"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = 0
+        self.latest: D | None = None
+        self.filter_text = ""
+        self.service_ms = 0.0  # time the last refresh spent in the admin service
+        self.busy = False
+
+    @property
+    def dash(self) -> DashboardApp:
+        return cast("DashboardApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        box = Input(placeholder="filter (esc clears)", id="filter")
+        box.display = False
+        yield box
+        yield from self.body()
+        yield StatusBar()
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        raise NotImplementedError
+
+    async def fetch(self, service: AdminService) -> D:
+        raise NotImplementedError
+
+    def show(self, data: D) -> None:
+        raise NotImplementedError
+
+    def focus_object(self, name: str) -> None:
+        """Put the cursor on an object named by the jump dialog (``:topic NAME``)."""
+
+    # -- refreshing -------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        if self.live and self.dash.refresh_seconds > 0:
+            self.set_interval(self.dash.refresh_seconds, self._tick)
+
+    def on_screen_resume(self) -> None:
+        if self.live or self.latest is None:
+            self.action_refresh_now()
+
+    def _tick(self) -> None:
+        if self.app.screen is self and not self.busy:
+            self.action_refresh_now()
+
+    def action_refresh_now(self) -> None:
+        self.generation += 1
+        self.busy = True
+        generation = self.generation
+
+        async def load() -> None:  # a function, not a coroutine: one cancelled early is never left unawaited
+            await self._load(generation)
+
+        # textual's WorkType cannot solve its result type from an async function returning None
+        self.run_worker(load, group="refresh", exclusive=True, exit_on_error=False)  # type: ignore[arg-type]
+
+    async def _load(self, generation: int) -> None:
+        began = time.perf_counter()
+        try:
+            data = await asyncio.wait_for(self.fetch(self.dash.service), self.dash.deadline)
+        except (AdminError, TimeoutError) as exc:
+            if generation == self.generation:
+                self.busy = False
+                self.dash.report_failure(exc)
+            return
+        if generation != self.generation:
+            return  # a newer refresh started: this answer is stale
+        self.service_ms = (time.perf_counter() - began) * 1000
+        self.busy = False
+        self.latest = data
+        self.show(data)
+        self.dash.report_ok()
+
+    def redraw(self) -> None:
+        if self.latest is not None:
+            self.show(self.latest)
+
+    # -- filter and back --------------------------------------------------------------------------
+    def matches(self, *texts: str) -> bool:
+        needle = self.filter_text.lower()
+        return not needle or any(needle in t.lower() for t in texts)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.filter_text = event.value
+            self.redraw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self.focus_next(DataTable)
+
+    def action_back(self) -> None:
+        """Clear the filter; on a drilled-down screen go back."""
+        box = self.query_one("#filter", Input)
+        if self.filter_text or box.display:
+            box.value = ""
+            box.display = False
+            self.filter_text = ""
+            self.redraw()
+            self.focus_next(DataTable)
+        elif self.pushed:
+            self.app.pop_screen()
+        else:
+            self.back()
+
+    def back(self) -> None:
+        """Esc with no filter on a top screen (e.g. close a detail pane)."""

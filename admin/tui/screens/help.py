@@ -1,0 +1,48 @@
+"""The key help dialog (``?``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = """[b]Everywhere[/]
+  1..5      cluster, topics, groups, retry & DLQ, message lookup
+  :         jump: topic NAME, group NAME, broker ADDR, msg ID, or a screen name
+  /         filter the list        r  refresh now        ?  this help
+  enter     drill down             esc  back / clear     q  quit
+[b]Topics[/]   s system  t retry  x DLQ topics (show/hide)
+[b]Groups[/]   s system groups (show/hide)
+[b]Retry & DLQ[/]   enter browse  k DLQ/retry  space mark  e export{mutations}
+[b]Message[/]  b body as text / JSON / hex
+"""
+MUTATIONS = "\n  s resend marked (or the current) message   a resend all"
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical {
+        width: 90; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("question_mark", "close", "Close"),
+        Binding("q", "close", "Close"),
+    ]
+
+    def __init__(self, read_only: bool) -> None:
+        super().__init__()
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(KEYS.format(mutations="" if self.read_only else MUTATIONS))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

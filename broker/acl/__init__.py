@@ -1,0 +1,7 @@
+"""Access control: RocketMQ's plain ACL 1.0 (accounts with an AccessKey and a SecretKey, topic and
+group permissions, IP white lists) and TLS contexts.
+
+Sans-IO except :mod:`broker.acl.config` (reads and writes the ACL file) and :mod:`broker.acl.tls`
+(loads certificates). Servers hook it in through :mod:`broker.server.acl_hook`; clients sign with
+:mod:`broker.acl.signer`.
+"""

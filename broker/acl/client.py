@@ -1,0 +1,35 @@
+"""What a client connects with: ACL credentials (every request signed) and a TLS context.
+
+SDK use: ``secure(producer.instance.remoting, ClientSecurity(Credentials(ak, sk), client_context()))``
+before ``start()``; the admin service takes a ``ClientSecurity`` directly.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.acl.signer import Credentials, sign_request
+from broker.client.remoting_client import RemotingClient
+from broker.protocol.remoting import RemotingCommand
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    credentials: Credentials | None = None
+    ssl_context: ssl.SSLContext | None = None
+
+    def rpc_hook(self) -> Callable[[RemotingCommand], None] | None:
+        if self.credentials is None:
+            return None
+        return functools.partial(sign_request, credentials=self.credentials)
+
+
+def secure(client: RemotingClient, security: ClientSecurity | None) -> RemotingClient:
+    """Make ``client`` sign and use TLS for the connections it opens from now on."""
+    if security is not None:
+        client.rpc_hook = security.rpc_hook()
+        client.ssl_context = security.ssl_context
+    return client

@@ -1,0 +1,167 @@
+"""ACL for the gRPC API: the ``authorization`` header of RocketMQ 5 clients checked like a remoting
+signature (HMAC-SHA1 of ``x-mq-date-time``), then the permissions each request needs.
+
+A refusal is answered with the method's own response carrying a v2 ``Status``: UNAUTHORIZED for
+missing, unknown or wrongly signed credentials, FORBIDDEN for a missing permission. The Telemetry
+stream, which carries no resource before it starts, is only authenticated (and ended with a gRPC
+status when that fails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc  # type: ignore[import-untyped,unused-ignore]
+from grpc import aio  # type: ignore[import-untyped,unused-ignore]
+
+from broker.acl import signer
+from broker.acl.addresses import host_of
+from broker.acl.checker import AclChecker, Denial, Refusal
+from broker.acl.permissions import ANY, PUB, SUB, Need, group_resource
+from broker.grpc.schema import PB, Code
+
+UNAUTHORIZED = 40100  # apache.rocketmq.v2.Code.UNAUTHORIZED
+PRODUCER = 1  # ClientType.PRODUCER
+
+
+def _topic_and_group(request: Any, topic: str, group: str = "group") -> list[Need]:
+    holder = request.message_queue if topic == "message_queue" else request
+    needs = [Need(holder.topic.name, SUB)]
+    if group and request.HasField(group) and request.group.name:
+        needs.append(Need(group_resource(request.group.name), SUB))
+    return needs
+
+
+def _heartbeat(request: Any) -> list[Need]:
+    if request.HasField("group") and request.group.name and request.client_type != PRODUCER:
+        return [Need(group_resource(request.group.name), SUB)]
+    return []
+
+
+NEEDS: dict[str, Callable[[Any], list[Need]]] = {
+    "QueryRoute": lambda r: [Need(r.topic.name, ANY)],
+    "SendMessage": lambda r: [Need(m.topic.name, PUB) for m in r.messages],
+    "EndTransaction": lambda r: [Need(r.topic.name, PUB)],
+    "RecallMessage": lambda r: [Need(r.topic.name, PUB)],
+    "Heartbeat": _heartbeat,
+    "NotifyClientTermination": lambda r: [Need(group_resource(r.group.name), SUB)] if r.group.name else [],
+    "QueryAssignment": lambda r: _topic_and_group(r, "topic"),
+    "AckMessage": lambda r: _topic_and_group(r, "topic"),
+    "ChangeInvisibleDuration": lambda r: _topic_and_group(r, "topic"),
+    "ForwardMessageToDeadLetterQueue": lambda r: _topic_and_group(r, "topic"),
+    "ReceiveMessage": lambda r: _topic_and_group(r, "message_queue"),
+    "PullMessage": lambda r: _topic_and_group(r, "message_queue"),
+    "UpdateOffset": lambda r: _topic_and_group(r, "message_queue"),
+    "GetOffset": lambda r: _topic_and_group(r, "message_queue"),
+    "QueryOffset": lambda r: _topic_and_group(r, "message_queue", group=""),
+}
+
+
+def peer_host(peer: str) -> str:
+    """``ipv4:1.2.3.4:5`` / ``ipv6:[::1]:5`` -> the host."""
+    kind, _, rest = peer.partition(":")
+    return host_of(rest) if kind in ("ipv4", "ipv6") else peer
+
+
+class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
+    def __init__(self, checker: AclChecker) -> None:
+        self.checker = checker
+
+    def refusal(self, method: str, request: Any, metadata: dict[str, str], peer: str) -> Refusal | None:
+        auth = signer.parse_grpc_authorization(metadata.get("authorization", ""))
+        date_time = metadata.get(signer.GRPC_DATE_TIME, "")
+
+        def verify(secret: str) -> bool:
+            return auth is not None and signer.same(signer.grpc_signature(date_time, secret), auth.signature)
+
+        needs = NEEDS[method](request) if request is not None and method in NEEDS else []
+        return self.checker.check(
+            host=peer_host(peer),
+            access_key=auth.access_key if auth is not None else None,
+            verify=verify,
+            needs=[n for n in needs if n.resource],
+            admin=False,
+            code=0,
+        )
+
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        method = str(details.method).rsplit("/", 1)[-1]
+        metadata = {
+            str(k): v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
+            for k, v in (details.invocation_metadata or ())
+        }
+        response = getattr(PB, f"{method}Response", None)
+        if handler.unary_unary is not None:
+            return self._unary(method, handler, metadata, response)
+        if handler.unary_stream is not None:
+            return self._unary_stream(method, handler, metadata, response)
+        if handler.stream_stream is not None:
+            return self._stream_stream(method, handler, metadata)
+        return handler
+
+    @staticmethod
+    def _status(refused: Refusal) -> Any:
+        code = UNAUTHORIZED if refused.kind is Denial.UNAUTHENTICATED else int(Code.FORBIDDEN)
+        return PB.Status(code=code, message=refused.message)
+
+    def _unary(self, method: str, handler: Any, metadata: dict[str, str], response: Any) -> Any:
+        async def run(request: Any, context: Any) -> Any:
+            refused = self.refusal(method, request, metadata, context.peer() or "")
+            if refused is not None:
+                return response(status=self._status(refused))
+            return await handler.unary_unary(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            run, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )  # fmt: skip
+
+    def _unary_stream(self, method: str, handler: Any, metadata: dict[str, str], response: Any) -> Any:
+        async def run(request: Any, context: Any) -> AsyncIterator[Any]:
+            refused = self.refusal(method, request, metadata, context.peer() or "")
+            if refused is not None:
+                yield response(status=self._status(refused))
+                return
+            async for item in handler.unary_stream(request, context):
+                yield item
+
+        return grpc.unary_stream_rpc_method_handler(
+            run, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )  # fmt: skip
+
+    def _stream_stream(self, method: str, handler: Any, metadata: dict[str, str]) -> Any:
+        async def run(requests: Any, context: Any) -> Any:
+            refused = self.refusal(method, None, metadata, context.peer() or "")
+            if refused is not None:
+                code = grpc.StatusCode.UNAUTHENTICATED
+                if refused.kind is Denial.FORBIDDEN:
+                    code = grpc.StatusCode.PERMISSION_DENIED
+                await context.abort(code, refused.message)
+            return await handler.stream_stream(requests, context)
+
+        return grpc.stream_stream_rpc_method_handler(
+            run, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )  # fmt: skip
+
+
+def server_setup(broker: Any) -> tuple[list[AclInterceptor], Any]:
+    """(interceptors, server credentials or None) for the broker's gRPC port, from its settings."""
+    from broker.server.acl_hook import GuardedServer
+
+    interceptors = []
+    if isinstance(broker.server, GuardedServer):
+        interceptors.append(AclInterceptor(broker.server.hook.checker))
+    tls = broker.config.server_tls()
+    if tls is None:
+        return interceptors, None
+    cert, key, trust = tls.pem()
+    credentials = grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=trust, require_client_auth=tls.client_auth == "require"
+    )
+    return interceptors, credentials

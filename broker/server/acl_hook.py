@@ -1,0 +1,185 @@
+"""Where servers meet the ACL: a remoting server whose handlers are checked before they run, and the
+4.x ACL management codes (the broker rewrites its ACL file; the NameServer's is edited locally).
+
+With ``aclEnable`` off :func:`make_server` returns the plain :class:`RemotingServer`, so nothing
+changes. With it on, every request is checked by :class:`~broker.acl.checker.AclChecker` and a
+refusal is answered ``NO_PERMISSION`` (16) with a remark naming what is missing. The broker requires
+every request to be signed; the NameServer only admin codes (and checks any signature it is given),
+so brokers register and clients ask for routes as before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from broker.acl import signer
+from broker.acl.addresses import host_of
+from broker.acl.checker import AclChecker, Refusal
+from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
+from broker.acl.permissions import ADMIN_CODES, AclCode, needs_of
+from broker.acl.settings import SecuritySettings
+from broker.client.remoting_client import Handler, RemotingChannel
+from broker.protocol.codes import ResponseCode, name_of
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.transport import RemotingServer
+
+log = logging.getLogger(__name__)
+
+Identity = Callable[[], tuple[str, str, str]]
+"""(cluster name, broker name, broker address) for GET_BROKER_CLUSTER_ACL_INFO."""
+
+
+class AclHook:
+    """Checks remoting requests against one ACL file."""
+
+    def __init__(self, checker: AclChecker, *, require_signature: bool = True) -> None:
+        self.checker = checker
+        self.require_signature = require_signature
+
+    def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
+        fields = request.ext_fields
+        given = fields.get(signer.SIGNATURE)
+
+        def verify(secret: str) -> bool:
+            expected = signer.hmac_base64(signer.remoting_content(fields, request.body), secret)
+            return signer.same(expected, given)
+
+        return self.checker.check(
+            host=host_of(remote_addr),
+            access_key=fields.get(signer.ACCESS_KEY) or None,
+            verify=verify,
+            needs=needs_of(request),
+            admin=request.code in ADMIN_CODES,
+            code=request.code,
+            require_signature=self.require_signature,
+        )
+
+    def guard(self, handler: Handler) -> Handler:
+        async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
+            refused = self.refusal(request, channel.remote_addr)
+            if refused is None:
+                return await handler(request, channel)
+            log.warning("refused %s from %s: %s", name_of(request.code), channel.remote_addr, refused.message)
+            return make_response(request, ResponseCode.NO_PERMISSION, refused.message)
+
+        return run
+
+
+class GuardedServer(RemotingServer):
+    """A remoting server that checks every request before its handler runs."""
+
+    def __init__(self, hook: AclHook, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hook = hook
+
+    def register(self, code: int, handler: Handler) -> None:
+        super().register(code, self.hook.guard(handler))
+
+
+def make_server(
+    settings: SecuritySettings,
+    host: str,
+    port: int,
+    *,
+    require_signature: bool = True,
+    identity: Identity | None = None,
+    **kwargs: Any,
+) -> RemotingServer:
+    """The remoting server of ``settings``: TLS when tlsEnable, checked when aclEnable.
+
+    With ``identity`` (brokers) the ACL file can be managed over the wire (codes 50, 51, 52, 54).
+    Raises SettingsError for a bad ACL file or TLS setting.
+    """
+    tls = settings.server_tls()
+    ssl_context = tls.context() if tls is not None else None
+    checker = settings.acl_checker()
+    if checker is None:
+        return RemotingServer(host, port, ssl_context=ssl_context, **kwargs)
+    server = GuardedServer(
+        AclHook(checker, require_signature=require_signature), host, port, ssl_context=ssl_context, **kwargs
+    )
+    if identity is not None:
+        for code, handler in AclManagement(checker, identity).handlers().items():
+            server.register(code, handler)
+    return server
+
+
+def public_doc(account: PlainAccount) -> dict[str, Any]:
+    """An account as upstream's PlainAccessConfig JSON, without its secret."""
+    doc = account.to_doc()
+    doc.pop("secretKey")
+    return doc
+
+
+class AclManagement:
+    """UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO/_CONFIG."""
+
+    def __init__(self, checker: AclChecker, identity: Identity) -> None:
+        self.checker = checker
+        self.identity = identity
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            AclCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update,
+            AclCode.DELETE_ACL_CONFIG: self.delete,
+            AclCode.GET_BROKER_CLUSTER_ACL_INFO: self.info,
+            AclCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.config,
+        }
+
+    def _change(self, request: RemotingCommand, change: Callable[[AclConfig], None]) -> RemotingCommand:
+        try:
+            self.checker.update(change)
+        except AclConfigError as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        except KeyError as exc:
+            return make_response(request, ResponseCode.QUERY_NOT_FOUND, str(exc.args[0]))
+        except OSError as exc:
+            message = f"cannot write the ACL file: {exc.strerror}"
+            return make_response(request, ResponseCode.SYSTEM_ERROR, message)
+        return make_response(request)
+
+    async def update(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        fields = {k: v for k, v in request.ext_fields.items() if k in ACCOUNT_FIELDS}
+        key = fields.get("accessKey", "")
+
+        def change(config: AclConfig) -> None:
+            old = config.accounts.get(key)
+            doc: dict[str, Any] = old.to_doc() if old is not None else {}
+            doc.update(fields)  # updateAclConfig changes only the fields it names
+            config.accounts[key] = account_from_doc(doc)
+
+        return self._change(request, change)
+
+    async def delete(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        key = request.ext_fields.get("accessKey", "")
+
+        def change(config: AclConfig) -> None:
+            if config.accounts.pop(key, None) is None:
+                raise KeyError(f"no ACL account for AccessKey {key}")
+
+        return self._change(request, change)
+
+    async def info(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        cluster, name, addr = self.identity()
+        response = make_response(request)
+        response.ext_fields = {
+            "version": json.dumps({"timestamp": self.checker.version // 1_000_000, "counter": 0}),
+            "brokerName": name,
+            "brokerAddr": addr,
+            "clusterName": cluster,
+        }
+        return response
+
+    async def config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        try:
+            current = self.checker.config()
+        except (OSError, AclConfigError) as exc:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, f"cannot read the ACL file: {exc}")
+        body = {
+            "globalWhiteAddrs": current.global_white_addresses,
+            "plainAccessConfigs": [public_doc(a) for a in current.accounts.values()],
+        }
+        return make_response(request, body=json.dumps(body).encode())

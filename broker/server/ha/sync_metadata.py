@@ -1,0 +1,112 @@
+"""Slave metadata sync (SlaveSynchronize): topics, subscription groups, consumer offsets and delay
+offsets pulled from the master every slaveSyncIntervalMs, on (re)connection and when replicated
+messages name a topic this slave does not know yet."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker.client.remoting_client import RemotingClient, RemotingError
+from broker.protocol import lenient_json
+from broker.protocol.bodies import (
+    BodyError,
+    DataVersion,
+    SubscriptionGroupConfig,
+    TopicConfigSerializeWrapper,
+)
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.remoting import make_request
+from broker.store.config_files import decode_delay_file, decode_offset_file
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT = 3.0
+
+
+class SlaveSynchronize:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT)
+        self._trigger = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.last_sync = 0.0  # loop time of the last complete sync (0 = never)
+        self._failing = False
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="slave-synchronize")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._client.close()
+
+    def trigger(self) -> None:
+        self._trigger.set()
+
+    async def _loop(self) -> None:
+        period = self.broker.config.slave_sync_interval_ms / 1000
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._trigger.wait(), period)
+            self._trigger.clear()
+            addr = self.broker.ha_client.master_addr if self.broker.ha_client else None
+            if addr is None:
+                continue
+            try:
+                await self.sync_all(addr)
+            except (RemotingError, BodyError, ValueError, OSError) as exc:
+                if not self._failing:
+                    log.warning("metadata sync from master %s failed: %s", addr, exc)
+                self._failing = True
+            else:
+                self._failing = False
+
+    async def _fetch(self, addr: str, code: int) -> Any:
+        response = await self._client.invoke(addr, make_request(code), REQUEST_TIMEOUT)
+        if response.code != ResponseCode.SUCCESS:
+            raise ValueError(f"request {code} answered {response.code}: {response.remark}")
+        return lenient_json.loads(response.body or b"{}")
+
+    async def sync_all(self, addr: str) -> None:
+        """One round: each table replaces the slave's copy when the master's differs."""
+        broker = self.broker
+        topics_doc, groups_doc, offsets_doc, delay_doc = await asyncio.gather(
+            self._fetch(addr, RequestCode.GET_ALL_TOPIC_CONFIG),
+            self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+            self._fetch(addr, RequestCode.GET_ALL_CONSUMER_OFFSET),
+            self._fetch(addr, RequestCode.GET_ALL_DELAY_OFFSET),
+        )
+        wrapper = TopicConfigSerializeWrapper.from_obj(topics_doc)
+        topics = broker.topics
+        if (
+            wrapper.dataVersion != topics.data_version
+            or wrapper.topicConfigTable.keys() != topics.table.keys()
+        ):
+            topics.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
+            topics.data_version = wrapper.dataVersion
+            await broker.read(topics.persist)
+            topics.on_change()
+        groups = broker.groups
+        version = DataVersion.from_obj(groups_doc.get("dataVersion") or {})
+        if version != groups.data_version:
+            table = groups_doc.get("subscriptionGroupTable") or {}
+            groups.table = {name: SubscriptionGroupConfig.from_obj(cfg) for name, cfg in table.items()}
+            groups.data_version = version
+            await broker.read(groups.persist)
+        for key, queues in decode_offset_file(offsets_doc).items():
+            topic, _, group = key.rpartition("@")
+            for queue_id, offset in queues.items():
+                broker.offsets.commit(group, topic, queue_id, offset)
+        await broker.read(broker.offsets.persist)
+        delays = decode_delay_file(delay_doc)
+        broker.schedule.offsets.update({k: v for k, v in delays.items() if k in broker.schedule.offsets})
+        await broker.schedule.persist()
+        self.last_sync = asyncio.get_running_loop().time()

@@ -1,0 +1,316 @@
+"""``rmq acl list|get|create|update|delete``: plain ACL accounts on the brokers (over the wire, as
+4.x mqadmin's getAclConfig / updateAclConfig / deleteAclConfig do) or in a local ACL file (``-f``:
+the NameServer's file, or the first admin account before a broker runs).
+
+Secrets are read from an environment variable, a file or a hidden prompt, never from the command
+line, and never printed. :func:`update_acl_config`, :func:`delete_acl_config` and
+:func:`get_acl_config` are what the mqadmin aliases call.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.connect import (
+    BrokerOpt,
+    ClusterOpt,
+    Conn,
+    NamesrvOpt,
+    OutOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    YesOpt,
+    confirm,
+    connect,
+)
+from cli.output import Fields, Section, Table
+
+if TYPE_CHECKING:
+    from admin.service.acl import AccountChange, AclView
+
+app = typer.Typer(help="Plain ACL accounts (AccessKey, permissions, white lists).", no_args_is_help=True)
+
+KeyArg = Annotated[
+    str, typer.Argument(metavar="ACCESS_KEY", help="The account's AccessKey.", show_default=False)
+]
+FileOpt = Annotated[
+    Path | None,
+    typer.Option("-f", "--file", metavar="PATH", help="Edit this ACL file locally instead of the brokers."),
+]
+SecretEnvOpt = Annotated[
+    str | None, typer.Option("--secret-key-env", metavar="VAR", help="Read the SecretKey from this variable.")
+]
+SecretFileOpt = Annotated[
+    Path | None,
+    typer.Option("--secret-key-file", metavar="PATH", help="Read the SecretKey from this file's first line."),
+]
+WhiteOpt = Annotated[
+    str | None,
+    typer.Option("--white-address", metavar="PATTERN", help="IP pattern that needs no signature."),
+]
+AdminOpt = Annotated[bool | None, typer.Option("--admin/--no-admin", help="May send admin requests.")]
+TopicPermOpt = Annotated[
+    str | None, typer.Option("--default-topic-perm", metavar="PERM", help="DENY, PUB, SUB or PUB|SUB.")
+]
+GroupPermOpt = Annotated[
+    str | None, typer.Option("--default-group-perm", metavar="PERM", help="DENY, PUB, SUB or PUB|SUB.")
+]
+TopicPermsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--topic-perm", metavar="TOPIC=PERM", help="A topic's permission (repeatable; replaces)."),
+]
+GroupPermsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--group-perm", metavar="GROUP=PERM", help="A group's permission (repeatable; replaces)."),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AclChanged:
+    access_key: str
+    action: str
+    targets: list[str]
+
+
+def _read_secret(env: str | None, path: Path | None, required: bool) -> str | None:
+    from admin.errors import BadInput
+
+    if env is not None:
+        value = os.environ.get(env, "")
+        if not value:
+            raise BadInput(f"environment variable {env} is not set")
+        return value
+    if path is not None:
+        try:
+            line = next(iter(path.expanduser().read_text(encoding="utf-8").splitlines()), "").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read {path}: {exc}") from None
+        if not line:
+            raise BadInput(f"{path} holds no secret key")
+        return line
+    if not required:
+        return None
+    if not os.isatty(0):
+        raise BadInput("give the secret key with --secret-key-env or --secret-key-file")
+    prompted: str = typer.prompt("SecretKey", hide_input=True, confirmation_prompt=True)
+    return prompted
+
+
+def _change(
+    access_key: str,
+    secret: str | None,
+    white: str | None,
+    admin: bool | None,
+    topic_perm: str | None,
+    group_perm: str | None,
+    topic_perms: list[str] | None,
+    group_perms: list[str] | None,
+) -> AccountChange:
+    from admin.service.acl import AccountChange
+
+    return AccountChange(access_key, secret, white, admin, topic_perm, group_perm, topic_perms, group_perms)
+
+
+def _upsert(
+    conn: Conn,
+    change: AccountChange,
+    create: bool | None,
+    file: Path | None,
+    where: tuple[str | None, str | None],
+) -> AclChanged:
+    from admin.service.acl import file_upsert
+
+    action = {True: "created", False: "updated", None: "saved"}[create]
+    if file is not None:
+        file_upsert(file, change, create=create)
+        return AclChanged(change.access_key, action, [str(file)])
+    cluster, broker = where
+    targets = conn.run(lambda s: s.acl_upsert(change, create=create, cluster=cluster, broker=broker))
+    return AclChanged(change.access_key, action, targets)
+
+
+# == mqadmin aliases ===========================================================================
+def update_acl_config(conn: Conn, change: AccountChange, cluster: str | None, broker: str | None) -> None:
+    """mqadmin updateAclConfig: create or update an account on a broker (-b) or a cluster (-c)."""
+    conn.emit(_upsert(conn, change, None, None, (cluster, broker)), _changed_sections)
+
+
+def delete_acl_config(conn: Conn, access_key: str, cluster: str | None, broker: str | None) -> None:
+    """mqadmin deleteAclConfig."""
+    targets = conn.run(lambda s: s.acl_delete(access_key, cluster, broker))
+    conn.emit(AclChanged(access_key, "deleted", targets), _changed_sections)
+
+
+def get_acl_config(conn: Conn, cluster: str | None, broker: str | None) -> None:
+    """mqadmin getAclConfig: every broker's accounts (without secrets) and global white list."""
+    conn.emit(conn.run(lambda s: s.acl_list(cluster, broker)), _views_sections)
+
+
+# == rmq acl ===================================================================================
+@app.command("list")
+def acl_list(
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Accounts and global white addresses of each broker (or of a file); secrets are never shown."""
+    _show(None, file, broker, cluster, namesrv, profile, timeout, output)
+
+
+@app.command("get")
+def acl_get(
+    access_key: KeyArg,
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """One account on each broker (or in a file)."""
+    _show(access_key, file, broker, cluster, namesrv, profile, timeout, output)
+
+
+def _show(
+    access_key: str | None,
+    file: Path | None,
+    broker: str | None,
+    cluster: str | None,
+    namesrv: str | None,
+    profile: str | None,
+    timeout: float | None,
+    output: OutOpt,
+) -> None:
+    from admin.errors import NotFound
+    from admin.service.acl import file_view
+
+    conn = connect(namesrv, profile, timeout, output)
+    if file is not None:
+        views = [file_view(file, access_key)]
+    else:
+        views = conn.run(lambda s: s.acl_list(cluster, broker, access_key))
+    if access_key is not None and not any(v.accounts for v in views):
+        raise NotFound(f"no ACL account {access_key}")
+    conn.emit(views, _views_sections)
+
+
+@app.command("create")
+def acl_create(
+    access_key: KeyArg,
+    secret_key_env: SecretEnvOpt = None,
+    secret_key_file: SecretFileOpt = None,
+    white_address: WhiteOpt = None,
+    admin: AdminOpt = None,
+    default_topic_perm: TopicPermOpt = None,
+    default_group_perm: GroupPermOpt = None,
+    topic_perm: TopicPermsOpt = None,
+    group_perm: GroupPermsOpt = None,
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt)."""
+    conn = connect(namesrv, profile, timeout, output)
+    secret = _read_secret(secret_key_env, secret_key_file, required=True)
+    change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
+                     topic_perm, group_perm)  # fmt: skip
+    conn.emit(_upsert(conn, change, True, file, (cluster, broker)), _changed_sections)
+
+
+@app.command("update")
+def acl_update(
+    access_key: KeyArg,
+    secret_key_env: SecretEnvOpt = None,
+    secret_key_file: SecretFileOpt = None,
+    white_address: WhiteOpt = None,
+    admin: AdminOpt = None,
+    default_topic_perm: TopicPermOpt = None,
+    default_group_perm: GroupPermOpt = None,
+    topic_perm: TopicPermsOpt = None,
+    group_perm: GroupPermsOpt = None,
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Change the given fields of an account (the others stay; --topic-perm replaces the list)."""
+    conn = connect(namesrv, profile, timeout, output)
+    secret = _read_secret(secret_key_env, secret_key_file, required=False)
+    change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
+                     topic_perm, group_perm)  # fmt: skip
+    conn.emit(_upsert(conn, change, False, file, (cluster, broker)), _changed_sections)
+
+
+@app.command("delete")
+def acl_delete(
+    access_key: KeyArg,
+    yes: YesOpt = False,
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Remove an account."""
+    from admin.service.acl import file_delete
+
+    conn = connect(namesrv, profile, timeout, output)
+    confirm(f"delete ACL account {access_key}", yes)
+    if file is not None:
+        file_delete(file, access_key)
+        conn.emit(AclChanged(access_key, "deleted", [str(file)]), _changed_sections)
+        return
+    delete_acl_config(conn, access_key, cluster, broker)
+
+
+# == rendering =================================================================================
+_COLUMNS = [
+    "access key",
+    "admin",
+    "white address",
+    "default topic",
+    "default group",
+    "topic perms",
+    "group perms",
+]
+
+
+def _views_sections(views: list[AclView]) -> list[Section]:
+    sections: list[Section] = []
+    for v in views:
+        title = f"{v.broker} {v.address}".strip()
+        rows = [
+            (a.access_key, "yes" if a.admin else "no", a.white_remote_address, a.default_topic_perm,
+             a.default_group_perm, _perms(a.topic_perms), _perms(a.group_perms))
+            for a in v.accounts
+        ]  # fmt: skip
+        sections.append(Table(_COLUMNS, rows, title=title))
+        sections.append(Fields([("global white addresses", ", ".join(v.global_white_addresses) or "-")]))
+    return sections
+
+
+def _perms(perms: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in perms.items()) or "-"
+
+
+def _changed_sections(c: AclChanged) -> list[Section]:
+    return [Fields([("access key", c.access_key), (c.action + " on", ", ".join(c.targets))])]

@@ -1,0 +1,265 @@
+"""``rmq cluster up|down|ps``: a local master/slave cluster, one process per server.
+
+``up`` starts one NameServer and, per master, a broker set (master + slaves sharing a brokerName),
+each with its own store folder, ports and log file under DIR, and writes ``DIR/cluster.json`` with
+their pids and ports; ``down`` stops what that file lists; ``ps`` shows it with liveness.
+Ports from --base-port: the NameServer gets N, broker k gets N+10(k+1) and its HA port N+10(k+1)+2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from admin.errors import BadInput, NotFound, OperationFailed
+from cli.output import OutputFormat, OutputOption, Section, Table, emit
+
+STATE_FILE = "cluster.json"
+DEFAULT_DIR = Path("~/.rmqkit/cluster").expanduser()
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+DirOpt = Annotated[Path, typer.Option("--dir", help="Folder for stores, logs and the state file.")]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One process of the local cluster."""
+
+    name: str
+    role: str  # NAMESRV, ASYNC_MASTER, SYNC_MASTER or SLAVE
+    broker_name: str
+    broker_id: int
+    port: int
+    ha_port: int
+    pid: int
+    store: str
+    log: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberState:
+    name: str
+    role: str
+    broker_name: str
+    broker_id: int
+    pid: int
+    port: int
+    ha_port: int
+    alive: bool
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _spawn(args: list[str], log: Path) -> int:
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # survives this command; `down` stops it
+        )
+    return proc.pid
+
+
+def broker_args(namesrv: str, member: Member) -> list[str]:
+    settings = {
+        "brokerClusterName": "LocalCluster",
+        "brokerName": member.broker_name,
+        "brokerId": member.broker_id,
+        "brokerRole": member.role,
+        "haListenPort": member.ha_port,
+        "broker_ip1": "127.0.0.1",
+    }
+    args = ["broker", "-n", namesrv, "--port", str(member.port), "--store", member.store]
+    args += ["--no-http", "--grpc-port", "-1", "--log-level", "INFO"]
+    for key, value in settings.items():
+        args += ["--set", f"{key}={value}"]
+    return args
+
+
+def plan(directory: Path, masters: int, slaves: int, base_port: int, sync: bool) -> list[Member]:
+    """The processes to start (pids still 0), NameServer first, each master before its slaves."""
+    members = [Member("namesrv", "NAMESRV", "", 0, base_port, 0, 0, "", str(directory / "namesrv.log"))]
+    k = 0
+    for m in range(masters):
+        broker_name = f"broker-{chr(ord('a') + m)}"
+        for broker_id in range(slaves + 1):
+            k += 1
+            port = base_port + 10 * k
+            role = "SLAVE" if broker_id else "SYNC_MASTER" if sync else "ASYNC_MASTER"
+            name = f"{broker_name}-{broker_id}"
+            store = directory / name
+            members.append(
+                Member(name, role, broker_name, broker_id, port, port + 2, 0, str(store), f"{store}.log")
+            )
+    return members
+
+
+def read_state(directory: Path) -> list[Member]:
+    path = directory / STATE_FILE
+    try:
+        data = json.loads(path.read_text())
+        return [Member(**m) for m in data["members"]]
+    except FileNotFoundError:
+        raise NotFound(f"no local cluster in {directory} ({STATE_FILE} not found)") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OperationFailed(f"{path}: unreadable state file: {exc}") from None
+
+
+def start(directory: Path, masters: int, slaves: int, base_port: int, sync: bool) -> list[Member]:
+    """Start every process, wait until each listens, and write the state file."""
+    if masters < 1 or slaves < 0:
+        raise BadInput("--masters must be at least 1 and --slaves-per-master at least 0")
+    if (directory / STATE_FILE).exists() and any(_alive(m.pid) for m in read_state(directory)):
+        raise BadInput(f"a local cluster is already running from {directory}; `rmq cluster down` first")
+    directory.mkdir(parents=True, exist_ok=True)
+    busy = [m.port for m in plan(directory, masters, slaves, base_port, sync) if _listening(m.port)]
+    if busy:
+        raise BadInput(f"port(s) {', '.join(map(str, busy))} already in use; choose another --base-port")
+    namesrv = f"127.0.0.1:{base_port}"
+    started: list[Member] = []
+    try:
+        for member in plan(directory, masters, slaves, base_port, sync):
+            args = ["namesrv", "--port", str(base_port), "--no-http"]
+            if member.role != "NAMESRV":
+                args = broker_args(namesrv, member)
+            pid = _spawn(args, Path(member.log))
+            started.append(Member(**{**asdict(member), "pid": pid}))
+            _write_state(directory, started)
+            _wait_listening(started[-1])
+    except BaseException:
+        stop(directory)  # all or nothing
+        raise
+    return started
+
+
+def _write_state(directory: Path, members: list[Member]) -> None:
+    tmp = directory / f"{STATE_FILE}.tmp"
+    tmp.write_text(json.dumps({"members": [asdict(m) for m in members]}, indent=1))
+    tmp.replace(directory / STATE_FILE)
+
+
+def _wait_listening(member: Member) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _listening(member.port):
+        if not _alive(member.pid):
+            raise OperationFailed(f"{member.name} exited at start; see {member.log}")
+        if time.monotonic() > deadline:
+            raise OperationFailed(f"{member.name} is not listening on {member.port}; see {member.log}")
+        time.sleep(0.05)
+
+
+def restart(directory: Path, name: str) -> Member:
+    """Start member ``name`` of the state file again (after it died) with the same settings."""
+    members = read_state(directory)
+    member = next((m for m in members if m.name == name), None)
+    if member is None:
+        raise NotFound(f"no member {name} in {directory / STATE_FILE}")
+    if _alive(member.pid):
+        raise BadInput(f"{name} is still running (pid {member.pid})")
+    namesrv = next(f"127.0.0.1:{m.port}" for m in members if m.role == "NAMESRV")
+    args = ["namesrv", "--port", str(member.port), "--no-http"]
+    if member.role != "NAMESRV":
+        args = broker_args(namesrv, member)
+    member = replace(member, pid=_spawn(args, Path(member.log)))
+    _write_state(directory, [member if m.name == name else m for m in members])
+    _wait_listening(member)
+    return member
+
+
+def stop(directory: Path) -> list[MemberState]:
+    """SIGTERM brokers (slaves first), then the NameServer; SIGKILL what outlives the grace time."""
+    members = read_state(directory)
+    order = sorted(members, key=lambda m: (m.role == "NAMESRV", -m.broker_id))
+    for member in order:
+        if _alive(member.pid):
+            os.kill(member.pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_TIMEOUT
+            while _alive(member.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _alive(member.pid):
+                os.kill(member.pid, signal.SIGKILL)
+    (directory / STATE_FILE).unlink(missing_ok=True)
+    return status(members)
+
+
+def status(members: list[Member]) -> list[MemberState]:
+    return [
+        MemberState(m.name, m.role, m.broker_name, m.broker_id, m.pid, m.port, m.ha_port, _alive(m.pid))
+        for m in members
+    ]
+
+
+def _table(states: list[MemberState]) -> list[Section]:
+    return [
+        Table(
+            ["name", "role", "broker", "id", "pid", "port", "HA port", "alive"],
+            [
+                (
+                    s.name,
+                    s.role,
+                    s.broker_name or None,
+                    None if s.role == "NAMESRV" else s.broker_id,
+                    s.pid,
+                    s.port,
+                    s.ha_port or None,
+                    "yes" if s.alive else "no",
+                )
+                for s in states
+            ],
+        )
+    ]
+
+
+def up(
+    masters: Annotated[int, typer.Option("--masters", help="Broker sets (one master each).")] = 2,
+    slaves_per_master: Annotated[int, typer.Option("--slaves-per-master", help="Slaves per master.")] = 1,
+    directory: DirOpt = DEFAULT_DIR,
+    base_port: Annotated[int, typer.Option("--base-port", help="NameServer port; brokers follow.")] = 19876,
+    sync: Annotated[bool, typer.Option("--sync", help="SYNC_MASTER instead of ASYNC_MASTER.")] = False,
+    output: OutputOption = OutputFormat.TABLE,
+) -> None:
+    """Start a local master/slave cluster: one NameServer and a process per broker."""
+    states = status(start(directory.expanduser(), masters, slaves_per_master, base_port, sync))
+    emit(output, states, lambda: _table(states))
+
+
+def down(directory: DirOpt = DEFAULT_DIR, output: OutputOption = OutputFormat.TABLE) -> None:
+    """Stop the local cluster started by `rmq cluster up`."""
+    states = stop(directory.expanduser())
+    emit(output, states, lambda: _table(states))
+
+
+def ps(directory: DirOpt = DEFAULT_DIR, output: OutputOption = OutputFormat.TABLE) -> None:
+    """The processes of the local cluster: role, ports and whether each is alive."""
+    states = status(read_state(directory.expanduser()))
+    emit(output, states, lambda: _table(states))

@@ -1,0 +1,222 @@
+"""A fast start for ``rmq``: command groups imported when used, options converted without pydantic.
+
+* :class:`LazyCommands` is the root group's command table: a noun's module (``cli.topic`` …) is imported
+  and its click group built only when that noun is invoked, or when help or completion lists them all.
+  Names it does not hold are tried as hidden mqadmin aliases (``rmq updateTopic -t T -c C``).
+* :func:`fast_coercion` gives typer's parameters of plain types (str, bool, int, float, enums, and lists of
+  them) a converter of their own. typer >= 0.28 converts every given option with a pydantic
+  TypeAdapter built on first use, which costs ~100 ms of imports plus ~70 ms of schema building per
+  run; the converters here behave the same for these types. Other types keep typer's conversion.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer._click.core import Command, Context
+from typer._click.exceptions import BadParameter
+from typer.core import TyperCommand
+
+if TYPE_CHECKING:
+    from typer.core import _TyperParameter
+
+try:  # typer >= 0.28: runtime coercion through pydantic; older typers convert without it
+    from typer._coercion import RuntimeParam
+except ImportError:  # pragma: no cover - depends on the installed typer
+    RuntimeParam = None  # type: ignore[assignment,misc]
+
+
+class LazyCommands(MutableMapping[str, Command]):
+    """Commands by name: ``eager`` ones as given, ``lazy`` ones (``name -> "module:attr"``, a Typer app or
+    a command function) built on first access, anything else looked up as an mqadmin alias."""
+
+    def __init__(self, eager: Mapping[str, Command], lazy: Mapping[str, str], hidden: frozenset[str]) -> None:
+        self._loaded = dict(eager)
+        self._lazy = dict(lazy)
+        self._hidden = hidden
+        for command in self._loaded.values():
+            fast_coercion(command)
+
+    def __getitem__(self, name: str) -> Command:
+        command = self._loaded.get(name)
+        if command is None:
+            if name in self._lazy:
+                command = self._load(name, self._lazy[name])
+            else:
+                command = mqadmin_alias(name)
+                if command is None:
+                    raise KeyError(name)
+            self._loaded[name] = command
+        return command
+
+    def _load(self, name: str, spec: str) -> Command:
+        module, _, attr = spec.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+        if isinstance(target, typer.Typer):
+            command: Command = typer.main.get_group(target)
+        else:
+            holder = typer.Typer()
+            holder.command(name, hidden=name in self._hidden)(target)
+            command = typer.main.get_command(holder)
+        command.name = name
+        fast_coercion(command)
+        return command
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._lazy.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._loaded
+        yield from (n for n in self._lazy if n not in self._loaded)
+        yield from (n for n in alias_names() if n not in self._loaded and n not in self._lazy)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+# -- mqadmin aliases --------------------------------------------------------------------------------
+def alias_names() -> list[str]:
+    from cli.mqadmin_commands import COMMANDS
+
+    return [c.name for c in COMMANDS]
+
+
+def mqadmin_alias(name: str) -> Command | None:
+    """A hidden command that hands its arguments, untouched, to mqadmin's ``name``."""
+    if name not in alias_names():
+        return None
+
+    def callback() -> int:
+        from typer._click.globals import get_current_context
+
+        from cli.mqadmin import run
+
+        return run(name, get_current_context().args, prog="rmq")
+
+    return TyperCommand(
+        name,
+        callback=callback,
+        hidden=True,
+        add_help_option=False,
+        help=f"mqadmin {name} (same options and output).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+
+
+# -- conversion without pydantic --------------------------------------------------------------------
+if RuntimeParam is not None:
+
+    @dataclass(frozen=True)
+    class _Plain(RuntimeParam):
+        """Converts one value (or each of a list's) with ``convert``; failures are BadParameter."""
+
+        convert: Callable[[Any, _TyperParameter, Context], Any]
+
+        def _coerce_value(self, value: Any, param: _TyperParameter, ctx: Context) -> Any:
+            if isinstance(value, list | tuple):
+                return [self.convert(v, param, ctx) for v in value]
+            return self.convert(value, param, ctx)
+
+
+def _number(kind: type[int] | type[float], low: float | None, high: float | None) -> Callable[..., Any]:
+    name = "integer" if kind is int else "number"
+
+    def convert(value: Any, param: _TyperParameter, ctx: Context) -> Any:
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            raise BadParameter(f"{value!r} is not a valid {name}.", ctx=ctx, param=param) from None
+        if (low is not None and number < low) or (high is not None and number > high):
+            bounds = f"{low if low is not None else '-inf'} to {high if high is not None else 'inf'}"
+            raise BadParameter(f"{number} is not in the range {bounds}.", ctx=ctx, param=param)
+        return number
+
+    return convert
+
+
+def _text(value: Any, param: _TyperParameter, ctx: Context) -> Any:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off", ""})
+
+
+def _flag(value: Any, param: _TyperParameter, ctx: Context) -> Any:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise BadParameter(f"{value!r} is not a valid boolean.", ctx=ctx, param=param)
+
+
+def _choice(enum: type[Enum], case_sensitive: bool) -> Callable[..., Any]:
+    def convert(value: Any, param: _TyperParameter, ctx: Context) -> Any:
+        from typer._param_types import coerce_cli_choice
+
+        try:
+            return coerce_cli_choice(value, choices=list(enum), case_sensitive=case_sensitive, ctx=ctx)
+        except ValueError as exc:
+            raise BadParameter(str(exc), ctx=ctx, param=param) from None
+
+    return convert
+
+
+def _converter(param: _TyperParameter) -> Callable[..., Any] | None:
+    descriptor = param.type_descriptor
+    info = descriptor.parameter_info
+    if info.parser is not None or descriptor.is_file or descriptor.is_path:
+        return None
+    annotation: Any = descriptor.annotation
+    if descriptor.is_list:
+        args: tuple[Any, ...] = getattr(annotation, "__args__", ())
+        annotation = args[0] if len(args) == 1 else None
+    if annotation is str:
+        return _text
+    if annotation is bool:
+        return _flag
+    if annotation in (int, float) and not info.clamp:
+        return _number(annotation, info.min, info.max)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return _choice(annotation, info.case_sensitive)
+    return None
+
+
+def _convert(param: Any) -> None:
+    if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+        convert = _converter(param)
+        if convert is not None:
+            descriptor = param.type_descriptor
+            param._runtime_param = _Plain(descriptor.parameter_info, descriptor.annotation, convert)
+
+
+def fast_coercion(command: Command) -> None:
+    """Give the plain-typed parameters of ``command`` and its subcommands pydantic-free converters
+    (the help option too: click creates it on first use, so its factory is wrapped)."""
+    if RuntimeParam is None:
+        return
+    for param in command.params:
+        _convert(param)
+    make_help = command.get_help_option
+
+    def get_help_option(ctx: Context) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            _convert(option)
+        return option
+
+    command.get_help_option = get_help_option  # type: ignore[method-assign]
+    subcommands = getattr(command, "commands", None)
+    if isinstance(subcommands, dict):  # a root's LazyCommands converts what it loads itself
+        for sub in subcommands.values():
+            fast_coercion(sub)

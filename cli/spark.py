@@ -1,0 +1,177 @@
+"""``rmq spark``: data pipelines on PySpark (archive, dlq-report, replay). PySpark is imported only when
+one of these commands runs, and only if the ``spark`` extra is installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from admin.timeparse import parse_time
+from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
+from cli.output import Fields, OutputFormat, Table, emit
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+app = typer.Typer(
+    help="Data pipelines on PySpark: archive topics, report dead letters, replay.", no_args_is_help=True
+)
+
+MasterOpt = Annotated[str, typer.Option("--master", help="Spark master URL.")]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", metavar="PATH", help="Read a store folder instead of the cluster.")
+]
+BeginOpt = Annotated[str | None, typer.Option("--begin", help="From this store time (ms, ISO 8601, -2h …).")]
+EndOpt = Annotated[str | None, typer.Option("--end", help="Until this store time (exclusive).")]
+
+
+def _say(text: str) -> None:
+    typer.echo(f"· {text}", err=True)
+
+
+def _session(master: str) -> SparkSession:
+    from admin.errors import BadInput
+
+    try:
+        from admin.pipelines.session import build_session
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise BadInput(f"PySpark is not installed ({exc}): pip install 'rmqkit[spark]'") from None
+    _say(f"starting Spark ({master})")
+    return build_session(master)
+
+
+def _read_options(
+    namesrv: str | None, profile: str | None, timeout: float | None, store: Path | None
+) -> tuple[dict[str, str], str | None]:
+    if store is not None:
+        return {"storePath": str(store)}, None
+    conn = connect(namesrv, profile, timeout, None)
+    addr = ";".join(conn.settings.namesrv)
+    return {"nameServer": addr, "timeout": str(conn.settings.timeout)}, addr
+
+
+@app.command(help="Write a topic (or a time range of it) to Parquet, partitioned by date.")
+def archive(
+    topic: Annotated[str, typer.Argument(help="Topic to archive.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Parquet folder.", show_default=False)],
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the folder's content.")] = False,
+    store: StoreOpt = None,
+    master: MasterOpt = "local[*]",
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    from admin.pipelines.jobs import archive as run_archive
+
+    options, _ = _read_options(namesrv, profile, timeout, store)
+    options["topic"] = topic
+    if begin:
+        options["startingTimestamp"] = str(parse_time(begin))
+    if end:
+        options["endingTimestamp"] = str(parse_time(end))
+    result = run_archive(_session(master), options, str(out), overwrite=overwrite, progress=_say)
+    emit(
+        _fmt(output),
+        result,
+        lambda: [
+            Fields([("messages", result.rows), ("dates", ", ".join(result.dates)), ("path", result.path)])
+        ],
+    )
+
+
+def _fmt(output: OutputFormat | None) -> OutputFormat:
+    return output if output is not None else OutputFormat.TABLE
+
+
+@app.command("dlq-report", help="Dead letters by group, origin topic, reconsume times and age.")
+def dlq_report(
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the report to this folder.")] = None,
+    out_format: Annotated[str, typer.Option("--format", help="parquet or csv (with --out).")] = "parquet",
+    store: StoreOpt = None,
+    master: MasterOpt = "local[*]",
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    from admin.errors import BadInput
+    from admin.pipelines.jobs import dlq_report as run_report
+
+    if out_format not in ("parquet", "csv"):
+        raise BadInput("--format must be parquet or csv")
+    options, _ = _read_options(namesrv, profile, timeout, store)
+    spark = _session(master)
+    rows = run_report(spark, options, progress=_say)
+    if out is not None:
+        df = spark.createDataFrame(
+            [
+                (r.group, r.origin_topic, r.reconsume_times, r.messages, r.oldest_age_s, r.newest_age_s)
+                for r in rows
+            ],
+            "group string, originTopic string, reconsumeTimes int, messages long, oldestAgeSeconds double, "
+            "newestAgeSeconds double",
+        )
+        writer = df.coalesce(1).write.mode("overwrite")
+        (writer.option("header", "true").csv(str(out)) if out_format == "csv" else writer.parquet(str(out)))
+        _say(f"wrote {out}")
+    fmt = _fmt(output)
+    table = Table(
+        ["group", "origin topic", "reconsume times", "messages", "oldest age (s)", "newest age (s)"],
+        [
+            (
+                r.group,
+                r.origin_topic,
+                r.reconsume_times,
+                r.messages,
+                round(r.oldest_age_s),
+                round(r.newest_age_s),
+            )
+            for r in rows
+        ],
+    )
+    emit(fmt, rows, lambda: [table])
+
+
+@app.command(help="Send messages from Parquet (archive's output) or a group's DLQ back to a topic.")
+def replay(
+    topic: Annotated[str, typer.Argument(help="Topic to send to.", show_default=False)],
+    parquet: Annotated[Path | None, typer.Option("--parquet", help="Parquet folder to replay.")] = None,
+    dlq: Annotated[
+        str | None, typer.Option("--dlq", metavar="GROUP", help="Replay this group's DLQ.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--rate", min=0.1, help="Messages per second at most.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be sent; send nothing.")
+    ] = False,
+    master: MasterOpt = "local[*]",
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    from admin.errors import BadInput
+    from admin.pipelines.jobs import DLQ_PREFIX, source
+    from admin.pipelines.jobs import replay as run_replay
+
+    if (parquet is None) == (dlq is None):
+        raise BadInput("give exactly one of --parquet or --dlq")
+    options, addr = _read_options(namesrv, profile, timeout, None)
+    assert addr is not None
+    spark = _session(master)
+    if parquet is not None:
+        df = spark.read.parquet(str(parquet))
+    else:
+        df = source(spark, {**options, "topic": f"{DLQ_PREFIX}{dlq}"})
+    result = run_replay(spark, df, addr, topic, rate=rate, dry_run=dry_run, progress=_say)
+    emit(
+        _fmt(output),
+        result,
+        lambda: [Fields([("messages", result.rows), ("topic", result.topic), ("dry run", result.dry_run)])],
+    )

@@ -1,0 +1,87 @@
+"""``rmq spark archive | dlq-report | replay`` end to end, on the shared session and test node."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from tests.spark.conftest import MESSAGES, TOPIC, Cluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def rmq(*args: object) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_archive_then_replay(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+    out = tmp_path / "archive"
+    info = json.loads(rmq("spark", "archive", TOPIC, "--out", out, "-n", cluster.namesrv, "-o", "json"))
+    assert info["rows"] == MESSAGES
+    dates = [p.name for p in out.iterdir() if p.name.startswith("date=")]
+    assert dates and spark.read.parquet(str(out)).count() == MESSAGES
+    from_store = tmp_path / "from-store"
+    rmq("spark", "archive", TOPIC, "--out", from_store, "--store", cluster.store, "-o", "json")
+    assert spark.read.parquet(str(from_store)).count() == MESSAGES
+    dry = json.loads(
+        rmq(
+            "spark",
+            "replay",
+            "SparkReplay",
+            "--parquet",
+            out,
+            "--dry-run",
+            "-n",
+            cluster.namesrv,
+            "-o",
+            "json",
+        )
+    )
+    assert dry == {"rows": MESSAGES, "topic": "SparkReplay", "dryRun": True}
+    rmq(
+        "spark",
+        "replay",
+        "SparkReplay",
+        "--parquet",
+        out,
+        "--rate",
+        1000,
+        "-n",
+        cluster.namesrv,
+        "-o",
+        "json",
+    )
+    back = (
+        spark.read.format("rocketmq")
+        .option("nameServer", cluster.namesrv)
+        .option("topic", "SparkReplay")
+        .load()
+    )
+    assert sorted(bytes(r.body) for r in back.collect()) == sorted(s.body for s in cluster.sent)
+
+
+def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+    from broker.client.message import Message
+    from broker.client.producer import Producer
+
+    async def dead_letters() -> None:
+        async with Producer("spark-dlq-pg", cluster.namesrv) as producer:
+            for i in range(3):
+                await producer.send(
+                    Message("%DLQ%spark-cg", b"dead %d" % i, properties={"DLQ_ORIGIN_TOPIC": TOPIC})
+                )
+
+    cluster.call(dead_letters())
+    out = tmp_path / "report"
+    rows = json.loads(
+        rmq("spark", "dlq-report", "-n", cluster.namesrv, "--out", out, "--format", "csv", "-o", "json")
+    )
+    assert [(r["group"], r["originTopic"], r["messages"]) for r in rows] == [("spark-cg", TOPIC, 3)]
+    assert any(p.suffix == ".csv" for p in out.iterdir())

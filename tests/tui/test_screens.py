@@ -1,0 +1,178 @@
+"""Each screen against a real NameServer + broker: what it shows equals what the admin service says."""
+
+from __future__ import annotations
+
+from admin.models import MessageRange, TopicKind
+from admin.service import AdminService
+from admin.tui.screens.broker import BrokerScreen
+from admin.tui.screens.message import MessageScreen
+from tests.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
+from tests.tui.helpers import app_for, column, rows
+
+
+def test_cluster_screen_shows_the_brokers_as_the_service_does(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> None:
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(lambda: app.screen.latest is not None, pilot, what="cluster data")
+            async with AdminService([tui_cluster.namesrv], 5) as service:
+                expected = (await service.cluster_list()).brokers
+            shown = rows(app, "brokers")
+            assert list(shown) == [b.address for b in expected]
+            for b in expected:
+                row = shown[b.address]
+                assert row[0] == "UP"
+                assert row[1:7] == [b.cluster, b.broker_name, str(b.broker_id), b.role, b.address, b.version]
+                assert row[10] == f"{b.commitlog_min_offset:,}"
+            assert rows(app, "namesrvs")[tui_cluster.namesrv][1] == "UP"
+            assert "connected" in app.status
+            await pilot.press("enter")
+            await until(lambda: isinstance(app.screen, BrokerScreen) and app.screen.latest is not None, pilot)
+            assert column(app, "runtime", "value")["brokerActive"] == "true"
+            assert column(app, "config", "value")["brokerName"] == "broker-a"
+            await pilot.press("escape")
+            assert not isinstance(app.screen, BrokerScreen)
+
+    run(scenario())
+
+
+def test_topics_screen_list_filter_and_detail(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> None:
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("2")
+            await until(lambda: app.screen.latest is not None, pilot, what="topics")
+            async with AdminService([tui_cluster.namesrv], 5) as service:
+                listing = (await service.topic_list()).topics
+                status = await service.topic_status(TOPIC)
+                described = await service.topic_describe(TOPIC)
+            normal = [t.name for t in listing if t.kind is TopicKind.NORMAL]
+            assert list(rows(app, "topics")) == normal
+            await pilot.press("s")  # show system topics too
+            assert set(rows(app, "topics")) == {
+                t.name for t in listing if t.kind in (TopicKind.NORMAL, TopicKind.SYSTEM)
+            }
+            await pilot.press("slash", *"Ord", "enter")
+            assert list(rows(app, "topics")) == [TOPIC]
+            await pilot.press("enter")
+            await until(lambda: app.screen.latest.detail is not None, pilot, what="topic detail")
+            queues = rows(app, "queues")
+            assert list(queues) == [f"{q.broker_name}/{q.queue_id}" for q in status.queues]
+            for q in status.queues:
+                assert queues[f"{q.broker_name}/{q.queue_id}"][2:5] == [
+                    str(q.min_offset),
+                    str(q.max_offset),
+                    str(q.messages),
+                ]
+            assert sum(q.messages for q in status.queues) == MESSAGES
+            route = rows(app, "route")["broker-a"]
+            assert route[3:6] == ["4", "4", "RW-"]
+            assert GROUP in str(app.screen.query_one("#topic-groups").render())
+            assert described.groups == [GROUP]
+
+    run(scenario())
+
+
+def test_groups_screen_lag_per_queue_and_clients(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> None:
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("colon", *f"group {GROUP}", "enter")
+            await until(
+                lambda: (
+                    getattr(app.screen, "latest", None) is not None and app.screen.latest.detail is not None
+                ),
+                pilot,
+                what="group detail",
+            )
+            async with AdminService([tui_cluster.namesrv], 5) as service:
+                groups = (await service.group_list(include_system=False)).groups
+                lag = await service.group_lag(GROUP)
+                conns = await service.group_connections(GROUP)
+            assert list(rows(app, "groups")) == [g.name for g in groups]
+            assert rows(app, "groups")[GROUP][1:3] == ["online", "1"]
+            shown = rows(app, "lag")
+            for q in lag.queues:
+                row = shown[f"{q.topic}/{q.broker_name}/{q.queue_id}"]
+                assert row[3:7] == [
+                    f"{q.broker_offset:,}",
+                    f"{q.consumer_offset:,}",
+                    f"{q.diff:,}",
+                    f"{q.inflight:,}",
+                ]
+            assert lag.diff_total == MESSAGES - 4 * 2
+            assert list(rows(app, "clients")) == [c.client_id for c in conns.clients]
+            assert list(rows(app, "subscriptions")) == [TOPIC]
+            await pilot.press("r")
+            await until(lambda: len(app.screen.history) >= 2, pilot, what="lag history")
+            assert list(app.screen.history)[-1] == lag.diff_total
+
+    run(scenario())
+
+
+def test_dlq_screen_depths_and_browse(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> None:
+        app = app_for(tui_cluster.namesrv, read_only=True)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("4")
+            await until(lambda: app.screen.latest is not None, pilot, what="dlq")
+            async with AdminService([tui_cluster.namesrv], 5) as service:
+                dlq = {t.group: t.messages for t in (await service.dlq_list()).topics}
+                browsed = (await service.dlq_browse(DLQ_GROUP, MessageRange())).messages
+            assert dlq[DLQ_GROUP] == DEAD
+            assert column(app, "special", "DLQ")[DLQ_GROUP] == str(DEAD)
+            app.screen.focus_object(DLQ_GROUP)
+            await until(lambda: app.screen.latest.browse is not None, pilot, what="browse")
+            shown = rows(app, "browse")
+            assert len(shown) == DEAD
+            for m in browsed:
+                row = next(r for r in shown.values() if r[2] == m.msg_id)
+                assert row[3] == "Payments" and row[1] == str(m.queue_offset)
+            # read-only: no resend key in the footer, and pressing it changes nothing
+            assert not app.screen.check_action("resend_all", ())
+            await pilot.press("a")
+            assert len(app.screen_stack) == 1
+
+    run(scenario())
+
+
+def test_lookup_by_id_and_by_key_and_tracks(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> None:
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("5")
+            msg_id = tui_cluster.sent_ids[3]
+            app.screen.query_one("#msgid").value = msg_id
+            await pilot.press("enter")
+            await until(lambda: app.screen.latest is not None, pilot, what="by id")
+            assert list(rows(app, "found")) == [msg_id]
+            await pilot.press("enter")
+            await until(
+                lambda: isinstance(app.screen, MessageScreen) and app.screen.latest is not None, pilot
+            )
+            assert column(app, "properties", "value")["KEYS"] == "order-3 all"
+            assert rows(app, "tracks")[GROUP][1], rows(app, "tracks")
+            assert "order 3" in str(app.screen.query_one("#message-body").render())
+            await pilot.press("b", "b")
+            assert "6f 72 64" in str(app.screen.query_one("#message-body").render())
+            await pilot.press("escape")
+            lookup = app.screen
+            lookup.query_one("#msgid").value = ""
+            lookup.query_one("#topic").value = TOPIC
+            lookup.query_one("#key").value = "order-5"
+            lookup.query_one("#begin").value = "-1h"
+            lookup.query_one("#key").focus()
+            await pilot.press("enter")
+            await until(
+                lambda: lookup.latest is not None and len(lookup.latest.messages) == 1, pilot, what="by key"
+            )
+            assert list(rows(app, "found")) == [tui_cluster.sent_ids[5]]
+            lookup.query_one("#key").value = ""
+            lookup.query_one("#msgid").value = tui_cluster.uniq_keys[7]
+            lookup.query_one("#msgid").focus()
+            await pilot.press("enter")
+            await until(
+                lambda: list(rows(app, "found")) == [tui_cluster.sent_ids[7]], pilot, what="by UNIQ_KEY"
+            )
+
+    run(scenario())
