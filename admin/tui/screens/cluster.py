@@ -17,14 +17,17 @@ from admin.tui.screens.broker import BrokerScreen
 if TYPE_CHECKING:
     from admin.service import AdminService
 
-# runtime keys that carry how far a slave is behind its master, when the broker reports one
-REPLICATION_KEYS = ("slaveFallBehindMuch", "haReplicaFallBehind", "replicationLagBytes")
 BROKER_COLUMNS = ("state", "cluster", "broker", "id", "role", "address", "version", "put TPS", "get TPS",
                   "disk", "CommitLog min", "CommitLog max", "repl lag")  # fmt: skip
 
 
 def replication_lag(broker: BrokerInfo) -> str:
-    return next((broker.runtime[k] for k in REPLICATION_KEYS if k in broker.runtime), "-")
+    """A slave's bytes behind its master; a master shows its slowest in-sync slave ("-" if unknown)."""
+    ha = broker.ha
+    if ha is None or ha.lag_bytes is None:
+        return "-"
+    suffix = "" if ha.master else ("" if ha.master_alive else " (master lost)")
+    return f"{ha.lag_bytes:,} B{suffix}"
 
 
 class ClusterScreen(LiveScreen[ClusterStatus]):
