@@ -15,6 +15,7 @@ import typer
 from cli.connect import NamesrvOpt, ProfileOpt, TimeoutOpt
 
 if TYPE_CHECKING:
+    from broker.acl.client import ClientSecurity
     from broker.server.node import Node, NodePlan
 
 RefreshOpt = Annotated[
@@ -34,15 +35,22 @@ def check_refresh(refresh: float) -> float:
     return refresh
 
 
-def launch(namesrv: list[str], timeout: float, refresh: float, read_only: bool, profile: str | None) -> None:
-    """Import textual and run the dashboard in this terminal."""
+def launch(
+    namesrv: list[str],
+    timeout: float,
+    refresh: float,
+    read_only: bool,
+    profile: str | None,
+    security: ClientSecurity | None = None,
+) -> None:
+    """Import textual and run the dashboard in this terminal (with the profile's credentials and TLS)."""
     from admin.errors import BadInput
 
     try:
         from admin.tui import run_dashboard
     except ImportError as exc:
         raise BadInput(f"the dashboard needs textual: pip install 'rmqkit[tui]' ({exc})") from None
-    run_dashboard(namesrv, timeout, refresh, read_only, profile)
+    run_dashboard(namesrv, timeout, refresh, read_only, profile, security)
 
 
 def dashboard(
@@ -57,7 +65,7 @@ def dashboard(
 
     check_refresh(refresh)
     settings = resolve(namesrv=namesrv, timeout=timeout, profile=profile)
-    launch(settings.namesrv, settings.timeout, refresh, read_only, settings.profile)
+    launch(settings.namesrv, settings.timeout, refresh, read_only, settings.profile, settings.security)
 
 
 def _log_to_file(path: Path) -> None:
