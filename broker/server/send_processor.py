@@ -49,7 +49,6 @@ from broker.server.topic_config import (
     topic_name_problem,
 )
 from broker.server.transaction_service import is_half_message, to_half_message
-from broker.store.config import parse_delay_levels
 from broker.store.message_store import PutMessage, PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -113,12 +112,6 @@ def _packed_host(addr: str) -> bytes:
         return pack_host(addr)
     except ValueError:
         return _UNKNOWN_HOST
-
-
-@functools.lru_cache(maxsize=8)
-def _delay_level_count(levels: str) -> int:
-    """messageDelayLevel is a setting that can change at run time: parsed once per value."""
-    return len(parse_delay_levels(levels))
 
 
 class SendProcessor:
@@ -294,7 +287,7 @@ class SendProcessor:
         problem = park_timer_message(msg, self.broker.store_config)
         if problem is not None:
             raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, problem)
-        park_delay_level(msg, _delay_level_count(self.broker.store_config.message_delay_level))
+        park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
 
     # == storing ===============================================================================
     def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:

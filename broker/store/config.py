@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,12 @@ _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 GEOMETRY_FILE = "config/storeGeometry.json"
 
 
-def parse_delay_levels(text: str) -> list[int]:
-    """``"1s 5s 1m"`` -> milliseconds per level; raises ValueError naming the bad entry."""
+@lru_cache(maxsize=16)
+def parse_delay_levels(text: str) -> tuple[int, ...]:
+    """``"1s 5s 1m"`` -> milliseconds per level; raises ValueError naming the bad entry.
+
+    Cached: the send path asks for the levels on every delayed message, and the setting may change
+    at run time (a new value is simply a new cache entry)."""
     levels: list[int] = []
     for item in text.split():
         unit = item[-1:]
@@ -22,7 +27,7 @@ def parse_delay_levels(text: str) -> list[int]:
         levels.append(int(item[:-1]) * _UNITS[unit])
     if not levels:
         raise ValueError("messageDelayLevel is empty")
-    return levels
+    return tuple(levels)
 
 
 @dataclass(slots=True)
@@ -61,7 +66,7 @@ class StoreConfig:
 
     @property
     def delay_levels_ms(self) -> list[int]:
-        return parse_delay_levels(self.message_delay_level)
+        return list(parse_delay_levels(self.message_delay_level))
 
     def geometry(self) -> dict[str, int]:
         return {
