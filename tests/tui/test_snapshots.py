@@ -97,6 +97,9 @@ async def message(app: DashboardApp, pilot: Any) -> None:
 
 async def broker(app: DashboardApp, pilot: Any) -> None:
     app.push_screen(BrokerScreen("10.0.0.1:10911"))
+    # until the pushed screen is current, app.screen is the previous, already loaded one
+    await until(lambda: isinstance(app.screen, BrokerScreen), pilot)
+    await _loaded(app, pilot)
 
 
 async def help_(app: DashboardApp, pilot: Any) -> None:
