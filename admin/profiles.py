@@ -105,6 +105,17 @@ def check_profile(profile: Profile) -> Profile:
         raise BadInput(f"output {profile.output!r} is not one of {', '.join(OUTPUTS)}")
     if profile.timeout is not None and profile.timeout <= 0:
         raise BadInput(f"timeout {profile.timeout:g} is not positive")
+    if profile.secret_key_env and profile.secret_key_file:
+        raise BadInput(f"profile {profile.name}: give secret_key_env or secret_key_file, not both")
+    has_secret = bool(profile.secret_key_env or profile.secret_key_file)
+    if profile.access_key and not has_secret:
+        raise BadInput(f"profile {profile.name}: access_key needs secret_key_env or secret_key_file")
+    if has_secret and not profile.access_key:
+        raise BadInput(f"profile {profile.name}: a SecretKey source needs access_key")
+    if profile.tls is False and (profile.tls_ca_file or profile.tls_cert_file or profile.tls_key_file):
+        raise BadInput(f"profile {profile.name}: TLS files are set but tls is false")
+    if profile.tls_key_file and not profile.tls_cert_file:
+        raise BadInput(f"profile {profile.name}: tls_key_file needs tls_cert_file")
     return profile
 
 

@@ -1,7 +1,7 @@
 """What a client connects with: ACL credentials (every request signed) and a TLS context.
 
-SDK use: ``secure(producer.instance.remoting, ClientSecurity(Credentials(ak, sk), client_context()))``
-before ``start()``; the admin service takes a ``ClientSecurity`` directly.
+The admin service takes a ``ClientSecurity``; SDK clients take ``credentials=`` and ``ssl_context=``
+and apply them with :func:`secure`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 ``aclEnable=true`` with ``aclFile=PATH`` turns access control on; ``tlsEnable=true`` with
 ``tlsCertPath`` and ``tlsKeyPath`` serves TLS only on the remoting and gRPC ports (no plain-text
 fallback), ``tlsTrustCertPath`` with ``tlsClientAuth=optional|require`` asks for client certificates.
-None of these can change at runtime.
+With tlsEnable a broker also opens its own connections (NameServer registration, slave to master)
+over TLS, presenting its certificate; ``tlsClientTrustCertPath`` verifies the far end, which is
+otherwise not verified (RocketMQ's default). None of these can change at runtime.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.acl.tls import ServerTls, TlsConfigError
+from broker.acl.tls import ServerTls, TlsConfigError, client_context
 from broker.settings import SettingsError
 
 if TYPE_CHECKING:
+    import ssl
+
     from broker.acl.checker import AclChecker
 
 
@@ -28,6 +32,7 @@ class SecuritySettings:
     tls_key_path: Path | None = None
     tls_trust_cert_path: Path | None = None
     tls_client_auth: str = "none"
+    tls_client_trust_cert_path: Path | None = None
 
     def validate_security(self) -> None:
         if self.acl_enable and self.acl_file is None:
@@ -35,8 +40,16 @@ class SecuritySettings:
         if self.tls_enable:
             try:
                 self.server_tls()
+                self.outbound_tls()
             except TlsConfigError as exc:
                 raise SettingsError(f"setting tlsEnable: {exc}") from None
+
+    def outbound_tls(self) -> ssl.SSLContext | None:
+        """The TLS context of connections this server opens, when tlsEnable is on."""
+        if not self.tls_enable:
+            return None
+        trust = self.tls_client_trust_cert_path
+        return client_context(trust, self.tls_cert_path, self.tls_key_path, insecure=trust is None)
 
     def server_tls(self) -> ServerTls | None:
         """The TLS settings when tlsEnable is on."""

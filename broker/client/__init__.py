@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "BlockingLitePullConsumer": "broker.client.blocking",
     "BlockingProducer": "broker.client.blocking",
     "BlockingPushConsumer": "broker.client.blocking",
+    "Credentials": "broker.acl.signer",
     "ConsumeConcurrentlyStatus": "broker.client.consumer",
     "ConsumeOrderlyStatus": "broker.client.consumer",
     "PushConsumer": "broker.client.consumer",
@@ -53,6 +54,7 @@ __all__ = [
     "ConsumeConcurrentlyStatus",
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
+    "Credentials",
     "LitePullConsumer",
     "LocalTransactionState",
     "MQBrokerError",
@@ -73,6 +75,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from broker.acl.signer import Credentials
     from broker.client.allocate import (
         AllocateAveragely,
         AllocateAveragelyByCircle,

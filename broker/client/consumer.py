@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from broker.client.allocate import AllocateStrategy
 from broker.client.callbacks import call_user
@@ -27,6 +27,11 @@ from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
 from broker.protocol.codes import RequestCode
 from broker.protocol.remoting import RemotingCommand, make_response
+
+if TYPE_CHECKING:
+    import ssl
+
+    from broker.acl.signer import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +91,8 @@ class PushConsumer(ConsumerBase):
         persist_interval: float = PERSIST_INTERVAL,
         instance_name: str | None = None,
         offset_dir: Path = DEFAULT_OFFSET_DIR,
+        credentials: Credentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -96,6 +103,8 @@ class PushConsumer(ConsumerBase):
             allocate=allocate,
             instance_name=instance_name,
             offset_dir=offset_dir,
+            credentials=credentials,
+            ssl_context=ssl_context,
         )
         self.consume_thread_max = consume_thread_max
         self.consume_batch_max_size = consume_batch_max_size

@@ -9,6 +9,7 @@ import time
 from abc import ABC, abstractmethod
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.client.allocate import AllocateAveragely, AllocateStrategy
 from broker.client.instance import ClientInstance
@@ -32,6 +33,11 @@ from broker.protocol.bodies import (
     MessageModel,
     MessageQueue,
 )
+
+if TYPE_CHECKING:
+    import ssl
+
+    from broker.acl.signer import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +70,20 @@ class ConsumerBase(ABC):
         allocate: AllocateStrategy | None,
         instance_name: str | None,
         offset_dir: Path,
+        credentials: Credentials | None,
+        ssl_context: ssl.SSLContext | None,
     ) -> None:
         self.group = group
         self.message_model = message_model
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
-        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, instance_name=instance_name)
+        self.instance = ClientInstance(
+            namesrv_addr,
+            self._heartbeat_data,
+            instance_name=instance_name,
+            credentials=credentials,
+            ssl_context=ssl_context,
+        )
         self.rebalancer = Rebalancer(
             self.instance, group, message_model, allocate or AllocateAveragely(), self
         )

@@ -9,7 +9,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
@@ -17,6 +17,11 @@ from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.client.route import MASTER_ID, RouteCache
 from broker.protocol.bodies import HeartbeatData, MessageQueue
 from broker.protocol.msgid import local_ip
+
+if TYPE_CHECKING:
+    import ssl
+
+    from broker.acl.signer import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +48,15 @@ class ClientInstance:
         *,
         instance_name: str | None = None,
         rpc_timeout: float = 3.0,
+        credentials: Credentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.client_id = make_client_id(instance_name)
         self.remoting = RemotingClient()
+        if credentials is not None or ssl_context is not None:
+            from broker.acl.client import ClientSecurity, secure  # ACL is optional: load it when used
+
+            secure(self.remoting, ClientSecurity(credentials, ssl_context))
         self.api = ClientAPI(self.remoting, rpc_timeout)
         self.routes = RouteCache(self.api, parse_namesrv_addr(namesrv_addr))
         self._heartbeat = heartbeat

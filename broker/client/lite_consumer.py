@@ -8,7 +8,7 @@ import collections
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from broker.client.allocate import AllocateStrategy
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
@@ -19,6 +19,11 @@ from broker.client.pull import PullRequest, PullStatus, build_subscription, pull
 from broker.client.rebalance import REBALANCE_INTERVAL
 from broker.client.remoting_client import RemotingError
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
+
+if TYPE_CHECKING:
+    import ssl
+
+    from broker.acl.signer import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,8 @@ class LitePullConsumer(ConsumerBase):
         rebalance_interval: float = REBALANCE_INTERVAL,
         instance_name: str | None = None,
         offset_dir: Path = DEFAULT_OFFSET_DIR,
+        credentials: Credentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -58,6 +65,8 @@ class LitePullConsumer(ConsumerBase):
             allocate=allocate,
             instance_name=instance_name,
             offset_dir=offset_dir,
+            credentials=credentials,
+            ssl_context=ssl_context,
         )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval

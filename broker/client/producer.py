@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from broker.client.api import request
 from broker.client.callbacks import call_user
@@ -41,6 +41,11 @@ from broker.protocol.message import (
 )
 from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand
+
+if TYPE_CHECKING:
+    import ssl
+
+    from broker.acl.signer import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +137,8 @@ class Producer:
         max_message_size: int = MAX_MESSAGE_SIZE,
         send_latency_fault_enable: bool = False,
         instance_name: str | None = None,
+        credentials: Credentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.group = group
         self.send_timeout = send_timeout
@@ -139,7 +146,13 @@ class Producer:
         self.compress_over = compress_over
         self.compress_level = compress_level
         self.max_message_size = max_message_size
-        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, instance_name=instance_name)
+        self.instance = ClientInstance(
+            namesrv_addr,
+            self._heartbeat_data,
+            instance_name=instance_name,
+            credentials=credentials,
+            ssl_context=ssl_context,
+        )
         self.selector = QueueSelector(send_latency_fault_enable)
         self._ids = UniqKeyGenerator()
 

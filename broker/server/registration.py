@@ -38,7 +38,8 @@ class NameServerRegistration:
     def __init__(self, config: BrokerConfig, topics: Callable[[], TopicConfigSerializeWrapper]) -> None:
         self.config = config
         self._topics = topics
-        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT)
+        # with tlsEnable the NameServers serve TLS only
+        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT, ssl_context=config.outbound_tls())
         self._trigger = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.registered: set[str] = set()  # NameServers that accepted us at least once

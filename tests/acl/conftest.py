@@ -101,6 +101,16 @@ def start_node(tmp: Path, acl_file: Path, **tls: Any) -> tuple[LoopThread, Node]
     return loop, node
 
 
+def seed(cluster: AclCluster) -> AclCluster:
+    """The test topics and group, created directly in the broker."""
+    broker = cluster.node.broker
+    assert broker is not None
+    for topic in (TOPIC, OTHER_TOPIC):
+        cluster.call(broker.topics.put, TopicConfig(topicName=topic, readQueueNums=2, writeQueueNums=2))
+    cluster.call(broker.groups.put, SubscriptionGroupConfig(groupName=GROUP))
+    return cluster
+
+
 @pytest.fixture(scope="module")
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster]:
     tmp = tmp_path_factory.mktemp("acl")
@@ -108,13 +118,8 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
     acl_file.write_text(ACL_YAML)
     loop, node = start_node(tmp, acl_file)
     cluster = AclCluster(loop, node, acl_file)
-    broker = node.broker
-    assert broker is not None
-    for topic in (TOPIC, OTHER_TOPIC):
-        cluster.call(broker.topics.put, TopicConfig(topicName=topic, readQueueNums=2, writeQueueNums=2))
-    cluster.call(broker.groups.put, SubscriptionGroupConfig(groupName=GROUP))
     try:
-        yield cluster
+        yield seed(cluster)
     finally:
         loop.run(node.stop(), timeout=60)
         loop.close()

@@ -16,7 +16,9 @@ from admin.service.acl import AccountChange
 from broker.acl.client import secure
 from broker.acl.signer import Credentials
 from broker.client.admin_api import RemoteError
-from broker.client.message import Message
+from broker.client.consumer_base import ConsumeFrom
+from broker.client.lite_consumer import LitePullConsumer
+from broker.client.message import Message, MQClientError
 from broker.client.producer import Producer
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -64,20 +66,27 @@ def test_signed_send_passes_and_the_others_are_refused(acl_cluster: AclCluster) 
     assert not any(secret in remark for secret in SECRETS)
 
 
-def test_sdk_producer_with_credentials(acl_cluster: AclCluster) -> None:
+def test_sdk_clients_take_credentials(acl_cluster: AclCluster) -> None:
     c = acl_cluster
 
-    async def produce() -> str:
-        producer = Producer("acl-pg", c.namesrv)
-        secure(producer.instance.remoting, security(APP))
-        await producer.start()
-        try:
-            result = await producer.send(Message(TOPIC, b"hello"))
-        finally:
-            await producer.shutdown()
-        return str(result.status.name)
+    async def round_trip(credentials: Credentials) -> list[bytes]:
+        async with Producer("acl-pg", c.namesrv, credentials=credentials) as producer:
+            for i in range(3):
+                await producer.send(Message(TOPIC, b"hello-%d" % i))
+        consumer = LitePullConsumer(
+            GROUP, c.namesrv, credentials=credentials, consume_from=ConsumeFrom.FIRST_OFFSET
+        )
+        consumer.subscribe(TOPIC)
+        async with consumer:
+            bodies: list[bytes] = []
+            deadline = time.monotonic() + 20
+            while len(bodies) < 3 and time.monotonic() < deadline:
+                bodies += [m.body for m in await consumer.poll(1.0) if m.body.startswith(b"hello-")]
+        return sorted(bodies)
 
-    assert c.loop.run(produce()) == "SEND_OK"
+    assert c.loop.run(round_trip(APP)) == [b"hello-0", b"hello-1", b"hello-2"]
+    with pytest.raises(MQClientError, match="signature check failed"):
+        c.loop.run(round_trip(Credentials(APP.access_key, "wrong-secret")))
 
 
 def test_non_admin_cannot_create_topics_or_reset_offsets(acl_cluster: AclCluster) -> None:

@@ -32,7 +32,10 @@ REQUEST_TIMEOUT = 3.0
 class SlaveSynchronize:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT)
+        # with tlsEnable the master serves TLS only
+        self._client = RemotingClient(
+            connect_timeout=REQUEST_TIMEOUT, ssl_context=broker.config.outbound_tls()
+        )
         self._trigger = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.last_sync = 0.0  # loop time of the last complete sync (0 = never)
