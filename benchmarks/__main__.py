@@ -12,7 +12,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from benchmarks import bench_cli, bench_ha, bench_index, bench_remoting, bench_spark, bench_store, bench_tui
+from benchmarks import (
+    bench_cli,
+    bench_grpc,
+    bench_ha,
+    bench_index,
+    bench_remoting,
+    bench_spark,
+    bench_store,
+    bench_tui,
+)
 
 Result = dict[str, object]
 SUITES: dict[str, Callable[[bool], list[Result]]] = {
@@ -23,6 +32,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "spark": bench_spark.run,
     "tui": bench_tui.run,
     "ha": bench_ha.run,
+    "grpc": bench_grpc.run,
 }
 
 

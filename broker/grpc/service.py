@@ -55,6 +55,7 @@ from broker.server.pop_processor import PopRejected, check_consume
 from broker.server.pop_service import AckStatus, Receipt
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
+from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
 
 if TYPE_CHECKING:
@@ -85,6 +86,13 @@ _REMOTING_CODES: dict[int, Code] = {
     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: Code.CONSUMER_GROUP_NOT_FOUND,
     ResponseCode.SUBSCRIPTION_PARSE_FAILED: Code.ILLEGAL_FILTER_EXPRESSION,
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: Code.NOT_IMPLEMENTED,
+}
+_RECALL_CODES = {
+    RecallProblem.MALFORMED: Code.BAD_REQUEST,
+    RecallProblem.MISMATCH: Code.BAD_REQUEST,
+    RecallProblem.EXPIRED: Code.NOT_FOUND,
+    RecallProblem.UNKNOWN: Code.NOT_FOUND,
+    RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
 
@@ -590,6 +598,8 @@ class MessagingService:
         fields = answer.ext_fields or {}
         entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY])
         entry.offset = int(fields.get("queueOffset", "0") or 0)
+        if fields.get("recallHandle"):  # parked in the timer queue
+            entry.recall_handle = fields["recallHandle"]
         if transactional:
             try:
                 phys = decode_offset_msg_id(fields.get("msgId", "").split(",")[0]).offset
@@ -626,8 +636,12 @@ class MessagingService:
         return PB.EndTransactionResponse(status=status())
 
     async def recall_message(self, request: Any, context: Any) -> Any:
-        self._topic(request.topic.name)
-        raise GrpcError(Code.NOT_IMPLEMENTED, "recalling delayed messages is not supported by this broker")
+        topic = self._topic(request.topic.name).topicName
+        try:
+            message_id = await self.broker.timer.recall(topic, request.recall_handle)
+        except RecallRefused as exc:
+            raise GrpcError(_RECALL_CODES[exc.problem], exc.remark) from None
+        return PB.RecallMessageResponse(status=status(), message_id=message_id)
 
     # == POP ===================================================================================
     def _receipt(self, handle: str) -> Receipt:

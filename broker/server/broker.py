@@ -191,6 +191,7 @@ class Broker:
             FilterProcessor(self),
             PopProcessor(self),
             HAProcessor(self),
+            self.timer,
         ):
             for code, handler in processor.handlers().items():
                 self.handlers[code] = self._instrument(code, handler)

@@ -38,7 +38,7 @@ from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem
 from broker.server.schedule_service import park_delay_level
-from broker.server.timer_service import park_timer_message
+from broker.server.timer_service import RecallHandle, park_timer_message
 from broker.server.topic_config import (
     DLQ_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -316,6 +316,13 @@ class SendProcessor:
                 f"flush to disk took longer than {self.broker.store_config.sync_flush_timeout_ms} ms"
             )
 
+    def _recall_handle(self, msgs: list[PutMessage]) -> str | None:
+        """A single message parked in the timer can be recalled before it is due (not batches)."""
+        if len(msgs) != 1:
+            return None
+        handle = RecallHandle.of_parked(msgs[0], self.broker.config.broker_name)
+        return None if handle is None else handle.encode()
+
     def _response(
         self, request: RemotingCommand, result: PutResult, msgs: list[PutMessage], queue_id: int
     ) -> RemotingCommand:
@@ -328,6 +335,7 @@ class SendProcessor:
             queueId=queue_id,
             queueOffset=result.queue_offsets[0],
             transactionId=msgs[0].properties.get(P.UNIQ_KEY) if len(msgs) == 1 else None,
+            recallHandle=self._recall_handle(msgs),
         )
         response = make_response(request, code, result.remark or None, header=header)
         cfg = self.broker.config

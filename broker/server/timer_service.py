@@ -10,20 +10,34 @@ of (due time, queue offset) holds the undelivered ones; ``config/timerProgress.j
 units below it), and the heap is rebuilt from both at start (due times come from the ConsumeQueue
 tagsCode, no CommitLog read). A crash between a re-put and the next save is handled as in the
 schedule service: units due before the crash are checked against the CommitLog before re-putting.
+
+Recall (RocketMQ 5.3's RECALL_MESSAGE): a send that parks a message answers a recall handle,
+base64url of ``v1 <topic> <brokerName> <TIMER_OUT_MS + 1> <UNIQ_KEY>`` as upstream builds it. A recall
+finds the parked unit through the IndexFile (topic rmq_sys_wheel_timer, key UNIQ_KEY), while its
+time has not come, and remembers its queue offset in ``recalled`` (saved at once with the progress);
+the unit is then dropped instead of delivered. Upstream writes a delete marker into the timer
+instead; looking the unit up lets an unknown message be told apart from a recalled one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import heapq
 import json
 import logging
+import re
 import time
+from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from broker.protocol import properties as P
+from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.delivery import (
     IDLE_POLL_S,
     RETRY_AFTER_FAILURE_S,
@@ -41,6 +55,7 @@ from broker.store.dispatch import TIMER_TOPIC
 from broker.store.message_store import PutMessage
 
 if TYPE_CHECKING:
+    from broker.client.remoting_client import Handler, RemotingChannel
     from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -50,6 +65,9 @@ TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 BATCH = 64
 SCAN = 4096
+RECALL_VERSION = "v1"
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+_RECALL_LOOKUP = 16  # parked copies of one UNIQ_KEY looked at (a producer's retries)
 
 
 def _now_ms() -> int:
@@ -63,6 +81,65 @@ def _requested_deliver_ms(props: dict[str, str], now: int) -> int:
     if P.TIMER_DELAY_MS in props:
         return now + int(props[P.TIMER_DELAY_MS])
     return int(props[P.TIMER_DELIVER_MS])
+
+
+def timer_out_ms(deliver_ms: int, precision: int) -> int:
+    """TIMER_OUT_MS of a delivery time: rounded down to ``precision``, an exact multiple one step lower."""
+    return deliver_ms - precision if deliver_ms % precision == 0 else deliver_ms // precision * precision
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHandle:
+    """What a recall names: the real topic, the broker, TIMER_OUT_MS + 1 and the UNIQ_KEY."""
+
+    topic: str
+    broker_name: str
+    timestamp: int
+    message_id: str
+
+    @classmethod
+    def of_parked(cls, msg: PutMessage, broker_name: str) -> RecallHandle | None:
+        """The handle of a message :func:`park_timer_message` parked; None for any other message."""
+        props = msg.properties
+        if msg.topic != TIMER_TOPIC or P.TIMER_OUT_MS not in props or P.REAL_TOPIC not in props:
+            return None
+        return cls(props[P.REAL_TOPIC], broker_name, int(props[P.TIMER_OUT_MS]) + 1, props[P.UNIQ_KEY])
+
+    def encode(self) -> str:
+        raw = " ".join((RECALL_VERSION, self.topic, self.broker_name, str(self.timestamp), self.message_id))
+        return base64.urlsafe_b64encode(raw.encode()).decode()
+
+    @classmethod
+    def decode(cls, text: str) -> RecallHandle:
+        """ValueError unless ``text`` is a v1 handle (padding optional, as Java's decoder allows)."""
+        if not _BASE64URL.fullmatch(text or ""):
+            raise ValueError("the recall handle is not base64url text")
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            raise ValueError("the recall handle does not decode") from None
+        items = raw.split(" ")
+        if len(items) < 5 or items[0] != RECALL_VERSION or not items[3].isdigit() or not all(items[1:5]):
+            raise ValueError("the recall handle is not a v1 handle")
+        return cls(items[1], items[2], int(items[3]), items[4])
+
+
+class RecallProblem(Enum):
+    MALFORMED = "malformed"
+    MISMATCH = "mismatch"  # another topic's or another broker's handle
+    EXPIRED = "expired"
+    UNKNOWN = "unknown"
+    UNSUPPORTED = "unsupported"
+
+
+class RecallRefused(Exception):
+    def __init__(self, problem: RecallProblem, remark: str) -> None:
+        super().__init__(remark)
+        self.problem = problem
+        self.remark = remark
+
+
+_RECALL_CODES = {RecallProblem.UNSUPPORTED: ResponseCode.REQUEST_CODE_NOT_SUPPORTED}
 
 
 def park_timer_message(msg: PutMessage, config: StoreConfig, now: int | None = None) -> str | None:
@@ -96,9 +173,7 @@ def park_timer_message(msg: PutMessage, config: StoreConfig, now: int | None = N
             f"timer message illegal: the delay of {deliver_ms - now} ms exceeds the maximum "
             f"{max_ms} ms (timerMaxDelaySec={config.timer_max_delay_sec})"
         )
-    precision = config.timer_precision_ms
-    out = deliver_ms - precision if deliver_ms % precision == 0 else deliver_ms // precision * precision
-    props[P.TIMER_OUT_MS] = str(out)
+    props[P.TIMER_OUT_MS] = str(timer_out_ms(deliver_ms, config.timer_precision_ms))
     props[P.REAL_TOPIC] = msg.topic
     props[P.REAL_QID] = str(msg.queue_id)
     msg.topic = TIMER_TOPIC
@@ -116,13 +191,14 @@ class TimerService:
         self._heap: list[tuple[int, int]] = []  # (due ms, queue offset)
         self._inflight: list[tuple[int, int]] = []
         self._claimed: set[int] = set()
+        self._recalled: set[int] = set()  # queue offsets of parked units never to deliver
         self._horizon = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     # == life cycle ============================================================================
     async def start(self) -> None:
-        self.read_offset, self._heap = await self.broker.read(self._load)
+        self.read_offset, self._heap, self._recalled = await self.broker.read(self._load)
         heapq.heapify(self._heap)
         self._horizon = recovery_horizon(self.broker)
         self._task = asyncio.create_task(self._run())
@@ -135,16 +211,17 @@ class TimerService:
             self._task = None
             await self.persist()
 
-    def _load(self) -> tuple[int, list[tuple[int, int]]]:
+    def _load(self) -> tuple[int, list[tuple[int, int]], set[int]]:
         data: Any = self.file.load()
         store = self.broker.store
         cq = store.consume_queue(TIMER_TOPIC, 0)
         lo, hi = (cq.min_offset, cq.max_offset) if cq is not None else (0, 0)
-        read_offset, pending = lo, []
+        read_offset, pending, recalled = lo, [], []
         if isinstance(data, dict):
             try:
                 read_offset = int(data.get("readOffset", lo))
                 pending = [int(q) for q in data.get("pending", [])]
+                recalled = [int(q) for q in data.get("recalled", [])]
             except (TypeError, ValueError):
                 log.warning("%s is garbled; delivering the timer queue from its start", self.file.file.path)
         read_offset = min(max(read_offset, lo), hi)
@@ -153,11 +230,14 @@ class TimerService:
             unit = cq.unit_at(q_off) if cq is not None and lo <= q_off < read_offset else None
             if unit is not None:
                 entries.append((unit.tags_code + self.precision, q_off))
-        return read_offset, entries
+        waiting = {q for _due, q in entries}
+        return read_offset, entries, {q for q in recalled if q in waiting or read_offset <= q < hi}
 
     async def persist(self) -> None:
         pending = sorted(q for _due, q in self._heap + self._inflight)
-        text = json.dumps({"readOffset": self.read_offset, "pending": pending})
+        text = json.dumps(
+            {"readOffset": self.read_offset, "pending": pending, "recalled": sorted(self._recalled)}
+        )
         self.version += 1
         await self.broker.read(self.file.save, self.version, text)
 
@@ -186,7 +266,11 @@ class TimerService:
                 heapq.heappush(self._heap, entry)
         now = _now_ms()
         while self._heap and self._heap[0][0] <= now and len(self._inflight) < BATCH:
-            self._inflight.append(heapq.heappop(self._heap))
+            entry = heapq.heappop(self._heap)
+            if entry[1] in self._recalled:
+                self._recalled.discard(entry[1])
+                continue
+            self._inflight.append(entry)
         if self._inflight:
             due = await self.broker.read(self._collect, list(self._inflight))
             done = await deliver(self.broker, due)
@@ -229,3 +313,77 @@ class TimerService:
                 continue
             due.append(Due(q_off, msg))
         return due
+
+    # == recall ================================================================================
+    async def recall(self, topic: str, handle_text: str) -> str:
+        """Cancels the parked message ``handle_text`` names; its UNIQ_KEY, or :class:`RecallRefused`."""
+        try:
+            handle = RecallHandle.decode(handle_text)
+        except ValueError as exc:
+            raise RecallRefused(RecallProblem.MALFORMED, f"recall failed: {exc}") from None
+        if handle.topic != topic:
+            raise RecallRefused(
+                RecallProblem.MISMATCH, f"recall failed: the handle is for topic {handle.topic}, not {topic}"
+            )
+        if handle.broker_name != self.broker.config.broker_name:
+            raise RecallRefused(
+                RecallProblem.MISMATCH, f"recall failed: the handle was issued by broker {handle.broker_name}"
+            )
+        if self._task is None or self.broker.store.index is None:
+            raise RecallRefused(
+                RecallProblem.UNSUPPORTED,
+                "recall failed: this broker does not deliver timer messages or has no IndexFile "
+                "(messageIndexEnable)",
+            )
+        self._check_time(handle)
+        offsets = await self.broker.read(self._find_parked, handle)
+        self._check_time(handle)  # the lookup ran on a reader thread: the time may have come since
+        if not offsets:
+            raise RecallRefused(
+                RecallProblem.UNKNOWN,
+                f"recall failed: no delayed message {handle.message_id} of topic {topic} is waiting",
+            )
+        self._recalled.update(offsets)
+        await self.persist()
+        log.info("recalled timer message %s of %s", handle.message_id, topic)
+        return handle.message_id
+
+    def _check_time(self, handle: RecallHandle) -> None:
+        """A unit leaves the heap at TIMER_OUT_MS + precision, after the handle's time: until that
+        time the unit is certainly still waiting."""
+        if handle.timestamp <= _now_ms():
+            raise RecallRefused(
+                RecallProblem.EXPIRED,
+                f"recall failed: message {handle.message_id} was due at {handle.timestamp} and is delivered",
+            )
+
+    def _find_parked(self, handle: RecallHandle) -> list[int]:
+        out = str(handle.timestamp - 1)
+        return [
+            rec.queue_offset
+            for rec in self.broker.store.query_by_key(
+                TIMER_TOPIC, handle.message_id, _RECALL_LOOKUP, 0, 2**63 - 1, unique=True
+            )
+            if rec.properties.get(P.REAL_TOPIC) == handle.topic and rec.properties.get(P.TIMER_OUT_MS) == out
+        ]
+
+    def handlers(self) -> dict[int, Handler]:
+        return {RequestCode.RECALL_MESSAGE: self.recall_request}
+
+    async def recall_request(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """RECALL_MESSAGE (370): extFields topic, recallHandle (producerGroup unused); answers msgId."""
+        fields = request.ext_fields or {}
+        topic = fields.get("topic", "")
+        if self.broker.topics.get(topic) is None:
+            return make_response(
+                request, ResponseCode.TOPIC_NOT_EXIST, f"recall failed, the topic[{topic}] not exist"
+            )
+        try:
+            message_id = await self.recall(topic, fields.get("recallHandle", ""))
+        except RecallRefused as exc:
+            return make_response(
+                request, _RECALL_CODES.get(exc.problem, ResponseCode.ILLEGAL_OPERATION), exc.remark
+            )
+        answer = make_response(request)
+        answer.ext_fields = {"msgId": message_id}
+        return answer

@@ -194,6 +194,24 @@ def test_delay_message_by_delivery_timestamp(grpc_cluster: GrpcCluster) -> None:
     assert msg["delivery_timestamp"]
 
 
+def test_python_producer_recalls_delay_messages(grpc_cluster: GrpcCluster) -> None:
+    c = grpc_cluster
+    c.create_topic("G5Recall", queues=1, message_type="DELAY")
+    args = ["--endpoints", c.endpoints, "--topic", "G5Recall", "--kind", "delay", "--delay-ms", "3000"]
+    recalled = run5("py5", "py5_producer.py", *args, "--count", "2", "--recall").check()
+    ids = [e["message_id"] for e in recalled.of("sent")]
+    assert [e["message_id"] for e in recalled.of("recalled")] == ids
+    assert all(e["recall_handle"] for e in recalled.of("sent"))
+    kept = run5("py5", "py5_producer.py", *args, "--count", "1", "--body-prefix", "kept-").check()
+    # the kept message is due after the recalled ones: once it is in the topic, they were dropped
+    deadline = time.monotonic() + 30
+    while c.max_offset("G5Recall") < 1:
+        assert time.monotonic() < deadline, "the kept delay message was not delivered"
+        time.sleep(0.2)
+    assert c.max_offset("G5Recall") == 1
+    assert kept.of("sent")[0]["recall_handle"]
+
+
 @pytest.mark.parametrize("mode", ["commit", "rollback", "check-commit"])
 def test_transactional_producer(grpc_cluster: GrpcCluster, mode: str) -> None:
     c = grpc_cluster

@@ -2,10 +2,11 @@
 
 python py5_producer.py --endpoints 127.0.0.1:8081 --topic T --count 3 [--kind normal|fifo|delay|transaction]
     [--tag TagA] [--key-prefix k] [--message-groups 2] [--delay-ms 2000] [--property a=b]
-    [--tx commit|rollback|check-commit|check-rollback] [--linger 10]
+    [--tx commit|rollback|check-commit|check-rollback] [--linger 10] [--recall]
 
 Transactions: commit/rollback end each transaction from the client; check-* leave it open and let the
 broker ask the checker (which answers COMMIT or ROLLBACK) while the driver lingers.
+--recall recalls every message right after sending it (delay messages: its recall handle).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main() -> int:
         "--tx", default="commit", choices=["commit", "rollback", "check-commit", "check-rollback"]
     )
     ap.add_argument("--linger", type=float, default=0.0, help="seconds to stay up after sending (checks)")
+    ap.add_argument("--recall", action="store_true", help="recall each message after sending it")
     args = ap.parse_args()
     rocketmq = load_client()
     checked = threading.Event()
@@ -91,7 +93,14 @@ def main() -> int:
                 offset=getattr(receipt, "offset", None),
                 queue_id=getattr(getattr(receipt, "message_queue", None), "id", None),
                 transaction_id=getattr(receipt, "transaction_id", None),
+                recall_handle=getattr(receipt, "recall_handle", None),
             )
+            if args.recall:
+                try:
+                    recalled = producer.recall_message(args.topic, receipt.recall_handle)
+                    emit("recalled", index=i, message_id=recalled)
+                except Exception as exc:
+                    emit("recall_error", index=i, error=f"{type(exc).__name__}: {exc}")
         deadline = time.time() + args.linger
         while time.time() < deadline:
             if args.tx.startswith("check") and len(set(checks)) >= args.count:

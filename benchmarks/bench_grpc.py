@@ -1,0 +1,286 @@
+"""gRPC benchmark: the official Python 5 client over gRPC against our SDK over remoting, one broker.
+
+The broker runs as ``rmq up`` in its own process. Each round measures four windows of the same
+length after a warm-up: gRPC sends (rocketmq-python-client 5.1.2, ``send_async`` with 64 in
+flight, run in its own process and venv), remoting sends (``broker.client.Producer``, 64 in flight,
+in this process), gRPC receives (SimpleConsumer: 4 receiving threads, batches of 32, every message
+acked) and remoting receives (``LitePullConsumer``, batches of 32). Both receive from one backlog
+topic, each round with new groups. All bodies are 1 KiB.
+
+Two figures per direction compare the paths: throughput (msg/s) and the broker process's CPU time
+per message (utime + stime from ``/proc/<pid>/stat`` across the window). The client of either path
+may be the bottleneck, so CPU per message is the fairer "broker side" cost. Medians of the rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.client import Message, Producer
+from broker.client.admin_api import AdminApi
+from broker.client.consumer_base import ConsumeFrom
+from broker.client.lite_consumer import LitePullConsumer
+from broker.client.message import SendStatus
+from broker.client.remoting_client import RemotingClient
+from broker.protocol.bodies import TopicConfig
+
+Result = dict[str, object]
+_RMQ = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
+_BANNER = {
+    "namesrv": re.compile(r"^NameServer\s+(\S+:\d+)", re.MULTILINE),
+    "broker": re.compile(r"^Broker\s.* at (\S+:\d+),", re.MULTILINE),
+    "grpc": re.compile(r"^gRPC\s+(\S+:\d+)", re.MULTILINE),
+}
+DRIVER = Path(__file__).resolve().parents[1] / "tests" / "grpc" / "drivers" / "py5_bench.py"
+BODY = b"x" * 1024
+INFLIGHT = 64
+RECEIVE_THREADS = 4
+BATCH = 32
+QUEUES = 8
+WARMUP_S = 1.0
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    namesrv: str
+    broker: str
+    grpc: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Messages done in a measured window and the broker's CPU seconds over it."""
+
+    count: int
+    seconds: float
+    cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / max(self.count, 1) * 1e6
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15)
+
+
+@contextmanager
+def broker_process(store: Path) -> Iterator[Node]:
+    cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(store), "--namesrv-port", "0",
+           "--broker-port", "0", "--no-http", "--grpc-port", "0", "--set", "haListenPort=0"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        banner = ""
+        while not all(p.search(banner) for p in _BANNER.values()):
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"rmq up exited with {proc.wait()} before it was up")
+            banner += line
+        found = {k: m.group(1) for k, p in _BANNER.items() if (m := p.search(banner))}
+        yield Node(found["namesrv"], found["broker"], found["grpc"], proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+# == gRPC: the official client in its own process ================================================
+def _grpc_window(python: Path, node: Node, mode: str, topic: str, seconds: float, group: str) -> Window:
+    """Runs the driver; the broker's CPU is read when it reports the window's start and end."""
+    args = [str(python), str(DRIVER), "--endpoints", node.grpc, "--topic", topic, mode, "--group", group,
+            "--seconds", f"{seconds:g}", "--inflight", str(INFLIGHT), "--threads", str(RECEIVE_THREADS),
+            "--batch", str(BATCH), "--size", str(len(BODY))]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    with tempfile.TemporaryDirectory(prefix="bench-grpc-home-") as home:
+        env["HOME"] = home  # the client writes its logs under $HOME/logs
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=DRIVER.parent)  # fmt: skip
+        assert proc.stdout is not None
+        cpu: dict[str, float] = {}
+        summary: dict[str, object] = {}
+        for line in proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind in ("go", "done"):
+                cpu[kind] = _cpu_seconds(node.pid)
+            elif kind == "summary":
+                summary = event
+        _, stderr = proc.communicate(timeout=60)
+    if proc.returncode != 0 or len(cpu) != 2:
+        raise RuntimeError(f"py5 {mode} driver failed ({proc.returncode}): {summary} {stderr[-2000:]}")
+    count, elapsed = summary["count"], summary["elapsed"]
+    assert isinstance(count, int) and isinstance(elapsed, float)
+    return Window(count, elapsed, cpu["done"] - cpu["go"])
+
+
+# == remoting: our SDK in this process ===========================================================
+class _Meter:
+    """Counts completions from the first one on; :meth:`window` measures after the warm-up."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.count = 0
+        self.started = asyncio.Event()
+
+    def add(self, n: int = 1) -> None:
+        self.count += n
+        if n:
+            self.started.set()
+
+    async def window(self, seconds: float) -> Window:
+        await self.started.wait()
+        await asyncio.sleep(WARMUP_S)
+        first, cpu, began = self.count, _cpu_seconds(self.pid), time.perf_counter()
+        await asyncio.sleep(seconds)
+        return Window(self.count - first, time.perf_counter() - began, _cpu_seconds(self.pid) - cpu)
+
+
+async def _remoting_send(node: Node, topic: str, seconds: float) -> Window:
+    meter = _Meter(node.pid)
+    stop = asyncio.Event()
+    async with Producer("bench-grpc-pg", node.namesrv, compress_over=len(BODY) + 1) as producer:
+
+        async def sender() -> None:
+            while not stop.is_set():
+                result = await producer.send(Message(topic, BODY))
+                if result.status is not SendStatus.SEND_OK:
+                    raise RuntimeError(f"send answered {result.status}")
+                meter.add()
+
+        tasks = [asyncio.create_task(sender()) for _ in range(INFLIGHT)]
+        try:
+            window = await meter.window(seconds)
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+    return window
+
+
+async def _remoting_receive(node: Node, topic: str, group: str, seconds: float, backlog: int) -> Window:
+    meter = _Meter(node.pid)
+    consumer = LitePullConsumer(
+        group, node.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, pull_batch_size=BATCH
+    )
+    consumer.subscribe(topic)
+    async with consumer:
+
+        async def poller() -> None:
+            while True:
+                meter.add(len(await consumer.poll(1.0)))
+
+        task = asyncio.create_task(poller())
+        try:
+            window = await meter.window(seconds)
+        finally:
+            task.cancel()
+    if meter.count >= backlog:  # the window ended short of messages: its rate would be too low
+        raise RuntimeError(f"the remoting receive drained the backlog of {backlog:,}; raise it")
+    return window
+
+
+async def _prepare(node: Node, topics: list[str], backlog_topic: str, backlog: int) -> None:
+    """Creates the topics, waits until the NameServer routes them (consumers rebalance on the
+    route) and fills the backlog the receive windows read from."""
+    api = AdminApi(RemotingClient(), timeout=10.0)
+    try:
+        for topic in topics:
+            await api.create_topic(
+                node.broker, TopicConfig(topicName=topic, readQueueNums=QUEUES, writeQueueNums=QUEUES)
+            )
+        routed = set(await api.topic_list([node.namesrv]))
+        while not routed.issuperset(topics):
+            await asyncio.sleep(0.1)
+            routed = set(await api.topic_list([node.namesrv]))
+    finally:
+        await api.client.close()
+    async with Producer("bench-grpc-fill", node.namesrv, compress_over=len(BODY) + 1) as producer:
+        for _ in range(backlog // BATCH):
+            await producer.send_batch([Message(backlog_topic, BODY) for _ in range(BATCH)])
+
+
+# == results ====================================================================================
+def _pair(name: str, grpc: list[float], remoting: list[float], unit: str, note: str) -> Result:
+    """A gRPC figure beside its remoting baseline, with the 50 % target in the row's own sense."""
+    g, r = statistics.median(grpc), statistics.median(remoting)
+    cost = unit == "us"
+    efficiency = (r / g if cost else g / r) if g and r else 0.0
+    met = "meets" if efficiency >= 0.5 else "misses"
+    return {
+        "name": name,
+        "value": round(g, 1),
+        "unit": unit,
+        "target": round(2 * r if cost else 0.5 * r, 1),
+        "baseline": f"remoting_{name.split('_', 1)[1]}",
+        "baseline_value": round(r, 1),
+        "note": f"gRPC/remoting {'CPU efficiency' if cost else 'rate'} {efficiency:.2f} ({met} 0.5); {note}",
+    }
+
+
+def run(quick: bool) -> list[Result]:
+    from tests.grpc.peers5 import install_python5_client
+
+    python = install_python5_client()
+    rounds, seconds = (1, 3.0) if quick else (3, 5.0)
+    backlog = 100_000 if quick else 200_000
+    windows: dict[str, dict[str, list[Window]]] = {
+        kind: {"grpc": [], "remoting": []} for kind in ("send", "receive")
+    }
+    send, receive = windows["send"], windows["receive"]
+    topics = ["BenchGrpcSend", "BenchRemotingSend", "BenchBacklog"]
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_grpc_") as tmp,
+        broker_process(Path(tmp) / "store") as node,
+    ):
+        asyncio.run(_prepare(node, topics, "BenchBacklog", backlog))
+        for i in range(rounds):
+            send["grpc"].append(_grpc_window(python, node, "send", "BenchGrpcSend", seconds, "unused"))
+            send["remoting"].append(asyncio.run(_remoting_send(node, "BenchRemotingSend", seconds)))
+            receive["grpc"].append(
+                _grpc_window(python, node, "receive", "BenchBacklog", seconds, f"bench-grpc-{i}")
+            )
+            receive["remoting"].append(
+                asyncio.run(_remoting_receive(node, "BenchBacklog", f"bench-remoting-{i}", seconds, backlog))
+            )
+            for kind, pair in windows.items():
+                g, r = pair["grpc"][-1], pair["remoting"][-1]
+                print(f"#   round {i + 1} {kind}: gRPC {g.rate:,.0f} msg/s {g.cpu_us:,.0f} us/msg, "
+                      f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.0f} us/msg", file=sys.stderr)  # fmt: skip
+    shape = f"1 KiB, median of {rounds} x {seconds:g} s"
+    notes = {
+        "send": f"send_async vs Producer.send, {INFLIGHT} in flight; {shape}",
+        "receive": f"SimpleConsumer receive+ack vs LitePullConsumer, batches of {BATCH}; {shape}",
+    }
+    rates = [
+        _pair(
+            f"grpc_{kind}", [w.rate for w in p["grpc"]], [w.rate for w in p["remoting"]], "msg/s", notes[kind]
+        )
+        for kind, p in windows.items()
+    ]
+    costs = [
+        _pair(f"grpc_{kind}_broker_cpu", [w.cpu_us for w in p["grpc"]], [w.cpu_us for w in p["remoting"]],
+              "us", "broker CPU per message")
+        for kind, p in windows.items()
+    ]  # fmt: skip
+    return rates + costs

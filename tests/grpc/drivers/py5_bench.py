@@ -1,0 +1,156 @@
+"""rocketmq-python-client 5.x load generator for ``benchmarks/bench_grpc.py``.
+
+python py5_bench.py --endpoints E --topic T send [--seconds 5] [--inflight 64] [--size 1024]
+python py5_bench.py --endpoints E --topic T receive --group G [--seconds 5] [--threads 4] [--batch 32]
+
+send: ``send_async`` with ``inflight`` sends outstanding at any time. receive: ``threads`` threads of
+one SimpleConsumer, each receiving a batch and handing every message to a pool of ``threads * 4``
+ackers (the client's own ``ack_async`` needs an asyncio loop in the calling thread).
+After start-up and one second of warm-up the driver prints ``{"event": "go"}``, runs for ``seconds``,
+then prints ``{"event": "done"}`` and the summary ``{"count": N, "elapsed": s}`` of that window only,
+so the caller can read the broker's CPU time at "go" and "done".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from _py5kit import config, emit, load_client
+
+WARMUP_S = 1.0
+
+
+class Window:
+    """Counts completions; only those inside the measured window are reported."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+        self.errors = 0
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self.total += n
+
+    def failed(self) -> None:
+        with self._lock:
+            self.errors += 1
+
+    def take(self) -> int:
+        with self._lock:
+            return self.total
+
+
+def run_send(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, window: Window) -> None:
+    producer = rocketmq.Producer(config(rocketmq, args.endpoints), (args.topic,))
+    producer.startup()
+    body = b"x" * args.size
+    slots = threading.Semaphore(args.inflight)
+
+    def done(future: Future[Any]) -> None:
+        slots.release()
+        if future.exception() is None:
+            window.add()
+        else:
+            window.failed()
+
+    try:
+        while not stop.is_set():
+            slots.acquire()
+            msg = rocketmq.Message()
+            msg.topic = args.topic
+            msg.body = body
+            producer.send_async(msg).add_done_callback(done)
+        for _ in range(args.inflight):  # let the last sends finish before shutting down
+            slots.acquire(timeout=10)
+    finally:
+        producer.shutdown()
+
+
+def run_receive(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, window: Window) -> None:
+    consumer = rocketmq.SimpleConsumer(
+        config(rocketmq, args.endpoints),
+        args.group,
+        {args.topic: rocketmq.FilterExpression("*")},
+        await_duration=2,
+    )
+    consumer.startup()
+
+    ackers = ThreadPoolExecutor(args.threads * 4)
+
+    def acked(future: Future[Any]) -> None:
+        if future.exception() is None:
+            window.add()
+        else:
+            window.failed()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                messages = consumer.receive(args.batch, 30)
+            except Exception:
+                continue  # no new message within the long-polling time
+            for msg in messages:
+                ackers.submit(consumer.ack, msg).add_done_callback(acked)
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(args.threads)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ackers.shutdown(wait=True)
+    finally:
+        consumer.shutdown()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--endpoints", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("mode", choices=["send", "receive"])
+    ap.add_argument("--group", default="py5-bench")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--inflight", type=int, default=64)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=32)
+    args = ap.parse_args()
+    rocketmq = load_client()
+    stop = threading.Event()
+    window = Window()
+    work = run_send if args.mode == "send" else run_receive
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work(rocketmq, args, stop, window)
+        except BaseException as exc:
+            failure.append(exc)
+            stop.set()
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    while window.take() == 0 and not failure:  # start-up, route and settings exchange
+        time.sleep(0.05)
+    time.sleep(WARMUP_S)
+    first, began = window.take(), time.perf_counter()
+    emit("go")
+    time.sleep(args.seconds)
+    count, elapsed = window.take() - first, time.perf_counter() - began
+    emit("done")
+    stop.set()
+    worker.join(30)
+    if failure:
+        emit("error", error=f"{type(failure[0]).__name__}: {failure[0]}")
+    emit("summary", count=count, elapsed=elapsed, errors=window.errors, ok=not failure and count > 0)
+    return 0 if not failure and count > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
