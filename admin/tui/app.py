@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 
 from admin.errors import ConnectFailed, Timeout
+from admin.tui.backend import ServiceThread
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.cluster import ClusterScreen
 from admin.tui.screens.dlq import DlqScreen
@@ -81,7 +82,7 @@ class DashboardApp(App[None]):
         deadline: float = 11.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``connect`` builds the admin service (in the app's event loop); ``refresh`` is seconds
+        """``connect`` builds the admin service (on the service's thread); ``refresh`` is seconds
         between refreshes (0 = only on ``r``); ``deadline`` cuts off one refresh."""
         super().__init__()
         self._connect = connect
@@ -93,13 +94,13 @@ class DashboardApp(App[None]):
         self.connected = True
 
     @functools.cached_property
-    def service(self) -> AdminService:
-        """The admin service, built on first use (inside the app's event loop)."""
-        return self._connect()
+    def backend(self) -> ServiceThread:
+        """The admin service on its own thread, started on first use."""
+        return ServiceThread(self._connect)
 
     async def on_unmount(self) -> None:
-        if "service" in self.__dict__:
-            await self.service.close()
+        if "backend" in self.__dict__:
+            await self.backend.close()
 
     # -- connection state -------------------------------------------------------------------------
     def _header(self) -> str:

@@ -1,17 +1,18 @@
-"""What every dashboard screen shares: the status bar, table filling, and refreshes in workers.
+"""What every dashboard screen shares: the status bar and refreshes in workers.
 
-A :class:`LiveScreen` fetches its data in a worker (``fetch``) and lays it out (``show``). Each refresh
-gets a generation number; a result that arrives after a newer refresh began is dropped. A refresh is
-cut off after the app's deadline, so a slow or dead broker never holds the screen. The timer only
-refreshes the screen on top: behind a modal dialog, or while another screen shows, refresh pauses.
+A :class:`LiveScreen` fetches its data on the admin service's thread (``fetch``, see
+:mod:`admin.tui.backend`) and lays it out in its tables (``show``, see :mod:`admin.tui.table`).
+Each refresh gets a generation number; a result that arrives after a newer refresh began is
+dropped. A refresh is cut off after the app's deadline, so a slow or dead broker never holds the
+screen. The timer only refreshes the screen on top: behind a modal dialog, or while another screen
+shows, refresh pauses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,14 +20,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from admin.errors import AdminError
-from admin.tui.fmt import Cell
 
 if TYPE_CHECKING:
     from admin.service import AdminService
     from admin.tui.app import DashboardApp
 
 D = TypeVar("D")
-Row = tuple[str, Sequence[Cell]]
 
 
 class StatusBar(Static):
@@ -39,27 +38,6 @@ class StatusBar(Static):
 
     def _changed(self, text: str) -> None:
         self.update(text)
-
-
-def selected_key(table: DataTable[Any]) -> str | None:
-    """The key of the row under the cursor."""
-    if not table.row_count:
-        return None
-    return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-
-
-def fill(table: DataTable[Any], rows: Sequence[Row]) -> None:
-    """Replace a table's rows (unless unchanged), keeping the cursor on the same key."""
-    signature = [(k, [str(c) for c in cells]) for k, cells in rows]
-    if getattr(table, "_rmq_rows", None) == signature:
-        return
-    table._rmq_rows = signature  # type: ignore[attr-defined]
-    keep = selected_key(table)
-    table.clear()
-    for key, cells in rows:
-        table.add_row(*cells, key=key)
-    if keep is not None and any(k == keep for k, _ in rows):
-        table.move_cursor(row=table.get_row_index(keep), animate=False)
 
 
 class LiveScreen(Screen[None], Generic[D]):
@@ -98,6 +76,7 @@ class LiveScreen(Screen[None], Generic[D]):
         raise NotImplementedError
 
     async def fetch(self, service: AdminService) -> D:
+        """The screen's data; runs on the service's thread, so it only reads the screen's settings."""
         raise NotImplementedError
 
     def show(self, data: D) -> None:
@@ -133,7 +112,7 @@ class LiveScreen(Screen[None], Generic[D]):
     async def _load(self, generation: int) -> None:
         began = time.perf_counter()
         try:
-            data = await asyncio.wait_for(self.fetch(self.dash.service), self.dash.deadline)
+            data = await asyncio.wait_for(self.dash.backend.call(self.fetch), self.dash.deadline)
         except (AdminError, TimeoutError) as exc:
             if generation == self.generation:
                 self.busy = False
@@ -142,9 +121,11 @@ class LiveScreen(Screen[None], Generic[D]):
         if generation != self.generation:
             return  # a newer refresh started: this answer is stale
         self.service_ms = (time.perf_counter() - began) * 1000
-        self.busy = False
         self.latest = data
-        self.show(data)
+        try:
+            self.show(data)
+        finally:
+            self.busy = False
         self.dash.report_ok()
 
     def redraw(self) -> None:

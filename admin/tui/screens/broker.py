@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from admin.models import BrokerRuntime, ConfigValues
-from admin.tui.live import LiveScreen, Row, fill
+from admin.tui.live import LiveScreen
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -35,11 +36,11 @@ class BrokerScreen(LiveScreen[tuple[BrokerRuntime, ConfigValues]]):
         yield Static(f"Broker {self.address} (esc: back)", classes="title")
         with TabbedContent():
             with TabPane("Runtime", id="tab-runtime"):
-                yield DataTable(id="runtime", cursor_type="row")
+                yield LiveTable(id="runtime")
             with TabPane("Store", id="tab-store"):
-                yield DataTable(id="store", cursor_type="row")
+                yield LiveTable(id="store")
             with TabPane("Config", id="tab-config"):
-                yield DataTable(id="config", cursor_type="row")
+                yield LiveTable(id="config")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -59,4 +60,4 @@ class BrokerScreen(LiveScreen[tuple[BrokerRuntime, ConfigValues]]):
             ("config", config.values),
         ):
             rows: list[Row] = [(k, (k, v)) for k, v in values.items() if self.matches(k, v)]
-            fill(self.query_one(f"#{table_id}", DataTable), rows)
+            self.query_one(f"#{table_id}", LiveTable).fill(rows)

@@ -11,8 +11,9 @@ from textual.widgets import DataTable, Static
 
 from admin.models import BrokerInfo, ClusterStatus
 from admin.tui.fmt import num, ratio, state
-from admin.tui.live import LiveScreen, Row, fill
+from admin.tui.live import LiveScreen
 from admin.tui.screens.broker import BrokerScreen
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -38,9 +39,9 @@ class ClusterScreen(LiveScreen[ClusterStatus]):
 
     def body(self) -> ComposeResult:
         yield Static("NameServers", classes="title")
-        yield DataTable(id="namesrvs", cursor_type="row")
+        yield LiveTable(id="namesrvs")
         yield Static("Brokers (enter: detail)", classes="title")
-        yield DataTable(id="brokers", cursor_type="row")
+        yield LiveTable(id="brokers")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -52,8 +53,7 @@ class ClusterScreen(LiveScreen[ClusterStatus]):
         return await service.cluster_status()
 
     def show(self, data: ClusterStatus) -> None:
-        fill(
-            self.query_one("#namesrvs", DataTable),
+        self.query_one("#namesrvs", LiveTable).fill(
             [(n.address, (n.address, state(n.reachable), n.error or "")) for n in data.namesrvs],
         )
         present = {b.address for b in data.brokers}
@@ -85,7 +85,7 @@ class ClusterScreen(LiveScreen[ClusterStatus]):
                     ),
                 )
             )
-        fill(self.query_one("#brokers", DataTable), rows)
+        self.query_one("#brokers", LiveTable).fill(rows)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "brokers" and event.row_key.value is not None:

@@ -5,6 +5,7 @@ group's name), with a progress bar; export to a JSON-lines file."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,11 @@ from admin.errors import AdminError, NotFound
 from admin.models import MessageRange, Messages, SpecialTopics
 from admin.store_tools import message_to_dict
 from admin.tui.fmt import ms_time, num
-from admin.tui.live import LiveScreen, Row, fill, selected_key
+from admin.tui.live import LiveScreen
 from admin.tui.screens.confirm import ConfirmScreen
 from admin.tui.screens.message import MessageScreen
 from admin.tui.screens.prompt import PromptScreen
+from admin.tui.table import LiveTable, Row, selected_key
 from broker.protocol import properties as P
 
 if TYPE_CHECKING:
@@ -67,9 +69,9 @@ class DlqScreen(LiveScreen[DlqView]):
 
     def body(self) -> ComposeResult:
         yield Static("Retry and dead-letter topics (enter: browse)", classes="title")
-        yield DataTable(id="special", cursor_type="row")
+        yield LiveTable(id="special")
         yield Static("Select a group with enter", id="browse-title", classes="title")
-        yield DataTable(id="browse", cursor_type="row")
+        yield LiveTable(id="browse")
         yield ProgressBar(id="resend-progress", classes="hidden", show_eta=False)
 
     def on_mount(self) -> None:
@@ -122,7 +124,7 @@ class DlqScreen(LiveScreen[DlqView]):
                     ),
                 )
             )
-        fill(self.query_one("#special", DataTable), rows)
+        self.query_one("#special", LiveTable).fill(rows)
         self._show_browse(data.browse)
 
     def _show_browse(self, browse: Messages | None) -> None:
@@ -133,7 +135,7 @@ class DlqScreen(LiveScreen[DlqView]):
             title = f"{self.kind} of {self.selected}: {count} message(s), {marked} marked"
             rows = [(message_key(m), self._cells(m)) for m in browse.messages]
         self.query_one("#browse-title", Static).update(title)
-        fill(self.query_one("#browse", DataTable), rows)
+        self.query_one("#browse", LiveTable).fill(rows)
 
     def _cells(self, m: MessageRecord) -> tuple[str | Text, ...]:
         props = m.properties
@@ -241,16 +243,23 @@ class DlqScreen(LiveScreen[DlqView]):
         bar.remove_class("hidden")
         bar.update(total=None, progress=0)
 
-        def progress(_label: str, done: int, total: int) -> None:
-            bar.update(total=total, progress=done)
+        ui = asyncio.get_running_loop()
 
-        resent = failed = 0
-        try:
-            jobs = [(None, None)] if targets is None else [(a, o) for a, o in targets.items()]
+        def progress(_label: str, done: int, total: int) -> None:  # on the service's thread
+            ui.call_soon_threadsafe(functools.partial(bar.update, total=total, progress=done))
+
+        jobs = [(None, None)] if targets is None else [(a, o) for a, o in targets.items()]
+
+        async def resend(service: AdminService) -> tuple[int, int]:
+            resent = failed = 0
             for addr, offsets in jobs:
-                report = await self.dash.service.dlq_resend(group, offsets, addr, progress=progress)
+                report = await service.dlq_resend(group, offsets, addr, progress=progress)
                 resent += len(report.resent)
                 failed += len(report.failed)
+            return resent, failed
+
+        try:
+            resent, failed = await self.dash.backend.call(resend)
         except AdminError as exc:
             self.notify(f"resend failed: {exc}", severity="error")
         else:
@@ -277,7 +286,7 @@ class DlqScreen(LiveScreen[DlqView]):
 
     async def _export(self, path: Path) -> None:
         try:
-            found = await self._browse(self.dash.service, EXPORT_LIMIT)
+            found = await self.dash.backend.call(lambda service: self._browse(service, EXPORT_LIMIT))
             records = found.messages if found is not None else []
             path.write_text(
                 "".join(json.dumps(message_to_dict(m), ensure_ascii=False) + "\n" for m in records)

@@ -16,7 +16,8 @@ from textual.widgets import DataTable, Sparkline, Static
 from admin.errors import NotFound
 from admin.models import GroupDescription, GroupList
 from admin.tui.fmt import ms_time, num, state
-from admin.tui.live import LiveScreen, Row, fill
+from admin.tui.live import LiveScreen
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -50,13 +51,13 @@ class GroupsScreen(LiveScreen[GroupsView]):
 
     def body(self) -> ComposeResult:
         yield Static("", id="groups-title", classes="title")
-        yield DataTable(id="groups", cursor_type="row")
+        yield LiveTable(id="groups")
         yield Static("Select a group with enter", id="group-title", classes="title")
         with Horizontal(id="group-who"):
-            yield DataTable(id="clients", cursor_type="row")
-            yield DataTable(id="subscriptions", cursor_type="row")
+            yield LiveTable(id="clients")
+            yield LiveTable(id="subscriptions")
         yield Sparkline([], id="lag-history")
-        yield DataTable(id="lag", cursor_type="row")
+        yield LiveTable(id="lag")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -97,8 +98,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
             f"Consumer groups: {len(shown)} of {len(data.groups.groups)}"
             + ("" if self.show_system else " (system groups hidden)")
         )
-        fill(
-            self.query_one("#groups", DataTable),
+        self.query_one("#groups", LiveTable).fill(
             [
                 (
                     g.name,
@@ -154,9 +154,9 @@ class GroupsScreen(LiveScreen[GroupsView]):
             ]
         self.query_one("#group-title", Static).update(title)
         self.query_one("#lag-history", Sparkline).data = list(self.history)
-        fill(self.query_one("#clients", DataTable), clients)
-        fill(self.query_one("#subscriptions", DataTable), subs)
-        fill(self.query_one("#lag", DataTable), lag)
+        self.query_one("#clients", LiveTable).fill(clients)
+        self.query_one("#subscriptions", LiveTable).fill(subs)
+        self.query_one("#lag", LiveTable).fill(lag)
 
     def action_toggle_system(self) -> None:
         self.show_system = not self.show_system

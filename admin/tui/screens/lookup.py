@@ -13,8 +13,9 @@ from admin.errors import BadInput
 from admin.models import Messages
 from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time
-from admin.tui.live import LiveScreen, fill
+from admin.tui.live import LiveScreen
 from admin.tui.screens.message import MessageScreen
+from admin.tui.table import LiveTable
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -40,7 +41,7 @@ class LookupScreen(LiveScreen[Messages | None]):
             yield Input(placeholder="from (-1h, ISO, ms)", id="begin")
             yield Input(placeholder="to", id="end")
         yield Static("", id="lookup-title", classes="title")
-        yield DataTable(id="found", cursor_type="row")
+        yield LiveTable(id="found")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -72,8 +73,7 @@ class LookupScreen(LiveScreen[Messages | None]):
         self.query_one("#lookup-title", Static).update(
             f"{len(found)} message(s) found (enter: detail)" if data is not None else ""
         )
-        fill(
-            self.query_one("#found", DataTable),
+        self.query_one("#found", LiveTable).fill(
             [
                 (
                     m.offset_msg_id,

@@ -12,7 +12,8 @@ from textual.widgets import DataTable, Static
 
 from admin.models import MessageTracks
 from admin.tui.fmt import body_view, ms_time
-from admin.tui.live import LiveScreen, Row, fill
+from admin.tui.live import LiveScreen
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -42,8 +43,8 @@ class MessageScreen(LiveScreen[MessageTracks]):
         yield Static(f"Message {self.msg_id} (esc: back)", classes="title")
         yield Static("loading ...", id="message-facts")
         with Horizontal(id="message-tables"):
-            yield DataTable(id="properties", cursor_type="row")
-            yield DataTable(id="tracks", cursor_type="row")
+            yield LiveTable(id="properties")
+            yield LiveTable(id="tracks")
         with VerticalScroll(id="body-box"):
             yield Static("", id="message-body", markup=False)
 
@@ -66,9 +67,8 @@ class MessageScreen(LiveScreen[MessageTracks]):
             f"body as {self.body_mode}"
         )
         props: list[Row] = [(k, (k, v)) for k, v in sorted(m.properties.items()) if self.matches(k, v)]
-        fill(self.query_one("#properties", DataTable), props)
-        fill(
-            self.query_one("#tracks", DataTable),
+        self.query_one("#properties", LiveTable).fill(props)
+        self.query_one("#tracks", LiveTable).fill(
             [(t.group, (t.group, t.track_type, t.detail or "")) for t in data.tracks],
         )
         self.query_one("#message-body", Static).update(body_view(m.body, self.body_mode))

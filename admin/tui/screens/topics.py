@@ -15,7 +15,8 @@ from textual.widgets import DataTable, Static
 from admin.errors import NotFound
 from admin.models import TopicDescription, TopicKind, TopicList, perm_text
 from admin.tui.fmt import ms_time, num
-from admin.tui.live import LiveScreen, Row, fill
+from admin.tui.live import LiveScreen
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -48,11 +49,11 @@ class TopicsScreen(LiveScreen[TopicsView]):
 
     def body(self) -> ComposeResult:
         yield Static("", id="topics-title", classes="title")
-        yield DataTable(id="topics", cursor_type="row")
+        yield LiveTable(id="topics")
         yield Static("Select a topic with enter", id="topic-title", classes="title")
         with Horizontal(id="topic-detail"):
-            yield DataTable(id="route", cursor_type="row")
-            yield DataTable(id="queues", cursor_type="row")
+            yield LiveTable(id="route")
+            yield LiveTable(id="queues")
         yield Static("", id="topic-groups")
 
     def on_mount(self) -> None:
@@ -86,8 +87,7 @@ class TopicsScreen(LiveScreen[TopicsView]):
         self.query_one("#topics-title", Static).update(
             f"Topics: {len(shown)} of {len(data.topics.topics)}" + (f" (hidden: {hidden})" if hidden else "")
         )
-        fill(
-            self.query_one("#topics", DataTable),
+        self.query_one("#topics", LiveTable).fill(
             [
                 (
                     t.name,
@@ -153,8 +153,8 @@ class TopicsScreen(LiveScreen[TopicsView]):
             groups = "Consuming groups: " + (", ".join(d.groups) or "none")
         self.query_one("#topic-title", Static).update(title)
         self.query_one("#topic-groups", Static).update(groups)
-        fill(self.query_one("#route", DataTable), route_rows)
-        fill(self.query_one("#queues", DataTable), queue_rows)
+        self.query_one("#route", LiveTable).fill(route_rows)
+        self.query_one("#queues", LiveTable).fill(queue_rows)
 
     def action_toggle_kind(self, kind: str) -> None:
         self.kinds ^= {TopicKind(kind)}
