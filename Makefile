@@ -8,6 +8,8 @@ ACCEL := build/accel
 .PHONY: install run test lint typecheck pytest bench completions clean accel bench-accel test-accel
 
 install: $(STAMP)
+	@# bytecode up to date, so that `rmq` starts fast even where PYTHONDONTWRITEBYTECODE is set
+	@$(BIN)/python -m compileall -q -j 0 cli admin broker pyspark_rocketmq.py
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

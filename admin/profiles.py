@@ -121,13 +121,17 @@ def check_profile(profile: Profile) -> Profile:
 
 def load(path: Path) -> ProfileFile:
     """The profiles in ``path``; an absent file has none."""
-    import tomli
-
     try:
-        doc = tomli.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ProfileFile()
-    except (OSError, UnicodeDecodeError, tomli.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {exc}") from None
+    import tomli  # only when there is a file to parse
+
+    try:
+        doc = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
         raise BadInput(f"cannot read {path}: {exc}") from None
     result = ProfileFile(current=doc.get("current") if isinstance(doc.get("current"), str) else None)
     table = doc.get("profiles", {})

@@ -41,17 +41,20 @@ def _secret(profile: Profile, environ: Mapping[str, str]) -> str:
 
 def client_security(profile: Profile | None, environ: Mapping[str, str]) -> ClientSecurity | None:
     """Credentials and TLS context of the environment and the profile; None when neither has any."""
-    from broker.acl.client import ClientSecurity
-    from broker.acl.signer import Credentials
-    from broker.acl.tls import TlsConfigError, client_context
-
+    # the ACL and TLS modules (hmac, ssl) load only when used: most commands run without them
     credentials = None
     if environ.get("RMQ_ACCESS_KEY") and environ.get("RMQ_SECRET_KEY"):
+        from broker.acl.signer import Credentials
+
         credentials = Credentials(environ["RMQ_ACCESS_KEY"], environ["RMQ_SECRET_KEY"])
     elif profile is not None and profile.access_key:
+        from broker.acl.signer import Credentials
+
         credentials = Credentials(profile.access_key, _secret(profile, environ))
     ssl_context = None
     if profile is not None and profile.tls:
+        from broker.acl.tls import TlsConfigError, client_context
+
         paths = (profile.tls_ca_file, profile.tls_cert_file, profile.tls_key_file)
         ca, cert, key = (Path(p).expanduser() if p else None for p in paths)
         try:
@@ -60,4 +63,6 @@ def client_security(profile: Profile | None, environ: Mapping[str, str]) -> Clie
             raise BadInput(f"profile {profile.name}: {exc}") from None
     if credentials is None and ssl_context is None:
         return None
+    from broker.acl.client import ClientSecurity
+
     return ClientSecurity(credentials, ssl_context)

@@ -9,6 +9,7 @@ SDK msg/s / low-level msg/s, in percent (target >= 80 %).
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import subprocess
@@ -65,7 +66,8 @@ def broker_process(flush: Flush) -> Iterator[str]:
         cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(Path(tmp) / "store"), "--namesrv-port", "0",
                "--broker-port", "0", "--no-http", "--grpc-port", "-1", "--set", "haListenPort=0",
                "--set", f"flushDiskType={flush.name}_FLUSH"]  # fmt: skip
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        env = {**os.environ, "RMQ_CONFIG": str(Path(tmp) / "config.toml")}  # keep the user's profiles
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         try:
             assert proc.stdout is not None
             banner = ""

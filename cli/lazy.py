@@ -1,8 +1,10 @@
 """A fast start for ``rmq``: command groups imported when used, options converted without pydantic.
 
-* :class:`LazyCommands` is the root group's command table: a noun's module (``cli.topic`` …) is imported
-  and its click group built only when that noun is invoked, or when help or completion lists them all.
-  Names it does not hold are tried as hidden mqadmin aliases (``rmq updateTopic -t T -c C``).
+* :class:`LazyCommands` is a group's command table whose commands are built on first access. The root's
+  (:func:`noun_builders`) imports a noun's module (``cli.topic`` …) and builds its click group only when
+  that noun is invoked, or when help or completion lists them all; names it does not hold are tried as
+  hidden mqadmin aliases (``rmq updateTopic -t T -c C``). A noun's group (:func:`lazy_group`) builds only
+  the command that runs: typer reads the signature of every command function of a group to build it.
 * :func:`fast_coercion` gives typer's parameters of plain types (str, bool, int, float, enums, and lists of
   them) a converter of their own. typer >= 0.28 converts every given option with a pydantic
   TypeAdapter built on first use, which costs ~100 ms of imports plus ~70 ms of schema building per
@@ -11,6 +13,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -24,47 +28,39 @@ from typer.core import TyperCommand
 
 if TYPE_CHECKING:
     from typer.core import _TyperParameter
+    from typer.models import CommandInfo
 
 try:  # typer >= 0.28: runtime coercion through pydantic; older typers convert without it
     from typer._coercion import RuntimeParam
 except ImportError:  # pragma: no cover - depends on the installed typer
     RuntimeParam = None  # type: ignore[assignment,misc]
 
+Builder = Callable[[], Command]
+
 
 class LazyCommands(MutableMapping[str, Command]):
-    """Commands by name: ``eager`` ones as given, ``lazy`` ones (``name -> "module:attr"``, a Typer app or
-    a command function) built on first access, anything else looked up as an mqadmin alias."""
+    """Commands by name: ``eager`` ones as given, the others built by their ``builders`` on first access;
+    with ``aliases``, any other name is looked up as an mqadmin alias."""
 
-    def __init__(self, eager: Mapping[str, Command], lazy: Mapping[str, str], hidden: frozenset[str]) -> None:
+    def __init__(
+        self, eager: Mapping[str, Command], builders: Mapping[str, Builder], *, aliases: bool = False
+    ) -> None:
         self._loaded = dict(eager)
-        self._lazy = dict(lazy)
-        self._hidden = hidden
+        self._builders = dict(builders)
+        self._aliases = aliases
         for command in self._loaded.values():
             fast_coercion(command)
 
     def __getitem__(self, name: str) -> Command:
         command = self._loaded.get(name)
         if command is None:
-            if name in self._lazy:
-                command = self._load(name, self._lazy[name])
+            if name in self._builders:
+                command = self._builders[name]()
             else:
-                command = mqadmin_alias(name)
+                command = mqadmin_alias(name) if self._aliases else None
                 if command is None:
                     raise KeyError(name)
             self._loaded[name] = command
-        return command
-
-    def _load(self, name: str, spec: str) -> Command:
-        module, _, attr = spec.partition(":")
-        target = getattr(importlib.import_module(module), attr)
-        if isinstance(target, typer.Typer):
-            command: Command = typer.main.get_group(target)
-        else:
-            holder = typer.Typer()
-            holder.command(name, hidden=name in self._hidden)(target)
-            command = typer.main.get_command(holder)
-        command.name = name
-        fast_coercion(command)
         return command
 
     def __setitem__(self, name: str, command: Command) -> None:
@@ -72,15 +68,64 @@ class LazyCommands(MutableMapping[str, Command]):
 
     def __delitem__(self, name: str) -> None:
         self._loaded.pop(name, None)
-        self._lazy.pop(name, None)
+        self._builders.pop(name, None)
 
     def __iter__(self) -> Iterator[str]:
         yield from self._loaded
-        yield from (n for n in self._lazy if n not in self._loaded)
-        yield from (n for n in alias_names() if n not in self._loaded and n not in self._lazy)
+        yield from (n for n in self._builders if n not in self._loaded)
+        if self._aliases:
+            yield from (n for n in alias_names() if n not in self._loaded and n not in self._builders)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def noun_builders(specs: Mapping[str, str], hidden: frozenset[str]) -> dict[str, Builder]:
+    """Builders for ``name -> "module:attr"`` (a Typer app or a command function)."""
+    return {name: functools.partial(_load, name, spec, name in hidden) for name, spec in specs.items()}
+
+
+def _load(name: str, spec: str, hidden: bool) -> Command:
+    module, _, attr = spec.partition(":")
+    target = getattr(importlib.import_module(module), attr)
+    if isinstance(target, typer.Typer):
+        command: Command = lazy_group(target)
+    else:
+        holder = typer.Typer()
+        holder.command(name, hidden=hidden)(target)
+        command = typer.main.get_command(holder)
+    command.name = name
+    fast_coercion(command)
+    return command
+
+
+def lazy_group(app: typer.Typer) -> Command:
+    """``app``'s click group with its commands built on first access (its subgroups, if it has any, as
+    typer builds them)."""
+    if app.registered_groups:
+        return typer.main.get_group(app)
+    bare = copy.copy(app)
+    bare.registered_commands = []
+    group = typer.main.get_group(bare)
+    group.commands = LazyCommands(
+        {},
+        {
+            info.name or typer.main.get_command_name(info.callback.__name__): functools.partial(
+                _command, app, info
+            )
+            for info in app.registered_commands
+            if info.callback is not None
+        },
+    )
+    return group
+
+
+def _command(app: typer.Typer, info: CommandInfo) -> Command:
+    command = typer.main.get_command_from_info(
+        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+    )
+    fast_coercion(command)
+    return command
 
 
 # -- mqadmin aliases --------------------------------------------------------------------------------
@@ -217,6 +262,6 @@ def fast_coercion(command: Command) -> None:
 
     command.get_help_option = get_help_option  # type: ignore[method-assign]
     subcommands = getattr(command, "commands", None)
-    if isinstance(subcommands, dict):  # a root's LazyCommands converts what it loads itself
+    if isinstance(subcommands, dict):  # LazyCommands converts what it builds itself
         for sub in subcommands.values():
             fast_coercion(sub)

@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from cli.errors import run
-from cli.lazy import LazyCommands, fast_coercion
+from cli.lazy import LazyCommands, fast_coercion, noun_builders
 
 PROG = "rmq"
 
@@ -61,7 +61,7 @@ class RootGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = LazyCommands(self.commands, COMMANDS, HIDDEN)
+        self.commands = LazyCommands(self.commands, noun_builders(COMMANDS, HIDDEN), aliases=True)
         fast_coercion(self)
 
     def main(

@@ -6,7 +6,9 @@ result out for people as :class:`Table` and :class:`Fields` sections. Renderers 
 * json: the result itself, one document, sorted keys, 2-space indent. Dataclass fields are written
   in camelCase; a value with a ``to_dict()`` method is written as what that returns (shapes fixed by
   RocketMQ, e.g. messages). This is the script interface; docs/cli-json.md lists the keys.
-* table: rich tables (no colour when stdout is not a terminal or NO_COLOR is set).
+* table: rich tables (no colour when stdout is not a terminal or NO_COLOR is set); tables whose text is
+  plain ASCII and that fit the width are laid out here, character for character as rich lays them
+  out, without importing rich.
 * text: plain aligned columns without borders, one row per line, for grep and awk.
 """
 
@@ -72,7 +74,7 @@ def emit(fmt: OutputFormat, data: object, sections: Callable[[], Sequence[Sectio
     if fmt is OutputFormat.JSON:
         sys.stdout.write(to_json(data) + "\n")
     elif fmt is OutputFormat.TABLE:
-        _print_rich(sections())
+        _print_table(sections())
     else:
         sys.stdout.write(_text(sections()))
 
@@ -144,6 +146,123 @@ def _console(stderr: bool = False) -> Console:
         highlight=False,
         width=None if tty else _PIPE_WIDTH,
     )
+
+
+def _print_table(sections: Sequence[Section]) -> None:
+    width, styled = _rich_console_settings(sys.stdout)
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+    same = sys.platform != "win32" and encoding.startswith("utf")  # else rich draws ASCII boxes
+    laid_out = _plain_table(sections, width, styled) if same else None
+    if laid_out is None:
+        _print_rich(sections)
+    else:
+        sys.stdout.write(laid_out)
+
+
+# -- table, without rich ----------------------------------------------------------------------------
+# rich's import is the largest of a command's start; the tables commands print are simple enough to lay
+# out here exactly as rich lays them out (tests/cli/test_output.py compares the two). Whatever rich
+# could lay out otherwise (text that is not plain ASCII, a table wider than the width, a title wider than
+# its table) is left to rich.
+_BOLD, _ITALIC = "1", "3"  # rich's table.header and field-name styles, and its table.title style
+
+
+def _rich_console_settings(stream: Any) -> tuple[int, bool]:
+    """The width and whether styles are written, as rich's Console decides them for :func:`_console`."""
+    terminal = _rich_is_terminal(stream)
+    dumb = terminal and os.environ.get("TERM", "").lower() in ("dumb", "unknown")
+    width = _terminal_width(dumb) if stream.isatty() else _PIPE_WIDTH
+    return width, terminal and not dumb
+
+
+def _rich_is_terminal(stream: Any) -> bool:
+    tty_compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if tty_compatible in ("0", "1"):
+        return tty_compatible == "1"
+    force_color = os.environ.get("FORCE_COLOR")
+    if force_color is not None:
+        return force_color != ""
+    return bool(stream.isatty())
+
+
+def _terminal_width(dumb: bool) -> int:
+    columns, lines = os.environ.get("COLUMNS", ""), os.environ.get("LINES", "")
+    if columns.isdigit() and lines.isdigit():
+        return int(columns)
+    if dumb:
+        return 80
+    width = 0
+    for fd in (0, 1, 2):
+        try:
+            width = os.get_terminal_size(fd).columns
+        except (AttributeError, ValueError, OSError):
+            continue
+        break
+    return int(columns) if columns.isdigit() else width or 80
+
+
+def _plain_text(text: str) -> bool:
+    """Text rich writes unchanged in a cell that is wide enough: one cell per character, nothing to wrap."""
+    return text.isascii() and text.isprintable() and text == text.strip() and text != ""
+
+
+def _plain_label(text: str) -> bool:
+    """A title or heading rich writes unchanged: also no markup (``[``) or emoji code (``:``)."""
+    return _plain_text(text) and "[" not in text and ":" not in text
+
+
+def _plain_table(sections: Sequence[Section], width: int, styled: bool) -> str | None:
+    """The sections as rich prints them, or None when rich could lay one out otherwise."""
+    blocks = [_plain_section(section, width, styled) for section in sections]
+    return None if None in blocks else "\n".join(b for b in blocks if b is not None)
+
+
+def _plain_section(section: Section, width: int, styled: bool) -> str | None:
+    """A Table in a SIMPLE_HEAD box, Fields without a box; cells padded by one space."""
+    boxed = isinstance(section, Table)
+    if isinstance(section, Table):
+        head = list(section.columns)
+        rows = [[cell(v) for v in row] for row in section.rows]
+    else:
+        head = []
+        rows = [[name, cell(value)] for name, value in section.items]
+    labels = [*head, section.title] if section.title else head
+    grid = [head, *rows] if head else rows
+    if not grid or not all(map(_plain_label, labels)) or not all(_plain_text(t) for r in rows for t in r):
+        return None
+    widths = [max(len(r[i]) for r in grid) for i in range(len(grid[0]))]
+    inner = sum(w + 2 for w in widths) + (len(widths) - 1 if boxed else 0)
+    total = inner + 2 if boxed else inner
+    if total > width or len(section.title) > total:
+        return None
+    style = _style if styled else _unstyled
+    lines = [style(section.title.ljust(total), _ITALIC)] if section.title else []
+    if boxed:
+        header = [_padded(t, w, _BOLD, style) for t, w in zip(head, widths, strict=True)]
+        body = [
+            " " + " ".join(_padded(t, w, "", style) for t, w in zip(r, widths, strict=True)) + " "
+            for r in rows
+        ]
+        lines += [" " * total, " " + " ".join(header) + " ", f" {'─' * inner} ", *body, " " * total]
+    else:
+        name_width, value_width = widths
+        lines += [_padded(n, name_width, _BOLD, style) + _padded(v, value_width, "", style) for n, v in rows]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _padded(text: str, width: int, sgr: str, style: Callable[[str, str], str]) -> str:
+    """A cell: padding, text and padding are separate pieces of one style, as rich writes them."""
+    if not sgr:
+        return f" {text.ljust(width)} "
+    return style(" ", sgr) + style(text.ljust(width), sgr) + style(" ", sgr)
+
+
+def _style(text: str, sgr: str) -> str:
+    return f"\x1b[{sgr}m{text}\x1b[0m"
+
+
+def _unstyled(text: str, sgr: str) -> str:
+    return text
 
 
 def _print_rich(sections: Sequence[Section]) -> None:

@@ -84,7 +84,7 @@ __rmq_opts() {
         "namesrv kv get") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "namesrv kv put") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "profile") echo "-h --help" ;;
-        "profile create") echo "--use -h --help -n --namesrv --default-output --default-timeout --output -o" ;;
+        "profile create") echo "--tls --no-tls --use -h --help -n --namesrv --default-output --default-timeout --access-key --secret-key-env --secret-key-file --tls-ca-file --tls-cert-file --tls-key-file --output -o" ;;
         "profile delete") echo "--yes -y -h --help --output -o" ;;
         "profile list") echo "-h --help --output -o" ;;
         "profile use") echo "-h --help --output -o" ;;
@@ -549,6 +549,12 @@ __rmq_kind() {
         "profile create|--namesrv") echo "-" ;;
         "profile create|--default-output") echo "table json text" ;;
         "profile create|--default-timeout") echo "-" ;;
+        "profile create|--access-key") echo "-" ;;
+        "profile create|--secret-key-env") echo "-" ;;
+        "profile create|--secret-key-file") echo "@files" ;;
+        "profile create|--tls-ca-file") echo "@files" ;;
+        "profile create|--tls-cert-file") echo "@files" ;;
+        "profile create|--tls-key-file") echo "@files" ;;
         "profile create|--output") echo "table json text" ;;
         "profile create|-o") echo "table json text" ;;
         "profile delete|--output") echo "table json text" ;;

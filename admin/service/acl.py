@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.service.base import ServiceBase, admin_call, gather
-from broker.acl import config as acl_config
-from broker.acl.config import AclConfig, AclConfigError, PlainAccount
-from broker.acl.permissions import AclCode
+
+if TYPE_CHECKING:
+    from broker.acl.config import AclConfig, PlainAccount
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,8 @@ class AccountChange:
 
 
 def view_of_doc(doc: dict[str, Any]) -> AclAccountView:
+    from broker.acl import config as acl_config
+
     key = str(doc.get("accessKey") or "")
     return AclAccountView(
         access_key=key,
@@ -93,13 +95,15 @@ def _filtered(view: AclView, access_key: str | None) -> AclView:
 
 # == local files ===============================================================================
 def _load(path: Path) -> AclConfig:
+    from broker.acl import config as acl_config
+
     try:
         return acl_config.load(path)
     except FileNotFoundError:
-        return AclConfig()  # create writes a new file
+        return acl_config.AclConfig()  # create writes a new file
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-    except AclConfigError as exc:
+    except acl_config.AclConfigError as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -113,6 +117,8 @@ def file_view(path: Path, access_key: str | None = None) -> AclView:
 
 def file_upsert(path: Path, change: AccountChange, *, create: bool | None) -> None:
     """Create (``create``: it must not exist), update (False: it must exist) or either (None)."""
+    from broker.acl import config as acl_config
+
     config = _load(path)
     old = config.accounts.get(change.access_key)
     if create and old is not None:
@@ -124,13 +130,15 @@ def file_upsert(path: Path, change: AccountChange, *, create: bool | None) -> No
     try:
         config.accounts[change.access_key] = acl_config.account_from_doc(doc)
         acl_config.save(path, config)
-    except AclConfigError as exc:
+    except acl_config.AclConfigError as exc:
         raise BadInput(str(exc)) from None
     except OSError as exc:
         raise OperationFailed(f"cannot write {path}: {exc.strerror}") from None
 
 
 def file_delete(path: Path, access_key: str) -> None:
+    from broker.acl import config as acl_config
+
     config = _load(path)
     if config.accounts.pop(access_key, None) is None:
         raise NotFound(f"no ACL account {access_key} in {path}")
@@ -147,6 +155,8 @@ class AclOps(ServiceBase):
         self, cluster: str | None = None, broker: str | None = None, access_key: str | None = None
     ) -> list[AclView]:
         """The ACL of each target broker (getAclConfig), optionally one account only."""
+        from broker.acl.permissions import AclCode
+
         targets = await self._broker_targets(cluster, broker)
 
         async def one(name: str, addr: str) -> AclView:
@@ -171,6 +181,8 @@ class AclOps(ServiceBase):
     ) -> list[str]:
         """Create (``create``), update (False) or either (None, as updateAclConfig) an account on
         each target broker; returns the brokers' names."""
+        from broker.acl.permissions import AclCode
+
         targets = await self._broker_targets(cluster, broker)
         if create and change.secret_key is None:
             raise BadInput("a new account needs a secret key")
@@ -190,6 +202,8 @@ class AclOps(ServiceBase):
         self, access_key: str, cluster: str | None = None, broker: str | None = None
     ) -> list[str]:
         """Delete an account on each target broker (deleteAclConfig); the brokers' names."""
+        from broker.acl.permissions import AclCode
+
         targets = await self._broker_targets(cluster, broker)
         ext = {"accessKey": access_key}
         await gather(self.api.call(addr, AclCode.DELETE_ACL_CONFIG, ext=ext) for addr in targets.values())

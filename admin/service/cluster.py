@@ -6,21 +6,22 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, Timeout
-from admin.models import (
-    BrokerInfo,
-    BrokerRuntime,
-    ClusterList,
-    ClusterStatus,
-    ClusterSummary,
-    ConfigChange,
-    ConfigValues,
-    NamesrvState,
-    Readiness,
-)
 from admin.service.base import ServiceBase, admin_call, admin_error, gather
-from admin.service.ha import ha_or_none, with_slave_lag
+
+if TYPE_CHECKING:
+    from admin.models.cluster import (
+        BrokerInfo,
+        BrokerRuntime,
+        ClusterList,
+        ClusterStatus,
+        ConfigChange,
+        ConfigValues,
+        NamesrvState,
+        Readiness,
+    )
 
 
 def _first_float(text: str | None) -> float:
@@ -58,6 +59,9 @@ class ClusterOps(ServiceBase):
     @admin_call
     async def cluster_list(self, cluster: str | None = None) -> ClusterList:
         """Every broker of every cluster (or of one), with runtime figures fetched concurrently."""
+        from admin.models.cluster import ClusterList
+        from admin.service.ha import ha_or_none, with_slave_lag
+
         info = await self._cluster()
         if cluster is not None:
             self._masters(info, cluster)  # NotFound for an unknown cluster
@@ -84,6 +88,8 @@ class ClusterOps(ServiceBase):
     def _broker_info(
         cluster: str, name: str, broker_id: int, addr: str, answer: dict[str, str] | Exception
     ) -> BrokerInfo:
+        from admin.models.cluster import BrokerInfo
+
         runtime = dict(sorted(answer.items())) if isinstance(answer, dict) else {}
         return BrokerInfo(
             cluster=cluster,
@@ -103,6 +109,8 @@ class ClusterOps(ServiceBase):
         )
 
     async def _namesrv_state(self, addr: str) -> NamesrvState:
+        from admin.models.cluster import NamesrvState
+
         try:
             await self.api.cluster_info([addr])
         except Exception as exc:
@@ -115,6 +123,8 @@ class ClusterOps(ServiceBase):
     @admin_call
     async def cluster_status(self, cluster: str | None = None) -> ClusterStatus:
         """Each NameServer's reachability, a summary per cluster, and the brokers."""
+        from admin.models.cluster import ClusterStatus, ClusterSummary
+
         namesrvs, listing = await asyncio.gather(
             gather(self._namesrv_state(a) for a in self.namesrv), self.cluster_list(cluster)
         )
@@ -151,6 +161,8 @@ class ClusterOps(ServiceBase):
     @admin_call
     async def broker_runtime(self, broker: str | None = None) -> BrokerRuntime:
         """Every GET_BROKER_RUNTIME_INFO key of one broker, sorted."""
+        from admin.models.cluster import BrokerRuntime
+
         addr = await self._one_broker(broker)
         return BrokerRuntime(addr, dict(sorted((await self.api.runtime_info(addr)).items())))
 
@@ -159,6 +171,8 @@ class ClusterOps(ServiceBase):
         self, broker: str | None = None, keys: list[str] | None = None
     ) -> ConfigValues:
         """A broker's configuration, or only ``keys`` of it."""
+        from admin.models.cluster import ConfigValues
+
         addr = await self._one_broker(broker)
         values = await self.api.broker_config(addr)
         if keys:
@@ -173,6 +187,8 @@ class ClusterOps(ServiceBase):
         self, values: Mapping[str, str], broker: str | None = None, cluster: str | None = None
     ) -> ConfigChange:
         """Change settings on one broker, or on every broker of a cluster (masters and slaves)."""
+        from admin.models.cluster import ConfigChange
+
         if not values:
             raise BadInput("no setting to change")
         if cluster is not None:
@@ -255,6 +271,8 @@ class ClusterOps(ServiceBase):
     ) -> Readiness:
         """Poll until ready: ``http`` (an HTTP endpoint's ``host:port``) answers /readyz with 200, or
         without it, the NameServer and ``min_brokers`` masters answer (and their /readyz, if any)."""
+        from admin.models.cluster import Readiness
+
         began = time.monotonic()
         while True:
             ok, method, detail = await self._ready_once(http, min_brokers)

@@ -4,36 +4,35 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from admin.errors import BadInput, NotFound, OperationFailed
-from admin.models import (
-    RETRY_PREFIX,
-    ClientInfo,
-    Deletion,
-    GroupChange,
-    GroupConfig,
-    GroupConnections,
-    GroupDescription,
-    GroupLag,
-    GroupList,
-    GroupSpec,
-    GroupSummary,
-    OffsetClone,
-    OffsetReset,
-    QueueLag,
-    QueueReset,
-    ResetKind,
-    ResetTarget,
-    Subscription,
-    is_system_group,
-)
+from admin.models.names import RETRY_PREFIX, is_system_group
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from admin.service.topics import tracked
-from broker.protocol.bodies import ConsumerConnection, ConsumeStats, MessageQueue, SubscriptionGroupConfig
+from broker.protocol.bodies import MessageQueue
+
+if TYPE_CHECKING:
+    from admin.models.groups import (
+        ClientInfo,
+        GroupChange,
+        GroupConfig,
+        GroupConnections,
+        GroupDescription,
+        GroupLag,
+        GroupList,
+        GroupSpec,
+        OffsetClone,
+        OffsetReset,
+        ResetTarget,
+    )
+    from admin.models.topics import Deletion
+    from broker.protocol.group_bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig
 
 
 def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
+    from admin.models.groups import GroupConfig
+
     return GroupConfig(
         consume_enable=c.consumeEnable,
         consume_from_min_enable=c.consumeFromMinEnable,
@@ -57,6 +56,8 @@ def _consume_type(conn: ConsumerConnection) -> str | None:
 
 def _connections(group: str, answers: dict[str, ConsumerConnection | None]) -> GroupConnections:
     """Merge what each broker reports about a group's clients (the first report of a client wins)."""
+    from admin.models.groups import ClientInfo, GroupConnections, Subscription
+
     clients: dict[str, ClientInfo] = {}
     subs: dict[str, Subscription] = {}
     first: ConsumerConnection | None = None
@@ -85,6 +86,8 @@ def _connections(group: str, answers: dict[str, ConsumerConnection | None]) -> G
 
 
 def _lag(group: str, stats: list[ConsumeStats]) -> GroupLag:
+    from admin.models.groups import GroupLag, QueueLag
+
     queues = sorted(
         (
             QueueLag(
@@ -130,6 +133,8 @@ class GroupOps(ServiceBase):
     async def group_list(self, include_system: bool = True) -> GroupList:
         """Subscription groups of every broker, with whether each is online (connections of all groups
         are asked concurrently: the protocol has no request for them all at once)."""
+        from admin.models.groups import GroupList, GroupSummary
+
         masters = await self._all_masters()
         configs = await self._group_configs(masters)
         names = sorted(
@@ -181,6 +186,8 @@ class GroupOps(ServiceBase):
     @admin_call
     async def producer_connections(self, group: str, topic: str) -> list[ClientInfo]:
         """The producers of ``group`` connected to the brokers of ``topic``'s route (one per client)."""
+        from admin.models.groups import ClientInfo
+
         masters = self._route_masters(await self._route(topic))
         answers = await gather(self.api.producer_connection(a, group) for a in masters.values())
         clients: dict[str, ClientInfo] = {}
@@ -209,6 +216,8 @@ class GroupOps(ServiceBase):
 
     @admin_call
     async def group_describe(self, group: str) -> GroupDescription:
+        from admin.models.groups import GroupDescription
+
         masters = await self._all_masters()
         configs, answers, stats = await asyncio.gather(
             self._group_configs(masters),
@@ -233,6 +242,8 @@ class GroupOps(ServiceBase):
         self, spec: GroupSpec, cluster: str | None = None, broker: str | None = None
     ) -> GroupChange:
         """Create a subscription group on one broker or on a cluster's masters; fails if it exists."""
+        from broker.protocol.group_bodies import SubscriptionGroupConfig
+
         targets = await self._broker_targets(cluster, broker)
         configs = await self._group_configs(targets)
         existing = [b for b, t in configs.items() if spec.name in t]
@@ -259,6 +270,8 @@ class GroupOps(ServiceBase):
     async def _write_group(
         self, spec: GroupSpec, current: dict[str, SubscriptionGroupConfig], targets: dict[str, str]
     ) -> GroupChange:
+        from admin.models.groups import GroupChange
+
         if spec.retry_max_times is not None and spec.retry_max_times < -1:
             raise BadInput("retry max times must be -1 (no retry) or more")
         if spec.retry_queue_nums is not None and spec.retry_queue_nums < 0:
@@ -286,6 +299,8 @@ class GroupOps(ServiceBase):
         progress: Progress | None = None,
     ) -> Deletion:
         """Delete a subscription group (and by default its offsets) from the brokers holding it."""
+        from admin.models.topics import Deletion
+
         explicit = cluster is not None or broker is not None
         targets = await (self._broker_targets(cluster, broker) if explicit else self._all_masters())
         configs = await self._group_configs(targets)
@@ -312,6 +327,8 @@ class GroupOps(ServiceBase):
 
         A dry run computes the targets the brokers would set (earliest = min offset, latest = max
         offset, a time = the first message stored at or after it) and changes nothing."""
+        from admin.models.groups import OffsetReset, QueueReset
+
         masters = await self._all_masters()
         configs, stats = await asyncio.gather(
             self._group_configs(masters), self._stats(group, topic, masters)
@@ -350,6 +367,8 @@ class GroupOps(ServiceBase):
         return OffsetReset(group, target, dry_run, queues)
 
     async def _reset(self, addr: str, group: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
+        from admin.models.groups import ResetKind
+
         if target.kind is ResetKind.OFFSET:
             body = await self.api.reset_offset(addr, group, topic, offset=target.value)
         else:
@@ -358,6 +377,8 @@ class GroupOps(ServiceBase):
         return body.offsetTable
 
     async def _planned(self, addr: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
+        from admin.models.groups import ResetKind
+
         stats = (await self.api.topic_stats(addr, topic)).offsetTable
         if target.kind is ResetKind.TIME:
             found = await gather(
@@ -381,6 +402,8 @@ class GroupOps(ServiceBase):
         self, source: str, destination: str, topic: str | None = None
     ) -> OffsetClone:
         """Copy ``source``'s offsets to ``destination`` on every master broker."""
+        from admin.models.groups import OffsetClone
+
         masters = await self._all_masters()
         configs = await self._group_configs(masters)
         self._require(source, configs, False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from admin.models import BrokerInfo, HAStatus
+from admin.models.cluster import BrokerInfo, HAStatus
 from admin.service.base import admin_error
 from broker.client.admin_api import AdminApi
 from broker.client.ha_api import ha_status

@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound, OperationFailed
-from admin.models import (
-    DLQ_PREFIX,
-    RETRY_PREFIX,
-    TOOLS_GROUP,
-    MessageRange,
-    Messages,
-    MessageTracks,
-    OutgoingMessage,
-    SendReceipt,
-    SpecialTopic,
-    SpecialTopics,
-    TrackInfo,
-)
+from admin.models.names import DLQ_PREFIX, RETRY_PREFIX, TOOLS_GROUP
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
-from broker.client.dlq_ops import ResendReport, resend_dead_letters, resend_properties
-from broker.client.message_track import message_tracks
 from broker.client.remoting_client import RemotingError
-from broker.protocol import headers as H
-from broker.protocol import properties as P
 from broker.protocol.bodies import TopicRouteData
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.message import MessageRecord, decode_records
 from broker.protocol.msgid import MessageIdError, UniqKeyGenerator, decode_offset_msg_id
+
+if TYPE_CHECKING:
+    from admin.models.messages import (
+        MessageRange,
+        Messages,
+        MessageTracks,
+        OutgoingMessage,
+        SendReceipt,
+        SpecialTopics,
+    )
+    from broker.client.dlq_ops import ResendReport
+    from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
@@ -73,6 +68,8 @@ class MessageOps(ServiceBase):
         """As mqadmin queryMsgById: an offset MessageId is viewed on the broker it
         names; failing that (or for a UNIQ_KEY) the id is looked up as a unique key on every broker
         of ``topic``'s route."""
+        from admin.models.messages import Messages
+
         failure: Exception | None = None
         try:
             oid = decode_offset_msg_id(msg_id.strip())
@@ -101,6 +98,9 @@ class MessageOps(ServiceBase):
     async def message_track(self, msg_id: str, topic: str | None = None) -> MessageTracks:
         """A message (as :meth:`message_get` finds it) and whether each group consuming its topic
         consumed it."""
+        from admin.models.messages import MessageTracks, TrackInfo
+        from broker.client.message_track import message_tracks
+
         record = (await self.message_get(msg_id, topic)).messages[0]
         tracks = await message_tracks(self.api, self.namesrv, record)
         return MessageTracks(
@@ -133,6 +133,8 @@ class MessageOps(ServiceBase):
         max_num: int = 64,
     ) -> Messages:
         """Messages of ``topic`` with a key (or a unique key), stored within [begin, end], newest first."""
+        from admin.models.messages import Messages
+
         if (key is None) == (unique_key is None):
             raise BadInput("give exactly one of a key or a unique key")
         if max_num <= 0:
@@ -149,6 +151,9 @@ class MessageOps(ServiceBase):
         self, plan: _QueuePlan, topic: str, offset: int, group: str, expression: str
     ) -> tuple[list[MessageRecord], int, bool]:
         """One PULL: (records, next offset, whether more may follow)."""
+        from broker.protocol import headers as H
+        from broker.protocol.message import decode_records
+
         header = H.PullMessageRequestHeader(
             consumerGroup=group,
             topic=topic,
@@ -234,6 +239,8 @@ class MessageOps(ServiceBase):
     ) -> Messages:
         """Messages of a topic in queue order within a range of queue offsets or store times,
         read with PULL as the tools group (nothing is committed)."""
+        from admin.models.messages import Messages
+
         if rng.limit <= 0:
             raise BadInput("the limit must be positive")
         plans = await self._plans(topic, await self._route(topic), rng.broker_name, rng.queue_id)
@@ -260,6 +267,8 @@ class MessageOps(ServiceBase):
         """Pull up to ``count`` messages. With ``group`` reading starts at the group's committed
         offsets and the new offsets are committed; without it, it starts at each queue's first
         message and commits nothing."""
+        from admin.models.messages import Messages
+
         if count <= 0:
             raise BadInput("the count must be positive")
         plans = await self._plans(topic, await self._route(topic), None, None)
@@ -273,6 +282,8 @@ class MessageOps(ServiceBase):
         return Messages(records)
 
     async def _committed(self, plan: _QueuePlan, topic: str, group: str) -> int:
+        from broker.protocol import headers as H
+
         header = H.QueryConsumerOffsetRequestHeader(consumerGroup=group, topic=topic, queueId=plan.queue_id)
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         r = await self.api.call(plan.address, RequestCode.QUERY_CONSUMER_OFFSET, header, ok=ok)
@@ -281,6 +292,8 @@ class MessageOps(ServiceBase):
         return H.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
 
     async def _commit(self, plan: _QueuePlan, topic: str, group: str, offset: int) -> None:
+        from broker.protocol import headers as H
+
         header = H.UpdateConsumerOffsetRequestHeader(
             consumerGroup=group, topic=topic, queueId=plan.queue_id, commitOffset=offset
         )
@@ -290,6 +303,12 @@ class MessageOps(ServiceBase):
     @admin_call
     async def message_send(self, msg: OutgoingMessage) -> SendReceipt:
         """Send one message with SEND_MESSAGE_V2 to a writable queue (random, or the one named)."""
+        import random
+
+        from admin.models.messages import SendReceipt
+        from broker.protocol import headers as H
+        from broker.protocol import properties as P
+
         route = await self._route(msg.topic)
         masters = self._route_masters(route)
         queues = [
@@ -344,6 +363,8 @@ class MessageOps(ServiceBase):
 
     # -- retry and dead-letter topics ---------------------------------------------------------------
     async def _special(self, prefix: str) -> SpecialTopics:
+        from admin.models.messages import SpecialTopic, SpecialTopics
+
         masters = self._masters(await self._cluster())
         tables = await gather(self.api.all_topic_config(a) for a in masters.values())
         pairs = [
@@ -393,6 +414,8 @@ class MessageOps(ServiceBase):
     ) -> ResendReport:
         """Send dead letters of ``group`` back to their original topics: those at ``offsets`` (queue
         offsets of %DLQ%group on ``broker``, an address) or all of them (on every broker holding it)."""
+        from broker.client.dlq_ops import ResendReport, resend_dead_letters
+
         addrs = (
             [broker]
             if broker is not None
@@ -422,6 +445,10 @@ class MessageOps(ServiceBase):
     ) -> SendReceipt:
         """Send a copy of a message (found as :meth:`message_get` finds it) to its own topic or to
         ``to_topic``: same body, tags, keys and user properties, a fresh send with a new UNIQ_KEY."""
+        from admin.models.messages import OutgoingMessage
+        from broker.client.dlq_ops import resend_properties
+        from broker.protocol import properties as P
+
         record = (await self.message_get(msg_id, topic)).messages[0]
         props = {k: v for k, v in resend_properties(record).items() if k not in (P.TAGS, P.KEYS, P.UNIQ_KEY)}
         return await self.message_send(

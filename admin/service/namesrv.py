@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound
-from admin.models import ConfigChange, ConfigValues, KvChange, KvEntries, ServerConfigs
 from admin.service.base import ServiceBase, admin_call, gather
+
+if TYPE_CHECKING:
+    from admin.models.cluster import ConfigChange
+    from admin.models.namesrv import KvChange, KvEntries, ServerConfigs
 
 
 class NamesrvOps(ServiceBase):
     @admin_call
     async def namesrv_kv_get(self, namespace: str, key: str | None = None) -> KvEntries:
         """One key of a namespace, or all of them."""
+        from admin.models.namesrv import KvEntries
+
         if key is None:
             return KvEntries(
                 namespace, dict(sorted((await self.api.kv_list(self.namesrv, namespace)).items()))
@@ -24,6 +30,8 @@ class NamesrvOps(ServiceBase):
 
     @admin_call
     async def namesrv_kv_put(self, namespace: str, key: str, value: str) -> KvChange:
+        from admin.models.namesrv import KvChange
+
         if not namespace or not key:
             raise BadInput("the namespace and the key must not be empty")
         await gather(self.api.put_kv(a, namespace, key, value) for a in self.namesrv)
@@ -31,6 +39,8 @@ class NamesrvOps(ServiceBase):
 
     @admin_call
     async def namesrv_kv_delete(self, namespace: str, key: str) -> KvChange:
+        from admin.models.namesrv import KvChange
+
         if await self.api.get_kv(self.namesrv, namespace, key) is None:
             raise NotFound(f"no KV config {namespace}/{key}")
         await gather(self.api.delete_kv(a, namespace, key) for a in self.namesrv)
@@ -38,6 +48,9 @@ class NamesrvOps(ServiceBase):
 
     @admin_call
     async def namesrv_config_get(self) -> ServerConfigs:
+        from admin.models.cluster import ConfigValues
+        from admin.models.namesrv import ServerConfigs
+
         answers = await gather(self.api.namesrv_config(a) for a in self.namesrv)
         return ServerConfigs(
             [ConfigValues(a, dict(sorted(v.items()))) for a, v in zip(self.namesrv, answers, strict=True)]
@@ -45,6 +58,8 @@ class NamesrvOps(ServiceBase):
 
     @admin_call
     async def namesrv_config_set(self, values: Mapping[str, str]) -> ConfigChange:
+        from admin.models.cluster import ConfigChange
+
         if not values:
             raise BadInput("no setting to change")
         await gather(self.api.update_namesrv_config(a, values) for a in self.namesrv)

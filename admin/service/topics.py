@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
-from admin.models import (
-    Deletion,
-    QueueStatus,
-    RouteBroker,
-    RouteQueue,
-    TopicChange,
-    TopicDescription,
-    TopicKind,
-    TopicList,
-    TopicRoute,
-    TopicSpec,
-    TopicStatus,
-    TopicSummary,
-    topic_kind,
-)
+from admin.models.names import TopicKind, topic_kind
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
+
+if TYPE_CHECKING:
+    from admin.models.topic_details import TopicChange, TopicDescription, TopicRoute, TopicSpec, TopicStatus
+    from admin.models.topics import Deletion, TopicList, TopicSummary
 
 T = TypeVar("T")
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
@@ -69,6 +59,8 @@ class TopicOps(ServiceBase):
     ) -> TopicList:
         """Every topic the NameServers know (of ``kinds``, default all), with its clusters, kind and
         queues (one request per master broker for the configurations)."""
+        from admin.models.topics import TopicList
+
         names, info = await asyncio.gather(self.api.topic_list(self.namesrv), self._cluster())
         masters = self._masters(info, cluster)
         configs = await gather(self.api.all_topic_config(a) for a in masters.values())
@@ -93,6 +85,8 @@ class TopicOps(ServiceBase):
     def _summary(
         topic: str, held: list[tuple[str, TopicConfig]], cluster_of: dict[str, str], system: frozenset[str]
     ) -> TopicSummary:
+        from admin.models.topics import TopicSummary
+
         return TopicSummary(
             name=topic,
             kind=topic_kind(topic, system),
@@ -106,6 +100,8 @@ class TopicOps(ServiceBase):
 
     @staticmethod
     def _route_view(topic: str, route: TopicRouteData) -> TopicRoute:
+        from admin.models.topic_details import RouteBroker, RouteQueue, TopicRoute
+
         return TopicRoute(
             topic=topic,
             brokers=sorted(
@@ -157,6 +153,8 @@ class TopicOps(ServiceBase):
         return {c: out[c] for c in clients if c in out}
 
     async def _status(self, topic: str, route: TopicRouteData) -> TopicStatus:
+        from admin.models.topic_details import QueueStatus, TopicStatus
+
         masters = self._route_masters(route)
         tables = await gather(self.api.topic_stats(a, topic) for a in masters.values())
         queues = sorted(
@@ -182,6 +180,8 @@ class TopicOps(ServiceBase):
     @admin_call
     async def topic_describe(self, topic: str) -> TopicDescription:
         """Route, queue offsets and the groups consuming the topic."""
+        from admin.models.topic_details import TopicDescription
+
         route, info = await asyncio.gather(self._route(topic), self._cluster())
         masters = self._route_masters(route)
         status, groups = await asyncio.gather(
@@ -246,6 +246,8 @@ class TopicOps(ServiceBase):
         targets: dict[str, str],
         progress: Progress | None,
     ) -> TopicChange:
+        from admin.models.topic_details import TopicChange
+
         if spec.name.startswith(("%RETRY%", "%DLQ%")) or not spec.name.strip():
             raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
         configs = {
@@ -303,6 +305,8 @@ class TopicOps(ServiceBase):
         self, topic: str, cluster: str | None = None, progress: Progress | None = None
     ) -> Deletion:
         """Delete a topic from its brokers (of one cluster, or all), then from every NameServer."""
+        from admin.models.topics import Deletion
+
         route = await self._route(topic)
         if topic_kind(topic) is TopicKind.SYSTEM:
             raise BadInput(f"{topic} is a system topic")

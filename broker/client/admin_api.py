@@ -7,33 +7,56 @@ commands never talk to sockets themselves.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.client.remoting_client import RemotingClient, RemotingConnectError
-from broker.protocol import headers as H
 from broker.protocol.bodies import (
     ClusterInfo,
-    ConsumerConnection,
-    ConsumeStats,
     GroupList,
     JsonBody,
     KVTable,
-    ProducerConnection,
-    ResetOffsetBody,
-    SubscriptionGroupConfig,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
-    TopicStatsTable,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.message import MessageRecord, RecordError, decode_records
 from broker.protocol.remoting import RemotingCommand, make_request
+
+if TYPE_CHECKING:
+    from broker.protocol import group_bodies as G
+    from broker.protocol import headers as H
+    from broker.protocol.group_bodies import (
+        ConsumerConnection,
+        ConsumeStats,
+        ProducerConnection,
+        ResetOffsetBody,
+        SubscriptionGroupConfig,
+        TopicStatsTable,
+    )
+    from broker.protocol.message import MessageRecord
 
 B = TypeVar("B", bound=JsonBody)
 DEFAULT_TIMEOUT = 5.0
+
+
+class _ImportedOnUse:
+    """Stands for a module that is imported when one of its names is first used."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if not TYPE_CHECKING:
+    # the typed headers and the group bodies are some sixty dataclasses whose creation costs a command's
+    # start more than anything else it imports, and many commands use none (``rmq topic list``)
+    H = _ImportedOnUse("broker.protocol.headers")
+    G = _ImportedOnUse("broker.protocol.group_bodies")
 
 
 class RemoteError(Exception):
@@ -206,7 +229,7 @@ class AdminApi:
 
         doc = load_json(r.body or b"{}", "SubscriptionGroupWrapper")
         table = doc.get("subscriptionGroupTable", {}) if isinstance(doc, dict) else {}
-        return {str(k): SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
+        return {str(k): G.SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
 
     # == broker: state and statistics ============================================================
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
@@ -221,23 +244,23 @@ class AdminApi:
 
     async def topic_stats(self, broker_addr: str, topic: str) -> TopicStatsTable:
         header = H.GetTopicStatsInfoRequestHeader(topic=topic)
-        return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, TopicStatsTable, header)
+        return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, G.TopicStatsTable, header)
 
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
         header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
-        return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, ConsumeStats, header)
+        return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)
 
     async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection | None:
         """The group's online clients, or None when none is online (206 CONSUMER_NOT_ONLINE)."""
         header = H.GetConsumerConnectionListRequestHeader(consumerGroup=group)
         ok = (ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
-        return None if r.code != ResponseCode.SUCCESS else ConsumerConnection.from_json(r.body or b"{}")
+        return None if r.code != ResponseCode.SUCCESS else G.ConsumerConnection.from_json(r.body or b"{}")
 
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
         header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
         return await self._body(
-            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ProducerConnection, header
+            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, G.ProducerConnection, header
         )
 
     async def groups_consuming(self, broker_addr: str, topic: str) -> list[str]:
@@ -255,7 +278,7 @@ class AdminApi:
             group=group, topic=topic, timestamp=timestamp, offset=offset, queueId=queue_id, isForce=force
         )
         return await self._body(
-            broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ResetOffsetBody, header
+            broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, G.ResetOffsetBody, header
         )
 
     async def clone_group_offset(
@@ -322,6 +345,8 @@ class AdminApi:
 
     @staticmethod
     def _records(addr: str, body: bytes | None) -> list[MessageRecord]:
+        from broker.protocol.message import RecordError, decode_records
+
         try:
             records = list(decode_records(body or b""))
         except RecordError as exc:

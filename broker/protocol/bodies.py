@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import struct
 import time
@@ -23,10 +24,10 @@ import typing
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from broker.protocol import lenient_json
-from broker.protocol.codes import V4_9_4, V5_0_0, LanguageCode
+from broker.protocol.codes import V4_9_4, V5_0_0
 from broker.protocol.remoting import ProtocolError
 
 _MAX_SAFE_INTEGER = (1 << 53) - 1  # beyond this, BrowserCompatible output quotes longs
@@ -349,17 +350,6 @@ class TopicConfig(JsonBody):
         return config
 
 
-@dataclass(slots=True)
-class SubscriptionData(JsonBody):
-    topic: str | None = None
-    subString: str | None = None
-    tagsSet: list[str] = field(default_factory=list)
-    codeSet: list[int] = field(default_factory=list)
-    subVersion: int = field(default_factory=_now_ms)
-    expressionType: str = "TAG"
-    classFilterMode: bool = False
-
-
 # ---------------------------------------------------------------------------------------------
 # routes and cluster
 
@@ -416,134 +406,6 @@ class GroupList(JsonBody):
 @dataclass(slots=True)
 class KVTable(JsonBody):
     table: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class GetConsumerListByGroupResponseBody(JsonBody):
-    consumerIdList: list[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------
-# heartbeat and connections
-
-
-@dataclass(slots=True)
-class ProducerData(JsonBody):
-    groupName: str | None = None
-
-
-@dataclass(slots=True)
-class ConsumerData(JsonBody):
-    groupName: str | None = None
-    consumeType: ConsumeType | None = None
-    messageModel: MessageModel | None = None
-    consumeFromWhere: ConsumeFromWhere | None = None
-    subscriptionDataSet: list[SubscriptionData] = field(default_factory=list)
-    unitMode: bool = False
-
-
-@dataclass(slots=True)
-class HeartbeatData(JsonBody):
-    clientID: str | None = None
-    producerDataSet: list[ProducerData] = field(default_factory=list)
-    consumerDataSet: list[ConsumerData] = field(default_factory=list)
-    heartbeatFingerprint: int = 0
-    withoutSub: bool = False
-
-
-@dataclass(slots=True)
-class Connection(JsonBody):
-    clientId: str | None = None
-    clientAddr: str | None = None
-    language: LanguageCode = LanguageCode.JAVA
-    version: int = 0
-
-
-@dataclass(slots=True)
-class ConsumerConnection(JsonBody):
-    connectionSet: list[Connection] = field(default_factory=list)
-    subscriptionTable: dict[str, SubscriptionData] = field(default_factory=dict)
-    consumeType: ConsumeType | None = None
-    messageModel: MessageModel | None = None
-    consumeFromWhere: ConsumeFromWhere | None = None
-
-
-@dataclass(slots=True)
-class ProducerConnection(JsonBody):
-    connectionSet: list[Connection] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------
-# admin statistics and offsets
-
-
-@dataclass(slots=True)
-class OffsetWrapper(JsonBody):
-    brokerOffset: int = 0
-    consumerOffset: int = 0
-    pullOffset: int = 0
-    lastTimestamp: int = 0
-
-
-@dataclass(slots=True)
-class ConsumeStats(JsonBody):
-    offsetTable: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
-    consumeTps: float = 0.0
-
-
-@dataclass(slots=True)
-class TopicOffset(JsonBody):
-    minOffset: int = 0
-    maxOffset: int = 0
-    lastUpdateTimestamp: int = 0
-
-
-@dataclass(slots=True)
-class TopicStatsTable(JsonBody):
-    offsetTable: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
-    topicPutTps: float = 0.0
-
-
-@dataclass(slots=True)
-class ResetOffsetBody(JsonBody):
-    offsetTable: dict[MessageQueue, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class LockBatchRequestBody(JsonBody):
-    """LOCK_BATCH_MQ; UNLOCK_BATCH_MQ has the same shape."""
-
-    consumerGroup: str | None = None
-    clientId: str | None = None
-    onlyThisBroker: bool = False
-    mqSet: list[MessageQueue] = field(default_factory=list)
-
-
-UnlockBatchRequestBody = LockBatchRequestBody
-
-
-@dataclass(slots=True)
-class LockBatchResponseBody(JsonBody):
-    lockOKMQSet: list[MessageQueue] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class SubscriptionGroupConfig(JsonBody):
-    groupName: str | None = None
-    consumeEnable: bool = True
-    consumeFromMinEnable: bool = True
-    consumeBroadcastEnable: bool = True
-    consumeMessageOrderly: bool = False
-    retryQueueNums: int = 1
-    retryMaxTimes: int = 16
-    groupRetryPolicy: dict[str, Any] = field(default_factory=lambda: {"type": "CUSTOMIZED"})
-    brokerId: int = 0
-    whichBrokerWhenConsumeSlowly: int = 1
-    notifyConsumerIdsChangedEnable: bool = True
-    groupSysFlag: int = 0
-    consumeTimeoutMinute: int = 15
-    subscriptionDataSet: list[dict[str, Any]] | None = None
-    attributes: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,3 +508,18 @@ class RegisterBrokerBody(JsonBody):
                     raise _fail("topicQueueMappingInfo", "an object", info)
                 wrapper.topicQueueMappingInfoMap[str(info.get("topic"))] = info
         return cls(topicConfigSerializeWrapper=wrapper, filterServerList=filter_servers)
+
+
+# ---------------------------------------------------------------------------------------------
+# the group bodies (broker/protocol/group_bodies.py), imported on first use
+
+if TYPE_CHECKING:
+    from broker.protocol.group_bodies import *  # noqa: F403
+else:
+
+    def __getattr__(name: str) -> object:
+        if not name.startswith("__"):  # the import system asks for __path__ and the like
+            module = importlib.import_module("broker.protocol.group_bodies")
+            if name in module.__all__:
+                return getattr(module, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

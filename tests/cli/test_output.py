@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
@@ -17,6 +18,10 @@ from cli.output import (
     ProgressBar,
     Table,
     _console,
+    _plain_table,
+    _print_rich,
+    _print_table,
+    _rich_console_settings,
     cell,
     emit,
     ms_time,
@@ -115,6 +120,85 @@ def test_table_without_colour_when_piped(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "\x1b[" not in out
     assert "[bold]not markup[/bold]" in out  # data is never interpreted as rich markup
+
+
+def _random_sections(rng: random.Random) -> list[Table | Fields]:
+    def text(longest: int) -> str:
+        return "".join(
+            rng.choice("abcXYZ019 -_,.%|/=()'#!?*+&~^`{}<>;@$") for _ in range(rng.randint(1, longest))
+        )
+
+    def value() -> object:
+        return rng.choice([None, True, rng.randint(-5, 10**6), rng.random() * 100, text(8), text(60)])
+
+    def section() -> Table | Fields:
+        title = rng.choice(["", text(10), text(40)])
+        if rng.random() < 0.6:
+            columns = [text(8) for _ in range(rng.randint(1, 8))]
+            return Table(columns, [[value() for _ in columns] for _ in range(rng.randint(0, 6))], title)
+        return Fields([(text(12), value()) for _ in range(rng.randint(1, 6))], title)
+
+    return [section() for _ in range(rng.randint(1, 3))]
+
+
+@pytest.mark.parametrize(
+    ("tty", "env"),
+    [
+        (False, {}),
+        (True, {"TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}),
+        (True, {"TERM": "xterm", "COLUMNS": "90", "LINES": "40", "NO_COLOR": "1"}),
+        (True, {"TERM": "dumb"}),
+        (False, {"FORCE_COLOR": "1"}),
+        (True, {"TTY_COMPATIBLE": "0", "COLUMNS": "100", "LINES": "30"}),
+    ],
+)
+def test_tables_are_laid_out_as_rich_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tty: bool, env: dict[str, str]
+) -> None:
+    for name in ("TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: tty, raising=False)
+    width, styled = _rich_console_settings(sys.stdout)
+    rng = random.Random(7)
+    laid_out = 0
+    for _ in range(400):
+        sections = _random_sections(rng)
+        _print_rich(sections)
+        by_rich = capsys.readouterr().out
+        _print_table(sections)
+        assert capsys.readouterr().out == by_rich, sections
+        laid_out += _plain_table(sections, width, styled) is not None
+    assert laid_out > 100
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        Table(["name"], [("ünïcode",)]),  # character widths are rich's to measure
+        Table(["name"], [("x" * 250,)]),  # wider than the width: rich folds it
+        Table(["n"], [("x",)], title="a title wider than its table"),
+        Table(["n"], [("  padded",)]),
+        Fields([("name", "[bold]x")], title="[red]markup"),
+    ],
+)
+def test_tables_rich_lays_out_differently_are_left_to_rich(section: Table | Fields) -> None:
+    assert _plain_table([section], 200, styled=False) is None
+
+
+def test_piped_table_layout(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    emit(OutputFormat.TABLE, None, lambda: [Table(["topic", "perm"], [("T", "RW-")], title="Topics")])
+    assert capsys.readouterr().out.splitlines() == [
+        "Topics          ",
+        "                ",
+        "  topic   perm  ",
+        " ────────────── ",
+        "  T       RW-   ",
+        "                ",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,95 @@
+"""A topic's route, queue status and description, and what topic create and update take and return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from admin.models.names import TopicKind
+
+__all__ = [
+    "QueueStatus",
+    "RouteBroker",
+    "RouteQueue",
+    "TopicChange",
+    "TopicDescription",
+    "TopicRoute",
+    "TopicSpec",
+    "TopicStatus",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteBroker:
+    cluster: str
+    broker_name: str
+    addresses: dict[int, str]  # broker id (0 = master) -> address
+
+
+@dataclass(frozen=True, slots=True)
+class RouteQueue:
+    broker_name: str
+    read_queues: int
+    write_queues: int
+    perm: int
+    topic_sys_flag: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRoute:
+    topic: str
+    brokers: list[RouteBroker]  # sorted by broker name
+    queues: list[RouteQueue]
+    order_conf: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int  # the next offset to be written
+    last_updated: int  # store time of the newest message, ms; 0 = none
+
+    @property
+    def messages(self) -> int:
+        return self.max_offset - self.min_offset
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStatus:
+    topic: str
+    queues: list[QueueStatus]  # sorted by broker name, queue id
+    total_messages: int
+    put_tps: float
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    topic: str
+    kind: TopicKind
+    route: TopicRoute
+    status: TopicStatus
+    groups: list[str]  # consuming groups, sorted
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """A topic to create, or the changes of an update (None = keep the current value)."""
+
+    name: str
+    read_queues: int | None = None
+    write_queues: int | None = None
+    perm: int | None = None
+    order: bool | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    topic: str
+    addresses: list[str]  # brokers written to
+    read_queues: int
+    write_queues: int
+    perm: int
+    order: bool
+    order_conf: str | None  # the ORDER_TOPIC_CONFIG value written to the NameServers

@@ -1,0 +1,180 @@
+"""Bodies about consumer and producer groups: heartbeats, connections and subscriptions, consume and
+topic offset statistics, offset resets, queue locks and subscription group configurations.
+
+They use the codec of :mod:`broker.protocol.bodies`, which also re-exports them; they live apart so that
+a command that sends none of them (``rmq topic list``) does not create their dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeType,
+    JsonBody,
+    MessageModel,
+    MessageQueue,
+    _now_ms,
+)
+from broker.protocol.codes import LanguageCode
+
+__all__ = [
+    "Connection",
+    "ConsumeStats",
+    "ConsumerConnection",
+    "ConsumerData",
+    "GetConsumerListByGroupResponseBody",
+    "HeartbeatData",
+    "LockBatchRequestBody",
+    "LockBatchResponseBody",
+    "OffsetWrapper",
+    "ProducerConnection",
+    "ProducerData",
+    "ResetOffsetBody",
+    "SubscriptionData",
+    "SubscriptionGroupConfig",
+    "TopicOffset",
+    "TopicStatsTable",
+    "UnlockBatchRequestBody",
+]
+
+
+@dataclass(slots=True)
+class SubscriptionData(JsonBody):
+    topic: str | None = None
+    subString: str | None = None
+    tagsSet: list[str] = field(default_factory=list)
+    codeSet: list[int] = field(default_factory=list)
+    subVersion: int = field(default_factory=_now_ms)
+    expressionType: str = "TAG"
+    classFilterMode: bool = False
+
+
+@dataclass(slots=True)
+class GetConsumerListByGroupResponseBody(JsonBody):
+    consumerIdList: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# heartbeat and connections
+
+
+@dataclass(slots=True)
+class ProducerData(JsonBody):
+    groupName: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerData(JsonBody):
+    groupName: str | None = None
+    consumeType: ConsumeType | None = None
+    messageModel: MessageModel | None = None
+    consumeFromWhere: ConsumeFromWhere | None = None
+    subscriptionDataSet: list[SubscriptionData] = field(default_factory=list)
+    unitMode: bool = False
+
+
+@dataclass(slots=True)
+class HeartbeatData(JsonBody):
+    clientID: str | None = None
+    producerDataSet: list[ProducerData] = field(default_factory=list)
+    consumerDataSet: list[ConsumerData] = field(default_factory=list)
+    heartbeatFingerprint: int = 0
+    withoutSub: bool = False
+
+
+@dataclass(slots=True)
+class Connection(JsonBody):
+    clientId: str | None = None
+    clientAddr: str | None = None
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerConnection(JsonBody):
+    connectionSet: list[Connection] = field(default_factory=list)
+    subscriptionTable: dict[str, SubscriptionData] = field(default_factory=dict)
+    consumeType: ConsumeType | None = None
+    messageModel: MessageModel | None = None
+    consumeFromWhere: ConsumeFromWhere | None = None
+
+
+@dataclass(slots=True)
+class ProducerConnection(JsonBody):
+    connectionSet: list[Connection] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# admin statistics and offsets
+
+
+@dataclass(slots=True)
+class OffsetWrapper(JsonBody):
+    brokerOffset: int = 0
+    consumerOffset: int = 0
+    pullOffset: int = 0
+    lastTimestamp: int = 0
+
+
+@dataclass(slots=True)
+class ConsumeStats(JsonBody):
+    offsetTable: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
+    consumeTps: float = 0.0
+
+
+@dataclass(slots=True)
+class TopicOffset(JsonBody):
+    minOffset: int = 0
+    maxOffset: int = 0
+    lastUpdateTimestamp: int = 0
+
+
+@dataclass(slots=True)
+class TopicStatsTable(JsonBody):
+    offsetTable: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+    topicPutTps: float = 0.0
+
+
+@dataclass(slots=True)
+class ResetOffsetBody(JsonBody):
+    offsetTable: dict[MessageQueue, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LockBatchRequestBody(JsonBody):
+    """LOCK_BATCH_MQ; UNLOCK_BATCH_MQ has the same shape."""
+
+    consumerGroup: str | None = None
+    clientId: str | None = None
+    onlyThisBroker: bool = False
+    mqSet: list[MessageQueue] = field(default_factory=list)
+
+
+UnlockBatchRequestBody = LockBatchRequestBody
+
+
+@dataclass(slots=True)
+class LockBatchResponseBody(JsonBody):
+    lockOKMQSet: list[MessageQueue] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig(JsonBody):
+    groupName: str | None = None
+    consumeEnable: bool = True
+    consumeFromMinEnable: bool = True
+    consumeBroadcastEnable: bool = True
+    consumeMessageOrderly: bool = False
+    retryQueueNums: int = 1
+    retryMaxTimes: int = 16
+    groupRetryPolicy: dict[str, Any] = field(default_factory=lambda: {"type": "CUSTOMIZED"})
+    brokerId: int = 0
+    whichBrokerWhenConsumeSlowly: int = 1
+    notifyConsumerIdsChangedEnable: bool = True
+    groupSysFlag: int = 0
+    consumeTimeoutMinute: int = 15
+    subscriptionDataSet: list[dict[str, Any]] | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
