@@ -1,38 +1,44 @@
 """Stored message records to Arrow record batches, column at a time.
 
 Records (the CommitLog layout, also the body of a PULL_MESSAGE answer) are decoded without a Python
-loop per message: the fixed header fields are cut out with ``binary_slice``, byte-swapped with
-``array.byteswap`` and viewed as Arrow integers; bodies and property strings are gathered with one
-``take`` over an offsets array that alternates value and gap; properties are parsed with Arrow's
-string kernels. Records this fast path does not cover (IPv6 hosts, topics over 127 bytes,
-compressed bodies, messages without UNIQ_KEY) fall back to per-record work for those rows only.
+loop per message: the 88-byte headers of a batch are copied into one buffer and read as a numpy
+structured array of big-endian fields; bodies and property strings are copied straight from the
+source buffer (a memory-mapped CommitLog file or a pull answer) into Arrow columns; properties are
+split at their separators for the whole column at once. Batches this fast path does not cover (IPv6
+hosts, topics over 127 bytes, compressed bodies, other record versions, inconsistent sizes) are
+decoded record by record.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 import zlib
-from array import array
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker.protocol import properties as P
+from admin.pipelines import properties as P
+from admin.pipelines.gather import I64, gather
+from broker.protocol import properties as MP
 from broker.protocol.message import (
     BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     MAGIC_V1,
     STOREHOST_V6_FLAG,
+    Buffer,
     MessageRecord,
+    RecordError,
     decode_record,
+    unpack_host,
 )
+from broker.protocol.msgid import create_offset_msg_id
 
 TS: Final = pa.timestamp("us", tz="UTC")
-PROPS: Final = pa.map_(pa.string(), pa.string())
 SCHEMA: Final = pa.schema(
     [
         ("topic", pa.string()),
@@ -52,7 +58,7 @@ SCHEMA: Final = pa.schema(
         ("bornHost", pa.string()),
         ("storeHost", pa.string()),
         ("reconsumeTimes", pa.int32()),
-        ("properties", PROPS),
+        ("properties", P.PROPS),
     ]
 )
 DDL: Final = (
@@ -62,150 +68,101 @@ DDL: Final = (
     "reconsumeTimes int, properties map<string,string>"
 )
 HEADER: Final = 88  # bytes before the body of an IPv4 record
-_PROP_RE: Final = "(?s)^(?P<k>[^\x01]+)\x01(?P<v>.+)$"
 _I32: Final = struct.Struct(">i")
 _NO_FAST: Final = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG | COMPRESSED_FLAG
+_FIELDS: Final = (  # the header fields read, as (name, big-endian type, position)
+    ("total", ">i4", 0), ("magic", ">i4", 4), ("queue_id", ">i4", 12), ("flag", ">i4", 16),
+    ("queue_offset", ">i8", 20), ("phys", ">i8", 28), ("sys_flag", ">i4", 36), ("born_ts", ">i8", 40),
+    ("born_host", ">u8", 48), ("store_ts", ">i8", 56), ("store_host", ">u8", 64),
+    ("reconsume", ">i4", 72), ("body_len", ">i4", 84),
+)  # fmt: skip
+_HEAD: Final = np.dtype({"names": [f[0] for f in _FIELDS], "formats": [f[1] for f in _FIELDS],
+                         "offsets": [f[2] for f in _FIELDS], "itemsize": HEADER})  # fmt: skip
 
 
 def empty_batch() -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([], schema=SCHEMA)
 
 
-def _bytes_of(arr: pa.Array, width: int) -> memoryview:
-    """The value bytes of a fixed-width array (respecting its offset)."""
-    buf = arr.buffers()[1]
-    assert buf is not None
-    return memoryview(buf)[arr.offset * width : (arr.offset + len(arr)) * width]
+def _hosts(packed: npt.NDArray[np.uint64]) -> pa.Array:
+    """Packed IPv4 socket addresses to ``ip:port`` strings (each distinct value formatted once)."""
+    distinct, rows = np.unique(packed, return_inverse=True)
+    names = [unpack_host(int(v).to_bytes(8, "big")) for v in distinct]
+    return pc.take(pa.array(names, pa.string()), pa.array(rows.astype(np.int32)))
 
 
-def be_ints(col: pa.Array, width: int) -> pa.Array:
-    """A ``fixed_size_binary(width)`` column of big-endian integers as int32/int64."""
-    a = array("i" if width == 4 else "q")
-    a.frombytes(_bytes_of(col, width))
-    a.byteswap()
-    return pa.Array.from_buffers(pa.int32() if width == 4 else pa.int64(), len(col), [None, pa.py_buffer(a)])
+def _ints(values: npt.NDArray[Any], dtype: type[np.signedinteger[Any]]) -> pa.Array:
+    return pa.array(values.astype(dtype))
 
 
-def field(block: pa.Array, start: int, width: int) -> pa.Array:
-    """Integer field at ``start`` of every value of ``block`` (binary values at least that long)."""
-    return be_ints(pc.binary_slice(block, start, start + width).cast(pa.binary(width)), width)
+def _times(ms: npt.NDArray[Any]) -> pa.Array:
+    return pa.array(ms.astype(np.int64) * 1000).cast(TS)
 
 
-def int32_array(values: array[int] | pa.Array) -> pa.Array:
-    if isinstance(values, pa.Array):
-        return values.cast(pa.int32())
-    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
-
-
-def to_i32(arr: pa.Array) -> array[int]:
-    out = array("i")
-    out.frombytes(_bytes_of(arr.cast(pa.int32()), 4))
-    return out
-
-
-def gather(data: pa.Buffer, starts: array[int], ends: array[int], total: int) -> pa.Array:
-    """Binary column of ``data[starts[i]:ends[i]]``: values and gaps alternate in one offsets array,
-    and ``take`` keeps the values (ranges ascending, not overlapping)."""
-    n = len(starts)
-    offsets = array("i", bytes(4 * (2 * n + 1)))
-    offsets[0 : 2 * n : 2] = starts
-    offsets[1 : 2 * n : 2] = ends
-    offsets[2 * n] = total
-    both = pa.Array.from_buffers(pa.binary(), 2 * n, [None, pa.py_buffer(offsets), data])
-    return pc.take(both, _evens(n))
-
-
-_EVENS: list[pa.Array] = [pa.array([], pa.int32())]
-
-
-def _evens(n: int) -> pa.Array:
-    """``0, 2, 4 …`` (n values), cut from a cached array."""
-    if len(_EVENS[0]) < n:
-        _EVENS[0] = pa.array(range(0, 2 * max(n, 4096), 2), pa.int32())
-    return _EVENS[0].slice(0, n)
-
-
-def _hosts(col: pa.Array) -> pa.Array:
-    """8-byte packed IPv4 socket addresses to ``ip:port`` strings (each distinct value formatted once)."""
-    enc = pc.dictionary_encode(col)
-    names = [f"{ipaddress.IPv4Address(v[:4])}:{_I32.unpack(v[4:])[0]}" for v in enc.dictionary.to_pylist()]
-    return pc.take(pa.array(names, pa.string()), enc.indices)
-
-
-def parse_properties(props: pa.Array) -> pa.Array:
-    """``name\\x01value\\x02…`` strings to ``map<string,string>`` (malformed entries dropped as Java does)."""
-    parts = pc.split_pattern(props, "\x02")
-    flat = parts.flatten()
-    kv = pc.extract_regex(flat, _PROP_RE)
-    keep = kv.is_valid()
-    running = pc.cumulative_sum(keep.cast(pa.int32()))
-    before = pa.concat_arrays([pa.array([0], pa.int32()), running])
-    offsets = pc.take(before, parts.offsets)
-    kept = kv.filter(keep)
-    return pa.MapArray.from_arrays(offsets, kept.field("k"), kept.field("v"), type=PROPS)
-
-
-def decode(
-    data: bytes | bytearray | memoryview, starts: array[int], topic: str, broker: str
-) -> pa.RecordBatch:
-    """Decode the records of ``topic`` that start at ``starts`` in ``data`` (back to back, in order)."""
+def decode(data: Buffer, starts: I64, sizes: I64, topic: str, broker: str) -> pa.RecordBatch:
+    """Decode the records of ``topic`` at ``data[starts[i]:starts[i] + sizes[i]]`` (in order)."""
     n = len(starts)
     if n == 0:
         return empty_batch()
-    buf = pa.py_buffer(data)
-    total = len(data)
-    ends = array("i", starts[1:])
-    ends.append(total)
-    recs = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(array("i", [*starts, total])), buf])
-    head = pc.binary_slice(recs, 0, HEADER).cast(pa.binary(HEADER))
-    magic = field(head, 4, 4)
-    sys_flag = field(head, 36, 4)
-    body_len = field(head, 84, 4)
     topic_raw = topic.encode()
-    fast = (
-        pc.all(pc.equal(magic, MAGIC_V1)).as_py()
-        and pc.sum(pc.bit_wise_and(sys_flag, _NO_FAST)).as_py() == 0
-        and len(topic_raw) <= 127
-    )
-    if not fast:
+    ends = starts + sizes
+    if not (
+        len(topic_raw) <= 127
+        and int(starts[0]) >= 0
+        and int(ends[-1]) <= len(data)
+        and np.all(sizes >= HEADER)
+        and np.all(starts[1:] >= ends[:-1])
+    ):
         return _slow(data, starts, broker)
-    bstart = pc.add(int32_array(starts), HEADER)
-    bend = pc.add(bstart, body_len)
-    body = gather(buf, to_i32(bstart), to_i32(bend), total)
-    pstart = pc.add(bend, 1 + len(topic_raw) + 2)
-    props_bin = gather(buf, to_i32(pstart), ends, total)
-    props = parse_properties(props_bin.cast(pa.string()))
-    uniq = pc.map_lookup(props, P.UNIQ_KEY, "last")
-    phys = field(head, 28, 8)
-    store_raw = pc.binary_slice(head, 64, 72).cast(pa.binary(8))
+    head = np.frombuffer(_cut(data, starts, starts + HEADER).buffers()[2], _HEAD, n)
+    body_len = head["body_len"].astype(np.int64)
+    if not (
+        np.all(head["magic"] == MAGIC_V1)
+        and not np.any(head["sys_flag"] & _NO_FAST)
+        and np.all(head["total"] == sizes)
+        and np.all((body_len >= 0) & (HEADER + body_len + 1 + len(topic_raw) + 2 <= sizes))
+    ):
+        return _slow(data, starts, broker)
+    body_start = starts + HEADER
+    body_end = body_start + body_len
+    body = _cut(data, body_start, body_end)
+    props = P.parse(_cut(data, body_end + 1 + len(topic_raw) + 2, ends).cast(pa.string()))
+    uniq = P.lookup(props, MP.UNIQ_KEY)
     msg_id = uniq
     if uniq.null_count:
         ids = [
-            u or (s + struct.pack(">q", p)).hex().upper()
-            for u, s, p in zip(uniq.to_pylist(), store_raw.to_pylist(), phys.to_pylist(), strict=True)
+            u or create_offset_msg_id(s.to_bytes(8, "big"), p)
+            for u, s, p in zip(
+                uniq.to_pylist(), head["store_host"].tolist(), head["phys"].tolist(), strict=True
+            )
         ]
         msg_id = pa.array(ids, pa.string())
     columns = [
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(broker, pa.string()), n),
-        field(head, 12, 4),
-        field(head, 20, 8),
-        phys,
+        _ints(head["queue_id"], np.int32),
+        _ints(head["queue_offset"], np.int64),
+        _ints(head["phys"], np.int64),
         msg_id,
         uniq,
         body,
-        pc.map_lookup(props, P.TAGS, "last"),
-        pc.map_lookup(props, P.KEYS, "last"),
-        field(head, 16, 4),
-        sys_flag,
-        pc.multiply(field(head, 40, 8), 1000).cast(TS),
-        pc.multiply(field(head, 56, 8), 1000).cast(TS),
-        _hosts(pc.binary_slice(head, 48, 56).cast(pa.binary(8))),
-        _hosts(store_raw),
-        field(head, 72, 4),
+        P.lookup(props, MP.TAGS),
+        P.lookup(props, MP.KEYS),
+        _ints(head["flag"], np.int32),
+        _ints(head["sys_flag"], np.int32),
+        _times(head["born_ts"]),
+        _times(head["store_ts"]),
+        _hosts(head["born_host"]),
+        _hosts(head["store_host"]),
+        _ints(head["reconsume"], np.int32),
         props,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+
+
+def _cut(data: Buffer, starts: I64, ends: I64) -> pa.Array:
+    """Copies of ``data``'s ranges; nothing returned refers to ``data``, so a memory map can close."""
+    return gather(pa.py_buffer(data), starts, ends)
 
 
 def _inflate(rec: MessageRecord) -> bytes:
@@ -214,8 +171,8 @@ def _inflate(rec: MessageRecord) -> bytes:
     return rec.body
 
 
-def _slow(data: bytes | bytearray | memoryview, starts: Sequence[int], broker: str) -> pa.RecordBatch:
-    return records_batch([decode_record(data, s) for s in starts], broker)
+def _slow(data: Buffer, starts: I64, broker: str) -> pa.RecordBatch:
+    return records_batch([decode_record(data, s) for s in starts.tolist()], broker)
 
 
 def records_batch(records: Sequence[MessageRecord], broker: str) -> pa.RecordBatch:
@@ -229,8 +186,8 @@ def records_batch(records: Sequence[MessageRecord], broker: str) -> pa.RecordBat
         "msgId": [r.msg_id for r in records],
         "uniqKey": [r.uniq_key for r in records],
         "body": [_inflate(r) for r in records],
-        "tags": [r.properties.get(P.TAGS) for r in records],
-        "keys": [r.properties.get(P.KEYS) for r in records],
+        "tags": [r.properties.get(MP.TAGS) for r in records],
+        "keys": [r.properties.get(MP.KEYS) for r in records],
         "flag": [r.flag for r in records],
         "sysFlag": [r.sys_flag for r in records],
         "bornTimestamp": [r.born_timestamp * 1000 for r in records],
@@ -243,12 +200,17 @@ def records_batch(records: Sequence[MessageRecord], broker: str) -> pa.RecordBat
     return pa.RecordBatch.from_arrays([pa.array(rows[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
 
 
-def record_starts(data: bytes | bytearray | memoryview) -> array[int]:
-    """Where each record of back-to-back records (a pull answer) starts."""
-    starts = array("i")
+def record_starts(data: Buffer) -> tuple[I64, I64]:
+    """Where each record of back-to-back records (a pull answer) starts, and its size."""
+    starts: list[int] = []
+    sizes: list[int] = []
     pos, n = 0, len(data)
     unpack = _I32.unpack_from
     while pos < n:
+        size = unpack(data, pos)[0] if n - pos >= 4 else 0
+        if size < 4 or pos + size > n:
+            raise RecordError(f"record at {pos} has a bad size {size}")
         starts.append(pos)
-        pos += unpack(data, pos)[0]
-    return starts
+        sizes.append(size)
+        pos += size
+    return np.array(starts, np.int64), np.array(sizes, np.int64)

@@ -1,26 +1,27 @@
 """Executor-side reading of one queue range into Arrow record batches.
 
 From a store folder: the queue's ConsumeQueue files and the CommitLog are memory-mapped read-only;
-units are cut into columns, filtered by tags code, and runs of records that lie back to back in the
-CommitLog are copied with one slice each. From a cluster: PULL_MESSAGE requests, several in flight,
-each answer decoded as it is (its body is the same record layout).
+a batch of 20-byte units is read as one numpy array, filtered by tags code, and its records are
+decoded straight out of the mapped CommitLog file. From a cluster: PULL_MESSAGE requests, several in
+flight; the answers' bodies (the same record layout) are decoded a few together as they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
-from array import array
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from admin.pipelines import arrow as A
 from admin.pipelines.plan import QueueRange, ReadSpec
 
-UNIT: Final = 20
+UNIT: Final = np.dtype([("phys", ">i8"), ("size", ">i4"), ("code", ">i8")])  # a ConsumeQueue unit
 ROWS_PER_BATCH: Final = 8192
 PULL_BYTES: Final = 4 * 1024 * 1024
 PULLS_IN_FLIGHT: Final = 4
@@ -70,7 +71,7 @@ def read_store(spec: ReadSpec, rng: QueueRange) -> Iterator[pa.RecordBatch]:
         commitlog.load()
         cq.load()
         codes = spec.tag_codes
-        code_set = None if codes is None else pa.array(sorted(codes), pa.int64())
+        code_set = None if codes is None else np.array(sorted(codes), np.int64)
         offset = rng.start
         while offset < rng.end:
             units = _units(cq, offset, min(rng.end, offset + ROWS_PER_BATCH))
@@ -81,98 +82,106 @@ def read_store(spec: ReadSpec, rng: QueueRange) -> Iterator[pa.RecordBatch]:
                     )
                 offset = max(offset + 1, cq.min_offset)
                 continue
-            count = len(units) // UNIT
             yield from _records(commitlog, units, code_set, spec, rng)
-            offset += count
+            offset += len(units)
     finally:
         cq.close()
         commitlog.close()
 
 
-def _units(cq: object, start: int, end: int) -> bytes | None:
-    """The 20-byte units ``[start, end)`` of a ConsumeQueue (one file at most), None if not there."""
+def _units(cq: object, start: int, end: int) -> npt.NDArray[np.void] | None:
+    """The units ``[start, end)`` of a ConsumeQueue (one file at most), None if not there."""
     from broker.store.consume_queue import ConsumeQueue
 
     assert isinstance(cq, ConsumeQueue)
-    pos = start * UNIT
+    pos = start * UNIT.itemsize
     mf = cq.files.find(pos)
     if mf is None:
         return None
     rel = pos - mf.file_from
-    stop = min(mf.size, rel + (end - start) * UNIT)
-    return mf.mm[rel:stop]
+    stop = min(mf.size, rel + (end - start) * UNIT.itemsize)
+    return np.frombuffer(mf.mm[rel:stop], UNIT)
 
 
 def _records(
-    commitlog: object, units: bytes, codes: pa.Array | None, spec: ReadSpec, rng: QueueRange
+    commitlog: object,
+    units: npt.NDArray[np.void],
+    codes: npt.NDArray[np.int64] | None,
+    spec: ReadSpec,
+    rng: QueueRange,
 ) -> Iterator[pa.RecordBatch]:
     from broker.store.commitlog import CommitLog
 
     assert isinstance(commitlog, CommitLog)
-    n = len(units) // UNIT
-    block = pa.Array.from_buffers(pa.binary(UNIT), n, [None, pa.py_buffer(units)])
-    phys = A.field(block, 0, 8)
-    size = A.field(block, 8, 4)
+    phys = units["phys"].astype(np.int64)
+    size = units["size"].astype(np.int64)
     if codes is not None:
-        keep = pc.is_in(A.field(block, 12, 8), value_set=codes)
-        phys, size = phys.filter(keep), size.filter(keep)
-        n = len(phys)
-    if n == 0:
+        keep = np.isin(units["code"], codes)
+        phys, size = phys[keep], size[keep]
+    if len(phys) == 0:
         return
     cl_min = commitlog.min_offset
-    if pc.min(phys).as_py() < cl_min:
+    if int(phys.min()) < cl_min:
         if spec.fail_on_data_loss:
             raise DataLossError(
                 f"{rng.queue.topic}/{rng.queue.queue_id}: messages before CommitLog offset {cl_min} are gone"
             )
-        keep = pc.greater_equal(phys, cl_min)
-        phys, size = phys.filter(keep), size.filter(keep)
-        n = len(phys)
-        if n == 0:
-            return
-    ends = pc.add(phys, size.cast(pa.int64()))
-    # runs of records that lie back to back in the CommitLog
-    breaks = pc.indices_nonzero(pc.not_equal(phys.slice(1), ends.slice(0, n - 1))).to_pylist()
-    run_starts = [0, *(b + 1 for b in breaks)]
-    run_ends = [*(b + 1 for b in breaks), n]
-    phys_l = phys.to_pylist()
-    ends_l = ends.to_pylist()
-    chunks: list[bytes] = []
-    for a, b in zip(run_starts, run_ends, strict=True):
-        lo, hi = phys_l[a], ends_l[b - 1]
-        while lo < hi:  # a run never spans files, but read defensively
-            mf = commitlog.files.find(lo)
-            if mf is None:
-                raise DataLossError(f"CommitLog offset {lo} is not in the store")
-            rel = lo - mf.file_from
-            take = min(hi, mf.file_end) - lo
-            chunks.append(mf.mm[rel : rel + take])
-            lo += take
-    data = b"".join(chunks)
-    starts = array("i", [0])
-    rel_ends = A.to_i32(pc.cumulative_sum(size))
-    starts.extend(rel_ends[:-1])
-    yield A.decode(data, starts, rng.queue.topic, rng.queue.broker)
+        keep = phys >= cl_min
+        phys, size = phys[keep], size[keep]
+    i, n = 0, len(phys)
+    while i < n:  # the records of one CommitLog file at a time (nearly always all of them)
+        mf = commitlog.files.find(int(phys[i]))
+        if mf is None:
+            raise DataLossError(f"CommitLog offset {int(phys[i])} is not in the store")
+        outside = np.flatnonzero((phys[i:] < mf.file_from) | (phys[i:] >= mf.file_end))
+        j = n if len(outside) == 0 else i + int(outside[0])
+        yield A.decode(mf.mm, phys[i:j] - mf.file_from, size[i:j], rng.queue.topic, rng.queue.broker)
+        i = j
 
 
 # -- running cluster --------------------------------------------------------------------------
 def read_cluster(spec: ReadSpec, rng: QueueRange) -> Iterator[pa.RecordBatch]:
-    """Pull ``[start, end)`` with several requests in flight; batches come back as answers arrive."""
+    """Pull ``[start, end)`` with several requests in flight; answers are decoded as they arrive, a
+    few together (a pull answers at most ~1,000 messages; each decode has a fixed cost)."""
     loop = asyncio.new_event_loop()
+    bodies: list[bytes] = []
+    starts: list[npt.NDArray[np.int64]] = []
+    sizes: list[npt.NDArray[np.int64]] = []
+    size = records = 0
     try:
-        gen = _pull_all(spec, rng)
+        answers = _pull_all(spec, rng)
         while True:
             try:
-                batch = loop.run_until_complete(gen.__anext__())
+                body = loop.run_until_complete(answers.__anext__())
             except StopAsyncIteration:
                 break
-            yield batch
+            at, lengths = A.record_starts(body)
+            bodies.append(body)
+            starts.append(at + size)
+            sizes.append(lengths)
+            size += len(body)
+            records += len(at)
+            if records >= ROWS_PER_BATCH:
+                yield _decode(bodies, starts, sizes, rng)
+                bodies, starts, sizes, size, records = [], [], [], 0, 0
+        if bodies:
+            yield _decode(bodies, starts, sizes, rng)
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
 
 
-async def _pull_all(spec: ReadSpec, rng: QueueRange):  # type: ignore[no-untyped-def]
+def _decode(
+    bodies: list[bytes], starts: list[npt.NDArray[np.int64]], sizes: list[npt.NDArray[np.int64]],
+    rng: QueueRange,
+) -> pa.RecordBatch:  # fmt: skip
+    """The records of consecutive pull answers, decoded as one batch."""
+    data = bodies[0] if len(bodies) == 1 else b"".join(bodies)
+    return A.decode(data, np.concatenate(starts), np.concatenate(sizes), rng.queue.topic, rng.queue.broker)
+
+
+async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
+    """The bodies (back-to-back records) of the pull answers for ``[start, end)``, as they come."""
     from broker.client.api import request
     from broker.client.pull import FLAG_SUBSCRIPTION
     from broker.client.remoting_client import RemotingClient
@@ -210,7 +219,7 @@ async def _pull_all(spec: ReadSpec, rng: QueueRange):  # type: ignore[no-untyped
             for task in done:
                 code, b, nxt, body, remark = task.result()
                 if code == ResponseCode.SUCCESS and body:
-                    yield A.decode(body, A.record_starts(body), ref.topic, ref.broker)
+                    yield body
                 elif code == ResponseCode.PULL_OFFSET_MOVED or (
                     code == ResponseCode.PULL_NOT_FOUND and nxt < b and spec.fail_on_data_loss
                 ):

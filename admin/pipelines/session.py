@@ -39,7 +39,12 @@ def build_session(
     log4j = Path(os.environ.get("TMPDIR", "/tmp")) / "rmqkit-spark-log4j2.properties"
     if not log4j.exists():
         log4j.write_text(_LOG4J)
-    java_opts = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=file:{log4j}"
+    # Arrow's bounds and null checks on every value read cost about a quarter of the JVM's time spent
+    # turning the data source's Arrow batches into rows; those batches come from pyarrow, well formed
+    arrow_opts = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+    java_opts = (
+        f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {arrow_opts} -Dlog4j2.configurationFile=file:{log4j}"
+    )
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
