@@ -3,8 +3,9 @@
 Every send and pull goes through the SDK as an application would use it: a fresh :class:`Message` per
 message, :meth:`Producer.send` to an explicit queue (or :meth:`Producer.send_batch`, which picks the
 queue itself, round robin over the topic's write queues), and :func:`broker.client.pull.pull`, which
-decodes every pulled message into a :class:`MessageExt`. Compression is off so that both clients put
-the same bytes on the wire. Pulls count message body bytes (the low-level client counts response bytes).
+returns every pulled message as a :class:`MessageExt`, whose body is read. Compression is off so that
+both clients put the same bytes on the wire. Pulls count message body bytes (the low-level client counts
+response bytes).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class SdkLoad:
         if result.status is not PullStatus.FOUND:
             return Pulled(0, 0, offset)
         messages = result.messages
-        return Pulled(len(messages), sum(len(m.body) for m in messages), result.next_begin_offset)
+        return Pulled(len(messages), sum([len(m.body) for m in messages]), result.next_begin_offset)
 
     async def close(self) -> None:
         for producer in self._producers:

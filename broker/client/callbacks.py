@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Any
 
@@ -15,11 +15,19 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
-async def call_user(fn: Callable[..., Any], *args: Any, executor: Executor | None = None) -> Any:
-    """Await an async callback; run a sync one in ``executor`` (default: the loop's) so it cannot block
-    the event loop."""
+def as_async(fn: Callable[..., Any], executor: Executor | None = None) -> Callable[..., Awaitable[Any]]:
+    """``fn`` as a coroutine function, decided once: an async callback as it is, a sync one run in
+    ``executor`` (default: the loop's) so it cannot block the event loop."""
     if is_async_callable(fn):
-        return await fn(*args)
-    loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(executor, functools.partial(fn, *args))
-    return await result if inspect.isawaitable(result) else result
+        return fn
+
+    async def run_sync(*args: Any) -> Any:
+        result = await asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+        return await result if inspect.isawaitable(result) else result
+
+    return run_sync
+
+
+async def call_user(fn: Callable[..., Any], *args: Any, executor: Executor | None = None) -> Any:
+    """Await ``fn(*args)`` the way :func:`as_async` runs it."""
+    return await as_async(fn, executor)(*args)

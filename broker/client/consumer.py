@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from broker.client.allocate import AllocateStrategy
-from broker.client.callbacks import call_user
+from broker.client.callbacks import as_async
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase, retry_topic
 from broker.client.message import Message, MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
@@ -58,6 +58,7 @@ ConcurrentlyListener = Callable[
     [list[MessageExt]], ConsumeConcurrentlyStatus | Awaitable[ConsumeConcurrentlyStatus]
 ]
 OrderlyListener = Callable[[list[MessageExt]], ConsumeOrderlyStatus | Awaitable[ConsumeOrderlyStatus]]
+ConsumeBatch = tuple[MessageQueue, ProcessQueue, list[MessageExt]]
 
 
 class PushConsumer(ConsumerBase):
@@ -119,9 +120,13 @@ class PushConsumer(ConsumerBase):
         self.persist_interval = persist_interval
         self._namesrv_addr = namesrv_addr
         self._listener: Callable[[list[MessageExt]], Any] | None = None
+        self._call: Callable[[list[MessageExt]], Awaitable[Any]] | None = None  # the listener, as started
+        self._retry_topic = retry_topic(group)
         self._orderly = False
         self._consumes: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(consume_thread_max)
+        # concurrent listeners: batches waiting for one of consume_thread_max workers (None stops one)
+        self._ready: asyncio.Queue[ConsumeBatch | None] = asyncio.Queue()
         self._executor: ThreadPoolExecutor | None = None
         self._inner_producer: Producer | None = None
 
@@ -144,10 +149,14 @@ class PushConsumer(ConsumerBase):
         if not self.rebalancer.subscriptions:
             raise MQClientError("subscribe to a topic before starting the consumer")
         if self.clustering:
-            self.subscribe(retry_topic(self.group))
+            self.subscribe(self._retry_topic)
         self._executor = ThreadPoolExecutor(
             self.consume_thread_max, thread_name_prefix=f"consume-{self.group}"
         )
+        self._call = as_async(self._listener, self._executor)
+        if not self._orderly:
+            for _ in range(self.consume_thread_max):
+                self._spawn_consume(self._consume_worker())
         remoting = self.instance.remoting
         remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
@@ -164,6 +173,8 @@ class PushConsumer(ConsumerBase):
     async def shutdown(self) -> None:
         """Stop pulling, let running listeners finish, commit offsets, unregister, disconnect."""
         await self.instance.stop_tasks()
+        for _ in range(self.consume_thread_max):
+            self._ready.put_nowait(None)  # workers stop once the batches before these are consumed
         if self._consumes:
             _, late = await asyncio.wait(set(self._consumes), timeout=SHUTDOWN_GRACE)
             for task in late:
@@ -279,8 +290,9 @@ class PushConsumer(ConsumerBase):
                 self._spawn_consume(self._consume_orderly(mq, pq))
             return
         size = self.consume_batch_max_size
+        put = self._ready.put_nowait
         for i in range(0, len(msgs), size):
-            self._spawn_consume(self._consume_concurrently(mq, pq, msgs[i : i + size]))
+            put((mq, pq, msgs[i : i + size]))
 
     def _spawn_consume(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
@@ -290,16 +302,26 @@ class PushConsumer(ConsumerBase):
     # ---- consuming
 
     def _restore_topic(self, msg: MessageExt) -> None:
-        original = msg.properties.get(P.RETRY_TOPIC)
-        if original and msg.topic == retry_topic(self.group):
-            msg.topic = original
+        if msg.topic == self._retry_topic:  # first: other messages need not parse their properties
+            original = msg.properties.get(P.RETRY_TOPIC)
+            if original:
+                msg.topic = original
 
     async def _call_listener(self, msgs: list[MessageExt]) -> Any:
-        assert self._listener is not None
+        assert self._call is not None
         for msg in msgs:
             self._restore_topic(msg)
         async with self._slots:
-            return await call_user(self._listener, msgs, executor=self._executor)
+            return await self._call(msgs)
+
+    async def _consume_worker(self) -> None:
+        """One of the consume_thread_max loops that run concurrent listeners: a queue of batches
+        costs less than a task per batch."""
+        while (batch := await self._ready.get()) is not None:
+            try:
+                await self._consume_concurrently(*batch)
+            except Exception:
+                log.exception("consuming %d message(s) of %s failed", len(batch[2]), batch[0])
 
     async def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         if pq.dropped:
@@ -401,7 +423,7 @@ class PushConsumer(ConsumerBase):
     async def _resend(self, msg: MessageExt) -> None:
         """Put a copy on %RETRY%group with the retry bookkeeping properties (the broker routes it to the
         DLQ once RECONSUME_TIME exceeds MAX_RECONSUME_TIMES)."""
-        copy = Message(retry_topic(self.group), msg.body, properties=msg.properties, flag=msg.flag)
+        copy = Message(self._retry_topic, msg.body, properties=msg.properties, flag=msg.flag)
         copy.properties.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
         copy.properties[P.RETRY_TOPIC] = msg.topic
         copy.properties[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)

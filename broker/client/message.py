@@ -7,11 +7,22 @@ import logging
 import zlib
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Final
 
 from broker.protocol import properties as P
 from broker.protocol.bodies import MessageQueue
 from broker.protocol.codes import ResponseCode, name_of
-from broker.protocol.message import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, MessageRecord
+from broker.protocol.message import (
+    COMPRESSED_FLAG,
+    COMPRESSION_TYPE_MASK,
+    MessageRecord,
+    ScannedRecord,
+    pack_host,
+    read_head,
+    unpack_host,
+)
+from broker.protocol.msgid import create_offset_msg_id
+from broker.protocol.properties import decode_properties
 
 log = logging.getLogger(__name__)
 
@@ -105,26 +116,107 @@ class Message:
         return f"{type(self).__name__}(topic={self.topic!r}, tags={self.tags!r}, body={len(self.body)} bytes)"
 
 
+# Fields of a pulled message read from its record when one of them is first asked for, and the
+# RecordHead field each comes from.
+_DEFERRED: Final = {
+    "flag": "flag",
+    "queue_id": "queue_id",
+    "commit_log_offset": "physical_offset",
+    "born_timestamp": "born_timestamp",
+    "_born_host": "born_host",
+    "store_timestamp": "store_timestamp",
+    "_store_host": "store_host",
+    "reconsume_times": "reconsume_times",
+    "prepared_transaction_offset": "prepared_transaction_offset",
+    "body_crc": "body_crc",
+}
+
+
 class MessageExt(Message):
-    """A stored message as a consumer (or a transaction checker) receives it."""
+    """A stored message as a consumer (or a transaction checker) receives it.
+
+    A pulled message (:meth:`received`) starts with its body, topic, queue offset and sys flag; it
+    parses its properties when they are first read, and reads its other fields from the pulled bytes
+    when one of them is first asked for, so a consumer pays only for what it looks at.
+    """
+
+    broker_name: str
+    sys_flag: int
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    born_timestamp: int
+    store_timestamp: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body_crc: int
+    _born_host: bytes  # packed, as in the record
+    _store_host: bytes
+    _properties: dict[str, str] | None  # None until first read: then parsed from the two below
+    _properties_text: str
+    _properties_extra: dict[str, str] | None  # added on parsing (the pull's MIN_OFFSET/MAX_OFFSET)
+    _head: bytes  # a pulled message's record up to its body, until the _DEFERRED fields are read
 
     def __init__(self, record: MessageRecord, broker_name: str = "") -> None:
         super().__init__(record.topic, record.body, properties=record.properties, flag=record.flag)
-        self.sys_flag = record.sys_flag
-        if record.sys_flag & COMPRESSED_FLAG:
-            self._inflate()
+        self._properties_extra = None
         self.broker_name = broker_name
+        self.sys_flag = record.sys_flag
         self.queue_id = record.queue_id
         self.queue_offset = record.queue_offset
         self.commit_log_offset = record.physical_offset
-        self.offset_msg_id = record.offset_msg_id
         self.born_timestamp = record.born_timestamp
-        self.born_host = record.born_host
+        self._born_host = pack_host(record.born_host)
         self.store_timestamp = record.store_timestamp
-        self.store_host = record.store_host
+        self._store_host = record.store_host_raw
         self.reconsume_times = record.reconsume_times
         self.prepared_transaction_offset = record.prepared_transaction_offset
         self.body_crc = record.body_crc
+        if self.sys_flag & COMPRESSED_FLAG:
+            self._inflate()
+
+    @classmethod
+    def received(
+        cls,
+        scanned: ScannedRecord,
+        broker_name: str = "",
+        extra_properties: dict[str, str] | None = None,
+    ) -> MessageExt:
+        """The message of a record that :func:`scan_records` found; ``extra_properties`` (shared, not
+        copied) join its own properties."""
+        msg = cls.__new__(cls)
+        msg._head, msg.sys_flag, msg.queue_offset, msg.body, msg.topic, msg._properties_text = scanned
+        msg._properties = None
+        msg._properties_extra = extra_properties
+        msg.broker_name = broker_name
+        if msg.sys_flag & COMPRESSED_FLAG:
+            msg._inflate()
+        return msg
+
+    if not TYPE_CHECKING:  # mypy keeps checking attribute names; at run time this serves _DEFERRED
+
+        def __getattr__(self, name: str) -> object:
+            """Called only for attributes not set yet: the deferred fields of a pulled message."""
+            fields = self.__dict__
+            if name in _DEFERRED and "_head" in fields:
+                head = read_head(fields.pop("_head"))
+                for attr, field in _DEFERRED.items():
+                    fields.setdefault(attr, getattr(head, field))  # keep what was assigned already
+                return fields[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property  # an attribute of Message; parsed on first read here
+    def properties(self) -> dict[str, str]:
+        props = self._properties
+        if props is None:
+            props = self._properties = decode_properties(self._properties_text)
+            if self._properties_extra:
+                props.update(self._properties_extra)
+        return props
+
+    @properties.setter
+    def properties(self, value: dict[str, str]) -> None:
+        self._properties = value
 
     def _inflate(self) -> None:
         kind = (self.sys_flag & COMPRESSION_TYPE_MASK) >> 8
@@ -133,6 +225,19 @@ class MessageExt(Message):
             return
         self.body = zlib.decompress(self.body)
         self.sys_flag &= ~(COMPRESSED_FLAG | COMPRESSION_TYPE_MASK)
+
+    @property
+    def born_host(self) -> str:
+        return unpack_host(self._born_host)
+
+    @property
+    def store_host(self) -> str:
+        return unpack_host(self._store_host)
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's id of the message: store host and CommitLog offset."""
+        return create_offset_msg_id(self._store_host, self.commit_log_offset)
 
     @property
     def msg_id(self) -> str:

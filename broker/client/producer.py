@@ -338,11 +338,14 @@ class Producer:
         if status is None:
             raise MQBrokerError(response.code, response.remark)
         answer = H.SendMessageResponseHeader.parse(response.ext_fields)
+        sent_to = mq  # the queue asked for, unless the broker stored elsewhere
+        if answer.queueId != mq.queueId or mq.topic != payload.topic:
+            sent_to = MessageQueue(payload.topic, mq.brokerName, answer.queueId)
         return SendResult(
             status=status,
             msg_id=payload.msg_id,
             offset_msg_id=answer.msgId,
-            message_queue=MessageQueue(payload.topic, mq.brokerName, answer.queueId),
+            message_queue=sent_to,
             queue_offset=answer.queueOffset,
             transaction_id=answer.transactionId,
         )

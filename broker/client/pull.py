@@ -14,7 +14,7 @@ from broker.protocol import properties as P
 from broker.protocol.bodies import MessageQueue, SubscriptionData
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.javahash import java_hash
-from broker.protocol.message import decode_records
+from broker.protocol.message import scan_records
 
 SUB_ALL = "*"
 FLAG_COMMIT_OFFSET = 0x1
@@ -108,13 +108,14 @@ async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
 
 
 def _decode(req: PullRequest, body: bytes, result: PullResult) -> list[MessageExt]:
-    tags = set(req.subscription.tagsSet)
-    messages = []
-    for record in decode_records(body):
-        msg = MessageExt(record, req.mq.brokerName)
-        if tags and msg.tags not in tags:
-            continue
-        msg.properties[P.MIN_OFFSET] = str(result.min_offset)
-        msg.properties[P.MAX_OFFSET] = str(result.max_offset)
-        messages.append(msg)
+    """The found messages, built lazily (see :meth:`MessageExt.received`), with the queue's offset
+    bounds as properties the way Java's client adds them."""
+    bounds = {P.MIN_OFFSET: str(result.min_offset), P.MAX_OFFSET: str(result.max_offset)}
+    broker_name = req.mq.brokerName
+    received = MessageExt.received
+    messages = [received(scanned, broker_name, bounds) for scanned in scan_records(body)]
+    tags = req.subscription.tagsSet
+    if tags:
+        wanted = set(tags)
+        messages = [msg for msg in messages if msg.tags in wanted]
     return messages

@@ -60,6 +60,7 @@ class RouteCache:
         self._brokers: dict[str, dict[int, str]] = {}
         self._wanted: set[str] = set()
         self._borrowed: dict[str, PublishInfo] = {}
+        self._published: dict[str, tuple[TopicRouteData, PublishInfo]] = {}  # per route: built once
 
     async def refresh(self, topic: str) -> TopicRouteData | None:
         """Ask the NameServers now; keeps the old route when the topic has none any more."""
@@ -88,10 +89,16 @@ class RouteCache:
         route = self._routes.get(topic)
         if route is None and topic not in self._borrowed:
             route = await self.refresh(topic)
-        queues = publish_queues(topic, route) if route is not None else []
-        if queues:
-            self._borrowed.pop(topic, None)
-            return PublishInfo(topic, queues)
+        if route is not None:
+            published = self._published.get(topic)
+            if published is not None and published[0] is route:
+                return published[1]
+            queues = publish_queues(topic, route)
+            if queues:
+                self._borrowed.pop(topic, None)
+                info = PublishInfo(topic, queues)
+                self._published[topic] = (route, info)
+                return info
         borrowed = self._borrowed.get(topic)
         if borrowed is None:
             borrowed = self._borrowed[topic] = await self._borrow_default(topic)

@@ -60,6 +60,8 @@ _TOPIC_LEN_V1: Final = tuple(bytes((n,)) for n in range(MAX_TOPIC_BYTES + 1))  #
 # what read_layout needs of an IPv4 record, in one unpack: TOTALSIZE, MAGIC, BODYCRC, SYSFLAG,
 # STORETIMESTAMP, BODYLENGTH (the body starts right after it, at byte 88)
 _FRAME_V4: Final = struct.Struct(">iii24xi16xq20xi")
+# what scan_records needs of an IPv4 record: TOTALSIZE, MAGIC, QUEUEOFFSET, SYSFLAG, BODYLENGTH
+_SCAN_V4: Final = struct.Struct(">ii12xq8xi44xi")
 
 POS_TOTAL_SIZE: Final = 0
 POS_MAGIC: Final = 4
@@ -112,12 +114,17 @@ def host_flags(born_host: bytes, store_host: bytes) -> int:
     return flags
 
 
-def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
-    """Total record size for the given part sizes (v1 topic length byte, v2 when the topic is longer)."""
+def head_size(sys_flag: int) -> int:
+    """Bytes of a record before its body: the fixed fields, whose hosts take 8 or 20 bytes each."""
     born = 20 if sys_flag & BORNHOST_V6_FLAG else 8
     store = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    return 48 + born + 8 + store + 16
+
+
+def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
+    """Total record size for the given part sizes (v1 topic length byte, v2 when the topic is longer)."""
     topic_field = 1 if topic_len <= MAX_TOPIC_BYTES else 2
-    return 48 + born + 8 + store + 16 + body_len + topic_field + topic_len + 2 + props_len
+    return head_size(sys_flag) + body_len + topic_field + topic_len + 2 + props_len
 
 
 def encode_record(
@@ -321,8 +328,67 @@ def check_crc(buf: Buffer, layout: RecordLayout) -> bool:
     return zlib.crc32(buf[body_pos : body_pos + layout.body_len]) & 0x7FFFFFFF == layout.crc
 
 
-def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> MessageRecord:
-    """Decode the record at ``pos``; raises :class:`RecordError` for anything invalid."""
+class RecordHead(NamedTuple):
+    """The fixed fields of a record after TOTALSIZE and MAGIC, with its hosts still packed."""
+
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: bytes
+    store_timestamp: int
+    store_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+
+def read_head(buf: Buffer, pos: int = 0) -> RecordHead:
+    """The fixed fields of the record at ``pos``, whose framing was checked already (:func:`read_layout`,
+    :func:`scan_records`); ``buf`` may end right after them."""
+    (_t, _m, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
+    p = pos + POS_BORN_HOST
+    bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    born_host = bytes(buf[p : p + bl])
+    p += bl
+    store_ts = _TS.unpack_from(buf, p)[0]
+    p += 8
+    sl = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    store_host = bytes(buf[p : p + sl])
+    reconsume, prepared, _bl = _TAIL.unpack_from(buf, p + sl)
+    return RecordHead(
+        crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts, store_host,
+        reconsume, prepared,
+    )  # fmt: skip
+
+
+class RawRecord(NamedTuple):
+    """A stored message split into its fields, with its hosts still packed and its properties still
+    text (:func:`decode_record` decodes both)."""
+
+    total_size: int
+    magic: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: bytes
+    store_timestamp: int
+    store_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    topic: str
+    properties: str
+
+
+def split_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> RawRecord:
+    """Split the record at ``pos``; raises :class:`RecordError` for anything invalid."""
     try:
         layout = read_layout(buf, pos, len(buf))
     except RecordError as exc:
@@ -331,39 +397,92 @@ def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> Mes
         raise RecordError(f"blank end-of-file marker at {pos}")
     if verify_crc and not check_crc(buf, layout):
         raise RecordError(f"body CRC mismatch at {pos}")
-    (_t, _m, _c, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
-    p = pos + POS_BORN_HOST
-    bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    born_host = bytes(buf[p : p + bl])
-    p += bl + 8
-    sl = 20 if sys_flag & STOREHOST_V6_FLAG else 8
-    store_host = bytes(buf[p : p + sl])
-    p += sl
-    reconsume, prepared, _bl = _TAIL.unpack_from(buf, p)
+    head = read_head(buf, pos)
     try:
-        topic = bytes(buf[layout.topic_pos : layout.topic_pos + layout.topic_len]).decode("utf-8")
-        props = bytes(buf[layout.props_pos : layout.props_pos + layout.props_len]).decode("utf-8")
+        topic = str(buf[layout.topic_pos : layout.topic_pos + layout.topic_len], "utf-8")
+        props = str(buf[layout.props_pos : layout.props_pos + layout.props_len], "utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
+    body = bytes(buf[layout.body_pos : layout.body_pos + layout.body_len])
+    return RawRecord(layout.total_size, layout.magic, *head, body, topic, props)
+
+
+# What scan_records reads of a record: (the bytes before its body, SYSFLAG, QUEUEOFFSET, body, topic,
+# properties text); read_head of the first gives the other fields. A plain tuple: a pull builds one per
+# message.
+ScannedRecord = tuple[bytes, int, int, bytes, str, str]
+
+
+def scan_records(buf: bytes) -> list[ScannedRecord]:
+    """Check concatenated records (a pull response body) and read the parts every consumer needs;
+    raises :class:`RecordError` like :func:`split_record`.
+
+    A consumer's hot path: a record with IPv4 hosts and a one-byte topic length is checked from one
+    unpack of its fixed fields; any other record, and every invalid one, goes through
+    :func:`split_record`, which says what is wrong.
+    """
+    records: list[ScannedRecord] = []
+    append = records.append
+    unpack = _SCAN_V4.unpack_from
+    topic_raw, topic = b"", ""  # the records of one pull share their topic: decode it once
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        if n - pos >= _FRAME_V4.size:
+            total, magic, queue_offset, sys_flag, body_len = unpack(buf, pos)
+            end = pos + total
+            p = pos + _FRAME_V4.size + body_len
+            if (
+                magic == MAGIC_V1
+                and not sys_flag & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
+                and total >= _FIXED_V4
+                and end <= n
+                and body_len >= 0
+                and p + 3 <= end
+            ):
+                props_pos = p + 3 + buf[p]
+                if props_pos <= end and props_pos + _I16.unpack_from(buf, props_pos - 2)[0] == end:
+                    try:
+                        if buf[p] != len(topic_raw) or not buf.startswith(topic_raw, p + 1):
+                            topic_raw = buf[p + 1 : props_pos - 2]
+                            topic = str(topic_raw, "utf-8")
+                        props = str(buf[props_pos:end], "utf-8")
+                    except UnicodeDecodeError:
+                        pass  # reported by split_record
+                    else:
+                        body_pos = pos + _FRAME_V4.size
+                        append((buf[pos:body_pos], sys_flag, queue_offset, buf[body_pos:p], topic, props))
+                        pos = end
+                        continue
+        raw = split_record(buf, pos)
+        head = buf[pos : pos + head_size(raw.sys_flag)]
+        append((head, raw.sys_flag, raw.queue_offset, raw.body, raw.topic, raw.properties))
+        pos += raw.total_size
+    return records
+
+
+def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> MessageRecord:
+    """Decode the record at ``pos``; raises :class:`RecordError` for anything invalid."""
+    raw = split_record(buf, pos, verify_crc=verify_crc)
     return MessageRecord(
-        total_size=layout.total_size,
-        magic=layout.magic,
-        body_crc=layout.crc,
-        queue_id=queue_id,
-        flag=flag,
-        queue_offset=queue_offset,
-        physical_offset=phys,
-        sys_flag=sys_flag,
-        born_timestamp=born_ts,
-        born_host=unpack_host(born_host),
-        store_timestamp=layout.store_timestamp,
-        store_host=unpack_host(store_host),
-        reconsume_times=reconsume,
-        prepared_transaction_offset=prepared,
-        body=bytes(buf[layout.body_pos : layout.body_pos + layout.body_len]),
-        topic=topic,
-        properties=decode_properties(props),
-        store_host_raw=store_host,
+        total_size=raw.total_size,
+        magic=raw.magic,
+        body_crc=raw.body_crc,
+        queue_id=raw.queue_id,
+        flag=raw.flag,
+        queue_offset=raw.queue_offset,
+        physical_offset=raw.physical_offset,
+        sys_flag=raw.sys_flag,
+        born_timestamp=raw.born_timestamp,
+        born_host=unpack_host(raw.born_host),
+        store_timestamp=raw.store_timestamp,
+        store_host=unpack_host(raw.store_host),
+        reconsume_times=raw.reconsume_times,
+        prepared_transaction_offset=raw.prepared_transaction_offset,
+        body=raw.body,
+        topic=raw.topic,
+        properties=decode_properties(raw.properties),
+        store_host_raw=raw.store_host,
     )
 
 

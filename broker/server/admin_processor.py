@@ -36,6 +36,7 @@ from broker.server.subscription_group import group_name_problem
 from broker.server.topic_config import topic_name_problem
 from broker.settings import SettingsError, parse_properties
 from broker.store.config import StoreConfig
+from broker.store.message_store import default_disk_usage
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -267,7 +268,7 @@ class AdminProcessor:
         """Runtime keys that read the store or the disk (runs on a reader thread)."""
         store = self.broker.store
         usage = shutil.disk_usage(store.root)
-        ratio = (usage.total - usage.free) / usage.total if usage.total else 0.0
+        ratio = default_disk_usage(store.root)
         min_offset = store.commitlog.min_offset
         earliest = (
             store.commitlog.store_timestamp_at(min_offset)

@@ -182,8 +182,14 @@ def _in_memory_bytes() -> int:
 
 
 def default_disk_usage(path: Path) -> float:
-    usage = shutil.disk_usage(path)
-    return (usage.total - usage.free) / usage.total if usage.total else 0.0
+    """Used fraction of the disk as ``df`` and RocketMQ count it: used / (used + available).
+
+    Blocks reserved for root count as neither: on a disk with a large reservation, "total minus
+    available" would look far fuller than it is and make retention delete files early.
+    """
+    usage = shutil.disk_usage(path)  # used = total - all free blocks; free = blocks available to us
+    entire = usage.used + usage.free
+    return usage.used / entire if entire else 0.0
 
 
 class MessageStore:

@@ -20,30 +20,44 @@ from broker.protocol.javahash import java_hash
 from broker.protocol.message import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
+    RecordError,
     decode_record,
     encode_record,
     pack_host,
+    scan_records,
 )
 
 
-def record(body: bytes, props: dict[str, str], sys_flag: int = 0, offset: int = 7) -> MessageExt:
-    raw = encode_record(
-        topic=b"T",
+def encoded(
+    body: bytes,
+    props: dict[str, str],
+    sys_flag: int = 0,
+    offset: int = 7,
+    *,
+    topic: bytes = b"T",
+    born: str = "10.0.0.1:5000",
+    store: str = "10.154.0.38:10911",
+) -> bytes:
+    return encode_record(
+        topic=topic,
         queue_id=1,
         flag=3,
         queue_offset=offset,
         physical_offset=9001,
         sys_flag=sys_flag,
         born_timestamp=1,
-        born_host=pack_host("10.0.0.1:5000"),
+        born_host=pack_host(born),
         store_timestamp=2,
-        store_host=pack_host("10.154.0.38:10911"),
+        store_host=pack_host(store),
         reconsume_times=4,
         prepared_transaction_offset=0,
         body=body,
         properties=P.encode_properties(props).encode(),
     )
-    return MessageExt(decode_record(raw), "broker-a")
+
+
+def record(body: bytes, props: dict[str, str], sys_flag: int = 0, offset: int = 7) -> MessageExt:
+    return MessageExt(decode_record(encoded(body, props, sys_flag, offset)), "broker-a")
 
 
 def test_message_properties_are_the_source_of_truth() -> None:
@@ -67,6 +81,59 @@ def test_message_ext_from_record() -> None:
         "10.0.0.1:5000", "10.154.0.38:10911", 1, 2,
     )  # fmt: skip
     assert record(b"x", {}).msg_id == "0A9A002600002A9F0000000000002329"
+
+
+def _attributes(msg: MessageExt) -> tuple[object, ...]:
+    return (
+        msg.topic, msg.body, msg.flag, msg.properties, msg.tags, msg.keys, msg.sys_flag, msg.broker_name,
+        msg.queue_id, msg.queue_offset, msg.commit_log_offset, msg.offset_msg_id, msg.msg_id,
+        msg.born_timestamp, msg.born_host, msg.store_timestamp, msg.store_host, msg.reconsume_times,
+        msg.prepared_transaction_offset, msg.body_crc, msg.queue,
+    )  # fmt: skip
+
+
+def pulled(raw: bytes, extra: dict[str, str] | None = None) -> list[MessageExt]:
+    return [MessageExt.received(scanned, "broker-a", extra) for scanned in scan_records(raw)]
+
+
+def test_pulled_messages_equal_decoded_records() -> None:
+    """A pulled batch is scanned in one pass and the rest read on demand; what a message shows is what
+    a fully decoded record shows, for every record layout (IPv6 hosts, long topics, compressed bodies)."""
+    raws = [
+        encoded(b"plain", {P.TAGS: "a", P.KEYS: "k1 k2", P.UNIQ_KEY: "AC14151100001234"}),
+        encoded(b"six", {P.TAGS: "b"}, born="[::1]:5000", store="[fe80::2]:10911"),
+        encoded(b"long", {}, topic=b"t" * 200),
+        encoded(zlib.compress(b"inflated"), {}, COMPRESSED_FLAG | 0x300),
+        encoded("ü".encode(), {"user": "wert ü"}, topic="Tü".encode()),
+    ]
+    bounds = {P.MIN_OFFSET: "0", P.MAX_OFFSET: "99"}
+    messages = pulled(b"".join(raws), bounds)
+    for msg, raw in zip(messages, raws, strict=True):
+        expected = MessageExt(decode_record(raw), "broker-a")
+        expected.properties.update(bounds)
+        assert _attributes(msg) == _attributes(expected)
+    assert messages[3].body == b"inflated" and messages[3].sys_flag == 0
+    assert bounds == {P.MIN_OFFSET: "0", P.MAX_OFFSET: "99"}  # shared by the batch, never changed
+
+
+def test_pulled_message_fields_stay_writable() -> None:
+    msg = pulled(encoded(b"x", {P.TAGS: "a"}))[0]
+    msg.reconsume_times = 9  # before the deferred fields are read: reading them keeps it
+    msg.tags = "b"
+    assert (msg.queue_id, msg.reconsume_times, msg.properties) == (1, 9, {P.TAGS: "b"})
+    msg.properties = {P.KEYS: "k"}
+    assert msg.keys == ["k"]
+    assert not hasattr(msg, "no_such_field")
+
+
+def test_scan_records_reports_bad_records_like_decode_record() -> None:
+    good = encoded(b"x", {})
+    for bad in (good[:-1], good[:4] + b"\0\0\0\0" + good[8:], encoded(b"x", {}, topic=b"\xff")):
+        with pytest.raises(RecordError) as scan_error:
+            scan_records(good + bad)
+        with pytest.raises(RecordError) as decode_error:
+            decode_record(good + bad, len(good))
+        assert str(scan_error.value) == str(decode_error.value)
 
 
 def test_compression_round_trip() -> None:
