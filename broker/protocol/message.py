@@ -288,6 +288,9 @@ def read_layout(buf: Buffer, pos: int, limit: int) -> RecordLayout:
     if total < 91 or end > limit:
         raise RecordError(f"record size {total} runs past the end of the written data")
     if sys_flag & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG):
+        wider = 12 * (bool(sys_flag & BORNHOST_V6_FLAG) + bool(sys_flag & STOREHOST_V6_FLAG))
+        if total < 91 + wider:  # IPv6 hosts are 12 bytes longer each
+            raise RecordError(f"record size {total} is too small for its IPv6 hosts")
         p = pos + POS_BORN_HOST + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
         store_ts = _TS.unpack_from(buf, p)[0]
         p += 8 + (20 if sys_flag & STOREHOST_V6_FLAG else 8) + 12

@@ -140,3 +140,18 @@ def test_batch_round_trip_and_errors() -> None:
 def test_random_batch_bodies_never_crash(data: bytes) -> None:
     with contextlib.suppress(M.RecordError):
         M.decode_batch(data)
+
+
+@given(
+    st.sampled_from([M.BORNHOST_V6_FLAG, M.STOREHOST_V6_FLAG, M.BORNHOST_V6_FLAG | M.STOREHOST_V6_FLAG]),
+    st.integers(min_value=91, max_value=140),
+    st.binary(min_size=140, max_size=140),
+)
+def test_short_records_claiming_ipv6_hosts_are_refused(v6: int, total: int, filler: bytes) -> None:
+    """A torn or forged record whose size cannot hold IPv6 hosts is a RecordError, not a crash."""
+    head = struct.pack(">iiiiiqi", total, M.MAGIC_V1, 0, 0, 0, 0, v6)
+    raw = (head + filler)[:total]
+    with contextlib.suppress(M.RecordError):
+        M.decode_record(raw)
+    with contextlib.suppress(M.RecordError):
+        M.scan_records(raw)
