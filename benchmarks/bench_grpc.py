@@ -4,12 +4,17 @@ The broker runs as ``rmq up`` in its own process. Each round measures four windo
 length after a warm-up: gRPC sends (rocketmq-python-client 5.1.2, ``send_async`` with 64 in
 flight, run in its own process and venv), remoting sends (``broker.client.Producer``, 64 in flight,
 in this process), gRPC receives (SimpleConsumer: 4 receiving threads, batches of 32, every message
-acked) and remoting receives (``LitePullConsumer``, batches of 32). Both receive from one backlog
-topic, each round with new groups. All bodies are 1 KiB.
+acked before its thread receives again) and remoting receives (``LitePullConsumer``, batches of 32).
+Both receive from one backlog topic, each round with new groups. All bodies are 1 KiB.
 
 Two figures per direction compare the paths: throughput (msg/s) and the broker process's CPU time
 per message (utime + stime from ``/proc/<pid>/stat`` across the window). The client of either path
 may be the bottleneck, so CPU per message is the fairer "broker side" cost. Medians of the rounds.
+
+A third figure per direction is gRPC's own floor, measured in the same rounds: a bare ``grpc.aio``
+server in its own process (the broker's server options and event loop) that answers the same call
+pattern with canned bytes, driven by plain grpcio: one unary call per send; per 32 received messages
+one server stream of 34 responses and 32 unary acks.
 """
 
 from __future__ import annotations
@@ -22,11 +27,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import grpc  # type: ignore[import-untyped,unused-ignore]
+from grpc import aio  # type: ignore[import-untyped,unused-ignore]
 
 from broker.client import Message, Producer
 from broker.client.admin_api import AdminApi
@@ -34,7 +46,9 @@ from broker.client.consumer_base import ConsumeFrom
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import SendStatus
 from broker.client.remoting_client import RemotingClient
+from broker.grpc.service import SERVER_OPTIONS
 from broker.protocol.bodies import TopicConfig
+from broker.server.transport import install_uvloop
 
 Result = dict[str, object]
 _RMQ = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
@@ -51,6 +65,7 @@ BATCH = 32
 QUEUES = 8
 WARMUP_S = 1.0
 TICKS = os.sysconf("SC_CLK_TCK")
+FLOOR_SERVICE = "bench.Floor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +152,23 @@ def _grpc_window(python: Path, node: Node, mode: str, topic: str, seconds: float
 
 # == remoting: our SDK in this process ===========================================================
 class _Meter:
-    """Counts completions from the first one on; :meth:`window` measures after the warm-up."""
+    """Counts completions from the first one on; :meth:`window` measures after the warm-up.
 
-    def __init__(self, pid: int) -> None:
+    With a ``limit`` (a backlog of that many messages), a window in which the backlog runs dry ends
+    with its last message, so the rate is not diluted by the idle rest.
+    """
+
+    def __init__(self, pid: int, limit: int | None = None) -> None:
         self.pid = pid
+        self.limit = limit
         self.count = 0
+        self.last = 0.0  # perf_counter of the last completion
         self.started = asyncio.Event()
 
     def add(self, n: int = 1) -> None:
         self.count += n
         if n:
+            self.last = time.perf_counter()
             self.started.set()
 
     async def window(self, seconds: float) -> Window:
@@ -154,7 +176,12 @@ class _Meter:
         await asyncio.sleep(WARMUP_S)
         first, cpu, began = self.count, _cpu_seconds(self.pid), time.perf_counter()
         await asyncio.sleep(seconds)
-        return Window(self.count - first, time.perf_counter() - began, _cpu_seconds(self.pid) - cpu)
+        end = time.perf_counter()
+        if self.limit is not None and self.count >= self.limit:
+            if self.count == first:
+                raise RuntimeError(f"the backlog of {self.limit:,} ran dry before the window; raise it")
+            end = self.last
+        return Window(self.count - first, end - began, _cpu_seconds(self.pid) - cpu)
 
 
 async def _remoting_send(node: Node, topic: str, seconds: float) -> Window:
@@ -179,7 +206,7 @@ async def _remoting_send(node: Node, topic: str, seconds: float) -> Window:
 
 
 async def _remoting_receive(node: Node, topic: str, group: str, seconds: float, backlog: int) -> Window:
-    meter = _Meter(node.pid)
+    meter = _Meter(node.pid, backlog)
     consumer = LitePullConsumer(
         group, node.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, pull_batch_size=BATCH
     )
@@ -195,8 +222,6 @@ async def _remoting_receive(node: Node, topic: str, group: str, seconds: float, 
             window = await meter.window(seconds)
         finally:
             task.cancel()
-    if meter.count >= backlog:  # the window ended short of messages: its rate would be too low
-        raise RuntimeError(f"the remoting receive drained the backlog of {backlog:,}; raise it")
     return window
 
 
@@ -218,6 +243,118 @@ async def _prepare(node: Node, topics: list[str], backlog_topic: str, backlog: i
     async with Producer("bench-grpc-fill", node.namesrv, compress_over=len(BODY) + 1) as producer:
         for _ in range(backlog // BATCH):
             await producer.send_batch([Message(backlog_topic, BODY) for _ in range(BATCH)])
+
+
+# == gRPC's floor: canned answers from a bare grpc.aio server =====================================
+def serve_floor() -> None:
+    """Prints the port, then answers until killed (run in its own process by :func:`floor_process`)."""
+    install_uvloop()  # as ``rmq up`` does
+    asyncio.run(_serve_floor())
+
+
+async def _serve_floor() -> None:
+    reply = b"r" * 64
+    message = b"m" * (len(BODY) + 250)  # about a ReceiveMessageResponse carrying a 1 KiB body
+
+    async def unary(request: bytes, context: Any) -> bytes:
+        return reply
+
+    async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
+        for _ in range(BATCH + 2):  # status, delivery time, the messages
+            yield message
+
+    handlers = {
+        "Unary": grpc.unary_unary_rpc_method_handler(unary),
+        "Stream": grpc.unary_stream_rpc_method_handler(stream),
+    }
+    server = aio.server(options=SERVER_OPTIONS)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(FLOOR_SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(port, flush=True)
+    await server.wait_for_termination()
+
+
+@contextmanager
+def floor_process() -> Iterator[tuple[str, int]]:
+    """(address, pid) of a running :func:`serve_floor`."""
+    code = "from benchmarks.bench_grpc import serve_floor; serve_floor()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield f"127.0.0.1:{int(proc.stdout.readline())}", proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _call_metadata() -> tuple[tuple[str, str], ...]:
+    """The headers the official client sends with every call (request id and signature change)."""
+    return (
+        ("x-mq-language", "PYTHON"),
+        ("x-mq-protocol", "GRPC_V2"),
+        ("x-mq-client-version", "5.1.2"),
+        ("x-mq-date-time", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())),
+        ("x-mq-request-id", str(uuid.uuid4())),
+        ("x-mq-client-id", "bench@floor"),
+        ("x-mq-namespace", ""),
+        (
+            "authorization",
+            f"MQv2-HMAC-SHA1 Credential=, SignedHeaders=x-mq-date-time, Signature={os.urandom(20).hex()}",
+        ),
+    )
+
+
+def _floor_window(address: str, pid: int, mode: str, seconds: float) -> Window:
+    stop = threading.Event()
+    lock = threading.Lock()
+    done = [0]
+
+    def add(n: int) -> None:
+        with lock:
+            done[0] += n
+
+    channel = grpc.insecure_channel(address)
+    unary = channel.unary_unary(f"/{FLOOR_SERVICE}/Unary")
+    stream = channel.unary_stream(f"/{FLOOR_SERVICE}/Stream")
+    ackers = ThreadPoolExecutor(RECEIVE_THREADS * 4)
+    slots = threading.Semaphore(INFLIGHT)
+
+    def sent(_: Future[Any]) -> None:
+        slots.release()
+        add(1)
+
+    def sender() -> None:
+        request = b"s" * (len(BODY) + 300)  # about a SendMessageRequest of a 1 KiB body
+        while not stop.is_set():
+            slots.acquire()
+            unary.future(request, metadata=_call_metadata()).add_done_callback(sent)
+
+    def receiver() -> None:
+        while not stop.is_set():
+            received = sum(1 for _ in stream(b"r", metadata=_call_metadata())) - 2
+            ack = b"a" * 200
+            wait([ackers.submit(unary, ack, metadata=_call_metadata()) for _ in range(received)])
+            add(received)
+
+    workers = [threading.Thread(target=sender)] if mode == "send" else [
+        threading.Thread(target=receiver) for _ in range(RECEIVE_THREADS)
+    ]  # fmt: skip
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(WARMUP_S)
+        first, cpu, began = done[0], _cpu_seconds(pid), time.perf_counter()
+        time.sleep(seconds)
+        return Window(done[0] - first, time.perf_counter() - began, _cpu_seconds(pid) - cpu)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(30)
+        for _ in range(INFLIGHT):  # the last sends
+            slots.acquire(timeout=10)
+        ackers.shutdown()
+        channel.close()
 
 
 # == results ====================================================================================
@@ -243,15 +380,16 @@ def run(quick: bool) -> list[Result]:
 
     python = install_python5_client()
     rounds, seconds = (1, 3.0) if quick else (3, 5.0)
-    backlog = 100_000 if quick else 200_000
+    backlog = 200_000 if quick else 300_000
     windows: dict[str, dict[str, list[Window]]] = {
-        kind: {"grpc": [], "remoting": []} for kind in ("send", "receive")
+        kind: {"grpc": [], "remoting": [], "floor": []} for kind in ("send", "receive")
     }
     send, receive = windows["send"], windows["receive"]
     topics = ["BenchGrpcSend", "BenchRemotingSend", "BenchBacklog"]
     with (
         tempfile.TemporaryDirectory(prefix="bench_grpc_") as tmp,
         broker_process(Path(tmp) / "store") as node,
+        floor_process() as (floor, floor_pid),
     ):
         asyncio.run(_prepare(node, topics, "BenchBacklog", backlog))
         for i in range(rounds):
@@ -264,9 +402,12 @@ def run(quick: bool) -> list[Result]:
                 asyncio.run(_remoting_receive(node, "BenchBacklog", f"bench-remoting-{i}", seconds, backlog))
             )
             for kind, pair in windows.items():
-                g, r = pair["grpc"][-1], pair["remoting"][-1]
+                pair["floor"].append(_floor_window(floor, floor_pid, kind, seconds))
+                g, r, f = pair["grpc"][-1], pair["remoting"][-1], pair["floor"][-1]
                 print(f"#   round {i + 1} {kind}: gRPC {g.rate:,.0f} msg/s {g.cpu_us:,.0f} us/msg, "
-                      f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.0f} us/msg", file=sys.stderr)  # fmt: skip
+                      f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.0f} us/msg, "
+                      f"bare grpc.aio {f.rate:,.0f} msg/s {f.cpu_us:,.0f} us/msg",
+                      file=sys.stderr)  # fmt: skip
     shape = f"1 KiB, median of {rounds} x {seconds:g} s"
     notes = {
         "send": f"send_async vs Producer.send, {INFLIGHT} in flight; {shape}",
@@ -283,4 +424,17 @@ def run(quick: bool) -> list[Result]:
               "us", "broker CPU per message")
         for kind, p in windows.items()
     ]  # fmt: skip
-    return rates + costs
+    floors: list[Result] = []
+    for kind, p in windows.items():
+        floor_us = statistics.median(w.cpu_us for w in p["floor"])
+        grpc_us = statistics.median(w.cpu_us for w in p["grpc"])
+        floors.append({
+            "name": f"grpc_{kind}_floor_cpu",
+            "value": round(floor_us, 1),
+            "unit": "us",
+            "baseline": f"grpc_{kind}_broker_cpu",
+            "baseline_value": round(grpc_us, 1),
+            "note": f"bare grpc.aio answering the same calls with canned bytes: server CPU per message; "
+                    f"the broker spends {grpc_us - floor_us:,.0f} us more",
+        })  # fmt: skip
+    return rates + costs + floors

@@ -84,51 +84,57 @@ def body_of(record: MessageRecord) -> bytes:
     return record.body
 
 
-def to_message(
+def fill_message(
+    msg: Any,
     record: MessageRecord,
     *,
     receipt_handle: str | None = None,
     invisible_ms: int | None = None,
     delivery_attempt: int | None = None,
     topic: str | None = None,
-) -> Any:
-    """A stored record as the v2 Message a consumer receives (MD5 digest, upper-case hex)."""
+) -> None:
+    """Write a stored record into ``msg``, the (empty) v2 Message a consumer receives, in place:
+    a response's own message field, so no copy (MD5 digest, upper-case hex)."""
     props = record.properties
     body = body_of(record)
-    msg = PB.Message()
     msg.topic.name = topic or record.topic
+    user = msg.user_properties
     for key, value in props.items():
         if key not in SYSTEM_PROPERTIES:
-            msg.user_properties[key] = value
+            user[key] = value
     sp = msg.system_properties
-    if props.get(P.TAGS):
-        sp.tag = props[P.TAGS]
-    sp.keys.extend(P.split_keys(props.get(P.KEYS)))
+    tag = props.get(P.TAGS)
+    if tag:
+        sp.tag = tag
+    keys = props.get(P.KEYS)
+    if keys:
+        sp.keys.extend(P.split_keys(keys))
     sp.message_id = record.msg_id
     sp.body_digest.type = 2  # MD5
     sp.body_digest.checksum = md5_hex(body)
     sp.body_encoding = 1  # IDENTITY
     sp.message_type = message_type_of(props, record.sys_flag)
-    sp.born_timestamp.CopyFrom(timestamp(record.born_timestamp))
+    sp.born_timestamp.FromMilliseconds(record.born_timestamp)
     sp.born_host = record.born_host.rsplit(":", 1)[0]
-    sp.store_timestamp.CopyFrom(timestamp(record.store_timestamp))
+    sp.store_timestamp.FromMilliseconds(record.store_timestamp)
     sp.store_host = record.store_host
     deliver = props.get(P.TIMER_DELIVER_MS)
     if deliver and deliver.lstrip("-").isdigit():
-        sp.delivery_timestamp.CopyFrom(timestamp(int(deliver)))
+        sp.delivery_timestamp.FromMilliseconds(int(deliver))
     if receipt_handle is not None:
         sp.receipt_handle = receipt_handle
     sp.queue_id = record.queue_id
     sp.queue_offset = record.queue_offset
     if invisible_ms is not None:
-        sp.invisible_duration.CopyFrom(duration(invisible_ms))
+        sp.invisible_duration.FromMilliseconds(invisible_ms)
     sp.delivery_attempt = delivery_attempt if delivery_attempt is not None else record.reconsume_times + 1
-    if props.get(P.SHARDING_KEY):
-        sp.message_group = props[P.SHARDING_KEY]
-    if props.get(TRACE_CONTEXT):
-        sp.trace_context = props[TRACE_CONTEXT]
+    group = props.get(P.SHARDING_KEY)
+    if group:
+        sp.message_group = group
+    trace = props.get(TRACE_CONTEXT)
+    if trace:
+        sp.trace_context = trace
     msg.body = body
-    return msg
 
 
 def properties_of(msg: Any, max_body: int, now_ms: int = 0) -> dict[str, str]:

@@ -250,6 +250,7 @@ class Schema:
             _, full = _WELL_KNOWN[dep]
             short = full.rsplit(".", 1)[1]
             self._classes[short] = message_factory.GetMessageClass(self.pool.FindMessageTypeByName(full))
+        vars(self).update(self._classes)  # plain attribute lookups on hot paths; __getattr__ types them
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -94,6 +94,7 @@ _RECALL_CODES = {
     RecallProblem.UNKNOWN: Code.NOT_FOUND,
     RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
+_EXPIRED = (Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
 
 
@@ -106,10 +107,8 @@ def _rejected(exc: PopRejected) -> GrpcError:
 
 
 def _metadata(context: aio.ServicerContext[Any, Any], key: str) -> str | None:
-    for k, v in context.invocation_metadata() or ():
-        if k == key:
-            return v if isinstance(v, str) else v.decode("utf-8", "replace")
-    return None
+    value = dict(context.invocation_metadata() or ()).get(key)
+    return value if value is None or isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 def _peer(context: aio.ServicerContext[Any, Any]) -> str:
@@ -287,7 +286,7 @@ class MessagingService:
         tx = header.transactionId or record.properties.get(P.TRANSACTION_ID) or record.msg_id
         command = PB.TelemetryCommand()
         recover = command.recover_orphaned_transaction_command
-        recover.message.CopyFrom(convert.to_message(record, topic=topic))
+        convert.fill_message(recover.message, record, topic=topic)
         recover.transaction_id = encode_transaction_id(
             header.commitLogOffset or record.physical_offset, header.tranStateTableOffset or 0, tx
         )
@@ -705,7 +704,8 @@ class MessagingService:
             queues = queues[shift:] + queues[:shift]
         deadline = time.monotonic() + budget
         pop = self.broker.pop
-        found: list[Any] = []
+        broker_name = self.broker.config.broker_name
+        found: list[Any] = []  # one ReceiveMessageResponse per message
         while True:
             popped = await pop.pop(
                 group, topic, queues, batch, invisible,
@@ -720,12 +720,12 @@ class MessagingService:
                 if not match_all and record.tags not in tags:  # a tag hash collision
                     pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
                     continue
-                handle = Receipt.of(p, self.broker.config.broker_name).encode()
-                found.append(
-                    convert.to_message(
-                        record, receipt_handle=handle, invisible_ms=invisible, delivery_attempt=p.attempts
-                    )
-                )
+                response = PB.ReceiveMessageResponse()
+                convert.fill_message(
+                    response.message, record, receipt_handle=Receipt.of(p, broker_name).encode(),
+                    invisible_ms=invisible, delivery_attempt=p.attempts,
+                )  # fmt: skip
+                found.append(response)
             left = deadline - time.monotonic()
             if found or left <= 0 or pop.stopping:
                 break
@@ -733,37 +733,39 @@ class MessagingService:
         if not found:
             yield PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
             return
-        self.broker.stats.record_get(group, topic, len(found), sum(len(m.body) for m in found))
+        self.broker.stats.record_get(group, topic, len(found), sum(len(r.message.body) for r in found))
         yield PB.ReceiveMessageResponse(status=status())
         # when the broker handed the batch over (the clients' delivery-latency metric needs it)
         yield PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000)))
-        for message in found:
-            yield PB.ReceiveMessageResponse(message=message)
+        for response in found:
+            yield response
 
     async def ack_message(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic = self._topic(request.topic.name).topicName
+        pop = self.broker.pop
+        outcomes: list[tuple[Code, str]] = []
         response = PB.AckMessageResponse()
         for entry in request.entries:
-            result = response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
             try:
                 receipt = self._receipt(entry.receipt_handle)
             except GrpcError as exc:
-                result.status.CopyFrom(status(exc.code, exc.message))
-                continue
-            outcome = self.broker.pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
-            if outcome is AckStatus.OK:
-                result.status.CopyFrom(status())
+                outcome = (exc.code, exc.message)
             else:
-                result.status.CopyFrom(status(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired"))
-        codes = {e.status.code for e in response.entries}
+                acked = pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
+                outcome = (Code.OK, "OK") if acked is AckStatus.OK else _EXPIRED
+            outcomes.append(outcome)
+            result = response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
+            result.status.code, result.status.message = outcome
+        codes = {code for code, _ in outcomes}
         if not codes:
-            response.status.CopyFrom(status(Code.BAD_REQUEST, "the request holds no entry"))
+            outcome = (Code.BAD_REQUEST, "the request holds no entry")
         elif len(codes) == 1:
-            response.status.CopyFrom(response.entries[0].status)
+            outcome = outcomes[0]
         else:
-            response.status.CopyFrom(status(Code.MULTIPLE_RESULTS, "the entries have different results"))
+            outcome = (Code.MULTIPLE_RESULTS, "the entries have different results")
+        response.status.code, response.status.message = outcome
         return response
 
     async def change_invisible(self, request: Any, context: Any) -> Any:
@@ -778,7 +780,7 @@ class MessagingService:
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
         )
         if entry is None:
-            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
+            raise GrpcError(*_EXPIRED)
         renewed = Receipt(
             receipt.start_offset, entry.pop_time, invisible, receipt.revive_qid, receipt.topic_type,
             receipt.broker_name, receipt.queue_id, receipt.offset,
@@ -794,7 +796,7 @@ class MessagingService:
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
         )
         if not done:
-            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
+            raise GrpcError(*_EXPIRED)
         return PB.ForwardMessageToDeadLetterQueueResponse(status=status())
 
     # == pull and offsets (PullConsumer) =======================================================
@@ -848,7 +850,10 @@ class MessagingService:
             yield PB.PullMessageResponse(status=status())
             for raw in result.records:
                 with contextlib.suppress(RecordError):
-                    yield PB.PullMessageResponse(message=convert.to_message(decode_record(raw)))
+                    record = decode_record(raw)
+                    response = PB.PullMessageResponse()
+                    convert.fill_message(response.message, record)
+                    yield response
         else:
             yield PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
         yield PB.PullMessageResponse(next_offset=result.next_begin_offset)
@@ -890,6 +895,15 @@ class MessagingService:
         return PB.QueryOffsetResponse(status=status(), offset=offset)
 
 
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+]
+
+
 class GrpcServer:
     """The gRPC listener (grpc.aio on the broker's event loop)."""
 
@@ -902,16 +916,7 @@ class GrpcServer:
 
     async def start(self) -> None:
         interceptors, credentials = server_setup(self.service.broker)  # ACL and TLS when configured
-        server = aio.server(
-            interceptors=interceptors,
-            options=[
-                ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-                ("grpc.max_send_message_length", 16 * 1024 * 1024),
-                ("grpc.so_reuseport", 0),
-                ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 5000),
-            ],
-        )
+        server = aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers((self.service.generic_handler(),))
         host = f"[{self.host}]" if ":" in self.host else self.host
         try:

@@ -74,10 +74,19 @@ class InFlight:
 @dataclass(slots=True)
 class QueueState:
     next_offset: int
-    inflight: dict[int, InFlight] = field(default_factory=dict)
+    inflight: dict[int, InFlight] = field(default_factory=dict)  # in offset order: see add()
+
+    def add(self, entry: InFlight) -> None:
+        """Keeps ``inflight`` in offset order, so the low watermark (computed on every ack) is its
+        first key. New entries come from ``next_offset`` on, so they only need a sort after the
+        queue's offsets went back (a truncated queue) or when loading."""
+        last = next(reversed(self.inflight), -1)
+        self.inflight[entry.offset] = entry
+        if entry.offset < last:
+            self.inflight = dict(sorted(self.inflight.items()))
 
     def low_watermark(self) -> int:
-        return min(self.inflight, default=self.next_offset)
+        return next(iter(self.inflight), self.next_offset)
 
 
 @dataclass(slots=True)
@@ -138,9 +147,7 @@ class PopService:
                 key = (str(item["group"]), str(item["topic"]), int(item["queueId"]))
                 state = QueueState(int(item["nextOffset"]))
                 for off, pop_time, visible_at, attempts in item.get("inflight") or []:
-                    state.inflight[int(off)] = InFlight(
-                        int(off), int(pop_time), int(visible_at), int(attempts)
-                    )
+                    state.add(InFlight(int(off), int(pop_time), int(visible_at), int(attempts)))
             except (KeyError, TypeError, ValueError) as exc:
                 log.warning("%s: skipping a malformed entry (%s)", self.file.path, exc)
                 continue
@@ -157,7 +164,9 @@ class PopService:
             }
             for (g, t, q), s in self.queues.items()
         ]
-        return json.dumps({"version": 1, "queues": queues}, indent=1)
+        # compact, so json's C encoder writes it: an indented dump of thousands of in-flight
+        # entries would hold the event loop for tens of milliseconds every second
+        return json.dumps({"version": 1, "queues": queues}, separators=(",", ":"))
 
     async def persist(self, *, force: bool = False) -> None:
         if not (self._dirty or force):
@@ -257,29 +266,33 @@ class PopService:
             return  # a FIFO queue waits for its in-flight messages
         limit = self.max_attempts(group)
         start = expired[0].offset if expired else state.next_offset
-        for entry in expired:
-            if room <= 0:
-                return
-            record = await self.broker.read(self._record, topic, queue_id, entry.offset)
-            if record is None:  # removed by retention meanwhile
-                del state.inflight[entry.offset]
-                self._changed(key, state)
-                continue
-            if entry.attempts >= limit:
-                await self._to_dlq(group, record, entry.attempts)
-                del state.inflight[entry.offset]
-                self._changed(key, state)
-                continue
-            entry.attempts += 1
-            entry.pop_time = max(now, entry.pop_time + 1)
-            entry.visible_at = now + invisible_ms
-            out.append(
-                Popped(
-                    with_reconsume_times(record, entry.attempts - 1), topic, queue_id, entry.offset,
-                    entry.pop_time, invisible_ms, entry.attempts, start,
-                )
-            )  # fmt: skip
-            room -= 1
+        pending = expired
+        while pending and room > 0:
+            # the records of as many expired entries as there is room for, in one store hop
+            chunk, pending = pending[:room], pending[room:]
+            records = await self.broker.read(self._records, topic, queue_id, [e.offset for e in chunk])
+            for entry, record in zip(chunk, records, strict=True):
+                if state.inflight.get(entry.offset) is not entry or entry.visible_at > now:
+                    continue  # acked or its invisible time changed during the read
+                if record is None:  # removed by retention meanwhile
+                    del state.inflight[entry.offset]
+                    self._changed(key, state)
+                    continue
+                if entry.attempts >= limit:
+                    await self._to_dlq(group, record, entry.attempts)
+                    state.inflight.pop(entry.offset, None)
+                    self._changed(key, state)
+                    continue
+                entry.attempts += 1
+                entry.pop_time = max(now, entry.pop_time + 1)
+                entry.visible_at = now + invisible_ms
+                out.append(
+                    Popped(
+                        with_reconsume_times(record, entry.attempts - 1), topic, queue_id, entry.offset,
+                        entry.pop_time, invisible_ms, entry.attempts, start,
+                    )
+                )  # fmt: skip
+                room -= 1
         if expired and orderly:
             return  # redeliver the blocked batch first
         if room <= 0:
@@ -312,7 +325,7 @@ class PopService:
             state.next_offset = result.next_begin_offset
             self._changed(key, state)
         for record, offset in zip(result.records, result.queue_offsets, strict=True):
-            state.inflight[offset] = InFlight(offset, now, now + invisible_ms, 1)
+            state.add(InFlight(offset, now, now + invisible_ms, 1))
             out.append(Popped(record, topic, queue_id, offset, now, invisible_ms, 1, start))
 
     def _record(self, topic: str, queue_id: int, offset: int) -> bytes | None:
@@ -320,6 +333,9 @@ class PopService:
         if result.status is GetStatus.FOUND and result.queue_offsets[0] == offset:
             return result.records[0]
         return None
+
+    def _records(self, topic: str, queue_id: int, offsets: list[int]) -> list[bytes | None]:
+        return [self._record(topic, queue_id, offset) for offset in offsets]
 
     # == waiting (long polling) ================================================================
     async def wait(self, group: str, topic: str, queue_ids: list[int], timeout: float) -> None:
@@ -481,13 +497,10 @@ class Receipt:
     offset: int
 
     def encode(self) -> str:
-        return " ".join(
-            str(v)
-            for v in (
-                self.start_offset, self.pop_time, self.invisible_ms, self.revive_qid, self.topic_type,
-                self.broker_name, self.queue_id, self.offset,
-            )
-        )  # fmt: skip
+        return (
+            f"{self.start_offset} {self.pop_time} {self.invisible_ms} {self.revive_qid} {self.topic_type} "
+            f"{self.broker_name} {self.queue_id} {self.offset}"
+        )
 
     @classmethod
     def of(cls, popped: Popped, broker_name: str) -> Receipt:

@@ -17,12 +17,13 @@ from broker.client.remoting_client import RemotingClient
 from broker.grpc.schema import PB, SERVICE, Code, check_schema
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.message import decode_records
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
 from broker.server.pop_processor import AckMessageRequestHeader, PopMessageRequestHeader
-from broker.server.pop_service import Receipt
+from broker.server.pop_service import InFlight, QueueState, Receipt
 from tests.peers.conftest import small_store
 
 
@@ -220,3 +221,46 @@ async def test_fifo_queue_blocks_until_ack(tmp_path: Path) -> None:
         await asyncio.wait_for(waiter, 2)  # an ack wakes a waiting receive at once
     finally:
         await broker.stop()
+
+
+@async_test
+async def test_expired_messages_come_back_oldest_first_then_go_to_the_dlq(tmp_path: Path) -> None:
+    broker = await _broker(tmp_path)
+    try:
+        broker.topics.put(TopicConfig(topicName="R", readQueueNums=1, writeQueueNums=1))
+        broker.groups.put(SubscriptionGroupConfig(groupName="RG", retryMaxTimes=1))  # 2 deliveries
+        client = Client(broker.grpc_port)
+        for i in range(5):
+            msg = _message("R", f"r{i}".encode())
+            await client.unary("SendMessage", PB.SendMessageRequest(messages=[msg]), PB.SendMessageResponse)
+        await client.channel.close()
+        first = await broker.pop.pop("RG", "R", [0], 5, 60_000)
+        assert [p.offset for p in first] == [0, 1, 2, 3, 4]
+        broker.pop.ack("RG", "R", 0, 1, first[1].pop_time)
+        for entry in broker.pop.queues[("RG", "R", 0)].inflight.values():
+            entry.visible_at = 0  # their invisible time ran out
+        again = await broker.pop.pop("RG", "R", [0], 2, 60_000)
+        assert [(p.offset, p.attempts) for p in again] == [(0, 2), (2, 2)]
+        rest = await broker.pop.pop("RG", "R", [0], 5, 60_000)
+        assert [(p.offset, p.attempts) for p in rest] == [(3, 2), (4, 2)]
+        assert rest[0].record != first[3].record  # RECONSUMETIMES now says 1
+        for entry in broker.pop.queues[("RG", "R", 0)].inflight.values():
+            entry.visible_at = 0
+        assert await broker.pop.pop("RG", "R", [0], 5, 60_000) == []  # delivered twice: dead letters
+        assert broker.store.max_offset("%DLQ%RG", 0) == 4
+        assert broker.pop.queues[("RG", "R", 0)].inflight == {}
+        assert broker.offsets.query("RG", "R", 0) == 5
+    finally:
+        await broker.stop()
+
+
+def test_low_watermark_is_the_lowest_unacked_offset_in_any_insertion_order() -> None:
+    state = QueueState(10)
+    for offset in (3, 5, 7):
+        state.add(InFlight(offset, 0, 0, 1))
+    del state.inflight[3]  # acked
+    assert state.low_watermark() == 5
+    state.add(InFlight(1, 0, 0, 1))  # the queue's offsets went back
+    assert list(state.inflight) == [1, 5, 7] and state.low_watermark() == 1
+    state.inflight.clear()
+    assert state.low_watermark() == 10  # nothing in flight: the next offset

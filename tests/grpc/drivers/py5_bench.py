@@ -4,8 +4,11 @@ python py5_bench.py --endpoints E --topic T send [--seconds 5] [--inflight 64] [
 python py5_bench.py --endpoints E --topic T receive --group G [--seconds 5] [--threads 4] [--batch 32]
 
 send: ``send_async`` with ``inflight`` sends outstanding at any time. receive: ``threads`` threads of
-one SimpleConsumer, each receiving a batch and handing every message to a pool of ``threads * 4``
-ackers (the client's own ``ack_async`` needs an asyncio loop in the calling thread).
+one SimpleConsumer, each receiving a batch, handing every message to a pool of ``threads * 4``
+ackers (the client's own ``ack_async`` needs an asyncio loop in the calling thread) and receiving
+the next batch once this one is acked, as a consumer that processes what it receives does. (Without
+that wait the receivers run ahead of the acks: the broker hands out several messages per one acked
+in the window, and the unacked rest piles up in the client.)
 After start-up and one second of warm-up the driver prints ``{"event": "go"}``, runs for ``seconds``,
 then prints ``{"event": "done"}`` and the summary ``{"count": N, "elapsed": s}`` of that window only,
 so the caller can read the broker's CPU time at "go" and "done".
@@ -17,7 +20,7 @@ import argparse
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from _py5kit import config, emit, load_client
@@ -95,8 +98,10 @@ def run_receive(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, 
                 messages = consumer.receive(args.batch, 30)
             except Exception:
                 continue  # no new message within the long-polling time
-            for msg in messages:
-                ackers.submit(consumer.ack, msg).add_done_callback(acked)
+            acks = [ackers.submit(consumer.ack, msg) for msg in messages]
+            for ack in acks:
+                ack.add_done_callback(acked)
+            wait(acks)
 
     threads = [threading.Thread(target=loop, daemon=True) for _ in range(args.threads)]
     try:
