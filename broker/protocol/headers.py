@@ -60,12 +60,12 @@ def _parse_bool(text: str) -> bool:
     return text.lower() == "true"
 
 
-def _render(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Enum):
-        return value.name
-    return str(value)
+def _render_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _render_enum(value: Enum) -> str:
+    return value.name
 
 
 _PARSERS: dict[Any, Callable[[str], Any]] = {
@@ -74,12 +74,20 @@ _PARSERS: dict[Any, Callable[[str], Any]] = {
     bool: _parse_bool,
     BoundaryType: BoundaryType.parse,
 }
+# Java's String.valueOf of each field type (``str`` of a str is the same object: no copy)
+_RENDERERS: dict[Any, Callable[[Any], str]] = {
+    str: str,
+    int: str,
+    bool: _render_bool,
+    BoundaryType: _render_enum,
+}
 
 
 class _FieldSpec(NamedTuple):
     name: str
     parse: Callable[[str], Any]
     required: bool
+    render: Callable[[Any], str]
 
 
 _SPECS: dict[type, tuple[_FieldSpec, ...]] = {}
@@ -95,24 +103,26 @@ def _field_specs(cls: type) -> tuple[_FieldSpec, ...]:
             if isinstance(hint, types.UnionType):  # ``X | None``
                 hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            built.append(_FieldSpec(f.name, _PARSERS[hint], required))
+            built.append(_FieldSpec(f.name, _PARSERS[hint], required, _RENDERERS[hint]))
         specs = _SPECS[cls] = tuple(built)
     return specs
 
 
-@dataclass(kw_only=True, slots=True)
 class CommandHeader:
     """Base of all typed headers: the generic extFields codec."""
 
     @classmethod
-    def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
-        """Lenient decode: absent fields keep their default (required ones become ``None``)."""
+    def from_ext_fields(cls, ext: Mapping[str, str] | None, *, strict: bool = False) -> Self:
+        """Lenient decode: absent fields keep their default (required ones become ``None``);
+        ``strict`` refuses an absent required field instead."""
         kwargs: dict[str, Any] = {}
-        ext = ext or {}
-        for name, parse, required in _field_specs(cls):  # runs per request: plain tuples, locals
-            raw = ext.get(name)
+        get = (ext or {}).get
+        for name, parse, required, _ in _field_specs(cls):  # runs per request: plain tuples, locals
+            raw = get(name)
             if raw is None:
                 if required:
+                    if strict:
+                        raise HeaderFieldError(cls.__name__, name, "is required")
                     kwargs[name] = None
                 continue
             try:
@@ -124,7 +134,7 @@ class CommandHeader:
     @classmethod
     def parse(cls, ext: Mapping[str, str] | None) -> Self:
         """Decode and insist on the required fields: what a server handler normally wants."""
-        return cls.from_ext_fields(ext).check_required()
+        return cls.from_ext_fields(ext, strict=True)
 
     def check_required(self) -> Self:
         for spec in _field_specs(type(self)):
@@ -135,10 +145,10 @@ class CommandHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """Java's ``String.valueOf`` of every non-null field, under the Java field name."""
         out: dict[str, str] = {}
-        for spec in _field_specs(type(self)):
-            value = getattr(self, spec.name)
+        for name, _, _, render in _field_specs(type(self)):
+            value = getattr(self, name)
             if value is not None:
-                out[spec.name] = _render(value)
+                out[name] = render(value)
         return out
 
 
