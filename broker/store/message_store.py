@@ -324,7 +324,11 @@ class MessageStore:
                     break
         scan: ScanResult = self.commitlog.scan(scan_from, check_body_crc=self.config.check_crc_on_recover)
         end = scan.end if files else 0
-        written_end = self._written_end()
+        # Bytes past a clean end can only be a crash's out-of-order page flushes, which a writer
+        # reports after a crash; a read-only open (a live broker's store, Spark) skips the slow scan
+        # of the preallocated tail (~2 s per GiB) unless the scan stopped at a broken record.
+        needs_tail = scan.problem is not None or not (clean or self.read_only)
+        written_end = self._written_end() if needs_tail else end
         self.commitlog.truncate(end)
         for cq in list(self.queues.queues.values()):
             cq.recover(self.commitlog.min_offset, end)
