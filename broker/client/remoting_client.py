@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
+from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from broker.protocol.codes import ResponseCode, SerializeType, name_of
 from broker.protocol.remoting import (
@@ -30,7 +33,6 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[RemotingCommand, "RemotingChannel"], Awaitable[RemotingCommand | None]]
 
-_READ_CHUNK = 64 * 1024
 DEFAULT_MAX_INFLIGHT = 64  # concurrent handlers per connection before we stop reading from it
 
 
@@ -82,77 +84,149 @@ class RequestDispatcher:
             return make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
-class RemotingChannel:
-    """One connection: a reader task, opaque-correlated invocations and bounded request handling."""
+class RemotingChannel(asyncio.Protocol):
+    """One connection as an asyncio protocol: frames are decoded as the bytes arrive, responses
+    complete their invocations by opaque, requests run as handler tasks, at most ``max_inflight`` at
+    once (beyond that the channel stops reading: back-pressure)."""
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
         dispatcher: RequestDispatcher,
         *,
         serialize_type: SerializeType = SerializeType.JSON,
         idle_timeout: float | None = None,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        on_open: Callable[[RemotingChannel], None] | None = None,
         on_close: Callable[[RemotingChannel], None] | None = None,
     ) -> None:
-        self._reader = reader
-        self._writer = writer
         self._dispatcher = dispatcher
         self.serialize_type = serialize_type
         self._idle_timeout = idle_timeout
-        self._slots = asyncio.Semaphore(max_inflight)
+        self._max_inflight = max_inflight
+        self._on_open = on_open
         self._on_close = on_close
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._decoder = FrameDecoder()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
+        self._backlog: deque[RemotingCommand] = deque()  # requests read while max_inflight were running
         self._outgoing: list[bytes] = []  # frames waiting for the flush scheduled in this loop turn
-        self._loop = asyncio.get_running_loop()
+        self._write_paused = False
+        self._writable: list[asyncio.Future[None]] = []  # senders waiting for the socket buffer to drain
+        self._reading = True  # False once shutdown() stopped taking requests
         self._last_activity = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._closed = asyncio.Event()
+        self._lost = self._loop.create_future()  # the transport is gone
         self.rpc_hook: Callable[[RemotingCommand], None] | None = None  # runs on each request (ACL signing)
-        peer = writer.get_extra_info("peername")
-        self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._read_task = asyncio.create_task(self._read_loop(), name=f"remoting-read {self.remote_addr}")
+        self.remote_addr = "?"
 
+    # == asyncio.Protocol ======================================================================
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+        peer = transport.get_extra_info("peername")
+        self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._idle_timeout is not None:
+            self._idle_timer = self._loop.call_later(self._idle_timeout, self._check_idle)
+        if self._on_open is not None:
+            self._on_open(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed.is_set() or not self._reading:
+            return
+        self._last_activity = self._loop.time()
+        try:
+            for cmd in self._decoder.feed(data):
+                if cmd.is_response:
+                    self._complete(cmd)
+                elif self._backlog or len(self._handlers) >= self._max_inflight:
+                    self._backlog.append(cmd)
+                else:
+                    self._start_handler(cmd)
+        except ProtocolError as exc:
+            log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
+            self.close()
+            return
+        if self._backlog and self._transport is not None:
+            self._transport.pause_reading()  # too many handlers running: stop reading
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport; handlers already running still finish (see close())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.debug("connection %s lost: %s", self.remote_addr, exc)
+        self.close()
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_writers(None)
+
+    # == sending ===============================================================================
     @property
     def is_closed(self) -> bool:
         return self._closed.is_set()
 
     async def send(self, cmd: RemotingCommand) -> None:
         """Queue one frame for this loop turn's write; wait while the socket buffer is full."""
-        if self._closed.is_set() or self._writer.is_closing():
+        self._queue(encode_command(cmd, self.serialize_type))
+        if self._write_paused:
+            await self._wait_writable()
+
+    def _queue(self, frame: bytes) -> None:
+        if self._closed.is_set():
             raise RemotingClosedError(self.remote_addr)
-        frame = encode_command(cmd, self.serialize_type)
         if not self._outgoing:
             self._loop.call_soon(self._flush)
         self._outgoing.append(frame)
         self._last_activity = self._loop.time()
-        try:
-            await self._writer.drain()
-        except ConnectionError:
-            self.close()
-            raise RemotingClosedError(self.remote_addr) from None
 
     def _flush(self) -> None:
         """Write every frame queued since the last flush at once: one send syscall, not one per frame."""
         frames, self._outgoing = self._outgoing, []
-        if frames and not self._writer.is_closing():
-            self._writer.writelines(frames)
+        if frames and self._transport is not None and not self._transport.is_closing():
+            self._transport.writelines(frames)
+
+    async def _wait_writable(self) -> None:
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._writable.append(waiter)
+        await waiter
+
+    def _wake_writers(self, error: Exception | None) -> None:
+        waiters, self._writable = self._writable, []
+        for waiter in waiters:
+            if not waiter.done():
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for the response with the same opaque."""
         if self.rpc_hook is not None:
             self.rpc_hook(request)
+        frame = encode_command(request, self.serialize_type)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[request.opaque] = future
+        opaque = request.opaque
+        self._pending[opaque] = future
+        timer = self._loop.call_later(timeout, _expire, future, self.remote_addr, request.code, timeout)
         try:
-            async with asyncio.timeout(timeout):
-                await self.send(request)
-                return await future
-        except TimeoutError:
-            raise RemotingTimeoutError(self.remote_addr, request.code, timeout) from None
+            self._queue(frame)
+            return await future  # a full socket buffer delays the answer; the timer bounds both
         finally:
-            self._pending.pop(request.opaque, None)
+            timer.cancel()
+            if self._pending.get(opaque) is future:
+                del self._pending[opaque]
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= ONEWAY_FLAG
@@ -160,30 +234,39 @@ class RemotingChannel:
             self.rpc_hook(request)
         await self.send(request)
 
+    # == lifecycle =============================================================================
     def close(self) -> None:
         """Close now: pending invocations fail. Running handlers are left to finish their work (a
         store write must not be cut in half); their answers have nowhere to go and are dropped."""
         if self._closed.is_set():
             return
         self._closed.set()
-        if self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._backlog.clear()
+        closed = RemotingClosedError(self.remote_addr)
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(RemotingClosedError(self.remote_addr))
+                future.set_exception(closed)
+        self._wake_writers(closed)
         self._flush()  # frames already queued still go out before the connection closes
-        self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
+        elif not self._lost.done():
+            self._lost.set_result(None)
         if self._on_close is not None:
             self._on_close(self)
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
-        with contextlib.suppress(ConnectionError):
-            await self._writer.wait_closed()
+        await self._lost
 
     async def shutdown(self, grace: float) -> None:
         """Stop reading, let running handlers finish (up to ``grace`` seconds, then cancel), close."""
-        self._read_task.cancel()
+        self._reading = False
+        self._backlog.clear()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
         if self._handlers:
             _, late = await asyncio.wait(set(self._handlers), timeout=grace)
             for task in late:
@@ -191,54 +274,37 @@ class RemotingChannel:
         self.close()
         await self.wait_closed()
 
-    async def _read_loop(self) -> None:
-        decoder = FrameDecoder()
-        try:
-            while True:
-                data = await self._read_some()
-                if not data:
-                    return  # peer closed; handlers already running still finish (see close())
-                for cmd in decoder.feed(data):
-                    if cmd.is_response:
-                        self._complete(cmd)
-                    else:
-                        await self._slots.acquire()  # too many handlers running: stop reading
-                        task = asyncio.create_task(self._handle(cmd))
-                        self._handlers.add(task)
-                        task.add_done_callback(self._handlers.discard)
-        except ProtocolError as exc:
-            log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
-        except ConnectionError as exc:
-            log.debug("connection %s lost: %s", self.remote_addr, exc)
-        except TimeoutError:
+    def _check_idle(self) -> None:
+        """Close once nothing moved either way for the idle time."""
+        assert self._idle_timeout is not None
+        due = self._last_activity + self._idle_timeout
+        if self._loop.time() >= due:
             log.info("closing connection %s: idle for %g s", self.remote_addr, self._idle_timeout)
-        finally:
-            current = asyncio.current_task()
-            if current is None or not current.cancelling():  # cancelled means close() or shutdown() owns it
-                self.close()
+            self.close()
+        else:
+            self._idle_timer = self._loop.call_at(due, self._check_idle)
 
-    async def _read_some(self) -> bytes:
-        """The next chunk; raises TimeoutError once nothing moved either way for the idle time."""
-        while True:
-            if self._idle_timeout is None:
-                return await self._reader.read(_READ_CHUNK)
-            remaining = self._last_activity + self._idle_timeout - self._loop.time()
-            if remaining <= 0:
-                raise TimeoutError
-            try:
-                async with asyncio.timeout(remaining):
-                    data = await self._reader.read(_READ_CHUNK)
-            except TimeoutError:
-                continue  # recheck: a write may have counted as activity meanwhile
-            self._last_activity = self._loop.time()
-            return data
-
+    # == receiving =============================================================================
     def _complete(self, response: RemotingCommand) -> None:
         future = self._pending.get(response.opaque)
         if future is None or future.done():
             log.debug("response with unknown opaque %d from %s dropped", response.opaque, self.remote_addr)
         else:
             future.set_result(response)
+
+    def _start_handler(self, request: RemotingCommand) -> None:
+        task = self._loop.create_task(self._handle(request))
+        self._handlers.add(task)
+        task.add_done_callback(self._handler_done)
+
+    def _handler_done(self, task: asyncio.Task[None]) -> None:
+        self._handlers.discard(task)
+        if not self._backlog or not self._reading:
+            return
+        while self._backlog and len(self._handlers) < self._max_inflight:
+            self._start_handler(self._backlog.popleft())
+        if not self._backlog and not self._closed.is_set() and self._transport is not None:
+            self._transport.resume_reading()
 
     async def _handle(self, request: RemotingCommand) -> None:
         try:
@@ -254,8 +320,11 @@ class RemotingChannel:
                 await self.send(make_response(request, ResponseCode.SYSTEM_ERROR, str(exc)))
         except RemotingClosedError:
             pass  # the peer went away; nobody is left to answer
-        finally:
-            self._slots.release()
+
+
+def _expire(future: asyncio.Future[RemotingCommand], addr: str, code: int, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(RemotingTimeoutError(addr, code, timeout))
 
 
 def _split_addr(addr: str) -> tuple[str, int]:
@@ -302,21 +371,24 @@ class RemotingClient:
 
     async def _connect(self, addr: str) -> RemotingChannel:
         host, port = _split_addr(addr)
+
+        def make() -> RemotingChannel:
+            return RemotingChannel(
+                self._dispatcher,
+                serialize_type=self._serialize_type,
+                idle_timeout=self._idle_timeout,
+                on_close=lambda ch: self._forget(addr, ch),
+            )
+
         try:
             async with asyncio.timeout(self._connect_timeout):
-                reader, writer = await asyncio.open_connection(host, port, ssl=self.ssl_context)
+                _, channel = await asyncio.get_running_loop().create_connection(
+                    make, host, port, ssl=self.ssl_context
+                )
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {self._connect_timeout:g} s") from None
         except OSError as exc:
             raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
-        channel = RemotingChannel(
-            reader,
-            writer,
-            self._dispatcher,
-            serialize_type=self._serialize_type,
-            idle_timeout=self._idle_timeout,
-            on_close=lambda ch: self._forget(addr, ch),
-        )
         channel.rpc_hook = self.rpc_hook
         return channel
 

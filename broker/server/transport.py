@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import ssl
 
 from broker.client.remoting_client import (
@@ -77,25 +76,20 @@ class RemotingServer:
         return frozenset(self._channels)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self._requested_port, reuse_address=True, ssl=self._ssl_context
+        self._server = await asyncio.get_running_loop().create_server(
+            self._new_channel, self.host, self._requested_port, reuse_address=True, ssl=self._ssl_context
         )
         log.info("remoting server listening on %s:%d", self.host, self.port)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        channel = RemotingChannel(
-            reader,
-            writer,
+    def _new_channel(self) -> RemotingChannel:
+        return RemotingChannel(
             self._dispatcher,
             serialize_type=self._serialize_type,
             idle_timeout=self._idle_timeout,
             max_inflight=self._max_inflight,
+            on_open=self._channels.add,  # once connected (after the TLS handshake, with TLS)
             on_close=self._channels.discard,
         )
-        self._channels.add(channel)
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, give in-flight handlers up to ``grace`` seconds, close every connection."""

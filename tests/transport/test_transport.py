@@ -304,3 +304,33 @@ async def test_handler_finishes_after_the_client_hangs_up() -> None:
         await writer.wait_closed()
         gate.set()
         await asyncio.wait_for(done.wait(), TIMEOUT)
+
+
+@async_test
+async def test_a_client_that_does_not_read_its_answers_stops_being_read() -> None:
+    handled = 0
+    big = b"x" * (1 << 20)
+
+    async def large(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        nonlocal handled
+        handled += 1
+        return make_response(request, body=big)
+
+    requests = 64  # 64 MiB of answers: far beyond what the socket buffers hold
+    async with serving(max_inflight=4) as (server, _, _addr):
+        server.register(RequestCode.QUERY_MESSAGE, large)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, limit=1 << 21)
+        frames = [encode_command(make_request(RequestCode.QUERY_MESSAGE)) for _ in range(requests)]
+        writer.write(b"".join(frames))
+        await writer.drain()
+        for _ in range(50):  # let the server get as far as it can
+            await asyncio.sleep(0.02)
+        stalled_at = handled
+        assert stalled_at < requests // 2  # it stopped taking requests while its answers piled up
+        decoder, answers = FrameDecoder(), 0
+        while answers < requests:  # reading the answers lets it go on with the rest
+            data = await asyncio.wait_for(reader.read(1 << 20), TIMEOUT)
+            assert data, "connection closed before every answer arrived"
+            answers += sum(1 for cmd in decoder.feed(data) if cmd.body == big)
+        assert handled == requests
+        writer.close()
