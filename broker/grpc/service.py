@@ -87,7 +87,10 @@ _REMOTING_CODES: dict[int, Code] = {
     ResponseCode.SUBSCRIPTION_PARSE_FAILED: Code.ILLEGAL_FILTER_EXPRESSION,
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: Code.NOT_IMPLEMENTED,
 }
-_RECALL_CODES = {
+_RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map to
+    RecallProblem.DISABLED: Code.FORBIDDEN,
+    RecallProblem.NOT_WRITEABLE: Code.INTERNAL_SERVER_ERROR,
+    RecallProblem.NO_TOPIC: Code.TOPIC_NOT_FOUND,
     RecallProblem.MALFORMED: Code.BAD_REQUEST,
     RecallProblem.MISMATCH: Code.BAD_REQUEST,
     RecallProblem.EXPIRED: Code.NOT_FOUND,

@@ -56,6 +56,8 @@ RUNTIME_SETTINGS = frozenset(
         "notify_consumer_ids_changed_enable",
         "use_server_side_reset_offset",
         "reject_transaction_message",
+        "recall_message_enable",
+        "allow_recall_when_broker_not_writeable",
         "register_name_server_period",
         "region_id",
         "trace_on",

@@ -55,6 +55,8 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     transaction_check_max: int = 15
     transaction_check_interval: int = 30_000
     reject_transaction_message: bool = False
+    recall_message_enable: bool = False  # RECALL_MESSAGE / RecallMessage are refused until switched on
+    allow_recall_when_broker_not_writeable: bool = True
     enable_property_filter: bool = False
     notify_consumer_ids_changed_enable: bool = True
     use_server_side_reset_offset: bool = True

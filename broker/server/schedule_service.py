@@ -49,8 +49,11 @@ BATCH = 64
 
 
 def delay_level(props: dict[str, str]) -> int:
+    text = props.get(P.DELAY)
+    if not text:
+        return 0
     try:
-        return int(props.get(P.DELAY, "0"))
+        return int(text)
     except ValueError:
         return 0
 

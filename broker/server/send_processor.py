@@ -287,7 +287,8 @@ class SendProcessor:
         problem = park_timer_message(msg, self.broker.store_config)
         if problem is not None:
             raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, problem)
-        park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
+        if P.DELAY in msg.properties:  # the level count is looked up only for delayed messages
+            park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
 
     # == storing ===============================================================================
     def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:

@@ -16,7 +16,9 @@ base64url of ``v1 <topic> <brokerName> <TIMER_OUT_MS + 1> <UNIQ_KEY>`` as upstre
 finds the parked unit through the IndexFile (topic rmq_sys_wheel_timer, key UNIQ_KEY), while its
 time has not come, and remembers its queue offset in ``recalled`` (saved at once with the progress);
 the unit is then dropped instead of delivered. Upstream writes a delete marker into the timer
-instead; looking the unit up lets an unknown message be told apart from a recalled one.
+instead; looking the unit up lets an unknown message be told apart from a recalled one. As upstream,
+recall is refused until ``recallMessageEnable`` is on (sends answer handles regardless), and on a
+broker without write permission unless ``allowRecallWhenBrokerNotWriteable`` (on by default).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from broker.server.delivery import (
     reput,
 )
 from broker.server.schedule_service import delay_level
+from broker.server.topic_config import PERM_WRITE
 from broker.store.config import StoreConfig
 from broker.store.dispatch import TIMER_TOPIC
 from broker.store.message_store import PutMessage
@@ -125,6 +128,9 @@ class RecallHandle:
 
 
 class RecallProblem(Enum):
+    DISABLED = "disabled"  # recallMessageEnable is off
+    NOT_WRITEABLE = "not writeable"  # no write permission and allowRecallWhenBrokerNotWriteable is off
+    NO_TOPIC = "no topic"
     MALFORMED = "malformed"
     MISMATCH = "mismatch"  # another topic's or another broker's handle
     EXPIRED = "expired"
@@ -139,7 +145,12 @@ class RecallRefused(Exception):
         self.remark = remark
 
 
-_RECALL_CODES = {RecallProblem.UNSUPPORTED: ResponseCode.REQUEST_CODE_NOT_SUPPORTED}
+_RECALL_CODES = {
+    RecallProblem.DISABLED: ResponseCode.NO_PERMISSION,
+    RecallProblem.NOT_WRITEABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    RecallProblem.NO_TOPIC: ResponseCode.TOPIC_NOT_EXIST,
+    RecallProblem.UNSUPPORTED: ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+}
 
 
 def park_timer_message(msg: PutMessage, config: StoreConfig, now: int | None = None) -> str | None:
@@ -155,7 +166,7 @@ def park_timer_message(msg: PutMessage, config: StoreConfig, now: int | None = N
         for key in TIMER_REQUESTS:
             props.pop(key, None)
         return None
-    if msg.topic == TIMER_TOPIC or P.TIMER_OUT_MS in props or not any(k in props for k in TIMER_REQUESTS):
+    if msg.topic == TIMER_TOPIC or P.TIMER_OUT_MS in props or props.keys().isdisjoint(TIMER_REQUESTS):
         return None
     if not config.timer_wheel_enable:
         return "accurate timer message is not enabled, timerWheelEnable is false"
@@ -316,7 +327,22 @@ class TimerService:
 
     # == recall ================================================================================
     async def recall(self, topic: str, handle_text: str) -> str:
-        """Cancels the parked message ``handle_text`` names; its UNIQ_KEY, or :class:`RecallRefused`."""
+        """Cancels the parked message ``handle_text`` names; its UNIQ_KEY, or :class:`RecallRefused`.
+
+        The broker's switches are looked at first, as upstream does: a refused recall reveals nothing
+        about the topic or the handle."""
+        config = self.broker.config
+        if not config.recall_message_enable:
+            raise RecallRefused(
+                RecallProblem.DISABLED, "recall failed: recall is switched off (recallMessageEnable=false)"
+            )
+        if not config.broker_permission & PERM_WRITE and not config.allow_recall_when_broker_not_writeable:
+            raise RecallRefused(
+                RecallProblem.NOT_WRITEABLE,
+                "recall failed: the broker is not writeable and allowRecallWhenBrokerNotWriteable is false",
+            )
+        if self.broker.topics.get(topic) is None:
+            raise RecallRefused(RecallProblem.NO_TOPIC, f"recall failed, the topic[{topic}] not exist")
         try:
             handle = RecallHandle.decode(handle_text)
         except ValueError as exc:
@@ -325,7 +351,7 @@ class TimerService:
             raise RecallRefused(
                 RecallProblem.MISMATCH, f"recall failed: the handle is for topic {handle.topic}, not {topic}"
             )
-        if handle.broker_name != self.broker.config.broker_name:
+        if handle.broker_name != config.broker_name:
             raise RecallRefused(
                 RecallProblem.MISMATCH, f"recall failed: the handle was issued by broker {handle.broker_name}"
             )
@@ -373,13 +399,8 @@ class TimerService:
     async def recall_request(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         """RECALL_MESSAGE (370): extFields topic, recallHandle (producerGroup unused); answers msgId."""
         fields = request.ext_fields or {}
-        topic = fields.get("topic", "")
-        if self.broker.topics.get(topic) is None:
-            return make_response(
-                request, ResponseCode.TOPIC_NOT_EXIST, f"recall failed, the topic[{topic}] not exist"
-            )
         try:
-            message_id = await self.recall(topic, fields.get("recallHandle", ""))
+            message_id = await self.recall(fields.get("topic", ""), fields.get("recallHandle", ""))
         except RecallRefused as exc:
             return make_response(
                 request, _RECALL_CODES.get(exc.problem, ResponseCode.ILLEGAL_OPERATION), exc.remark

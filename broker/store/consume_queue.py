@@ -172,6 +172,21 @@ class ConsumeQueue:
             if rel < mf.size and rel >= mf.wrote:
                 return
 
+    def read_units(self, start: int, limit: int) -> list[tuple[int, int, int]]:
+        """Up to ``limit`` units ``(phys, size, tags_code)`` from ``start``, read at once from the one
+        file that holds ``start`` (fewer at the end of that file)."""
+        offset = max(start, self.min_offset)
+        count = min(self.max_offset, offset + limit) - offset
+        if count <= 0:
+            return []
+        pos = offset * UNIT
+        mf = self.files.find(pos)
+        if mf is None:
+            return []
+        rel = pos - mf.file_from
+        stop = min(mf.wrote, rel + count * UNIT)
+        return list(_UNIT.iter_unpack(mf.mm[rel:stop])) if stop > rel else []
+
     def search_by_time(self, ts: int, boundary: Boundary, store_time: Callable[[int], int | None]) -> int:
         """Queue offset for ``ts`` using the message store times.
 

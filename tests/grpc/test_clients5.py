@@ -194,11 +194,36 @@ def test_delay_message_by_delivery_timestamp(grpc_cluster: GrpcCluster) -> None:
     assert msg["delivery_timestamp"]
 
 
+def _update_broker_config(c: GrpcCluster, values: dict[str, str]) -> None:
+    """UPDATE_BROKER_CONFIG over remoting, as ``rmq broker config`` sends it."""
+    from broker.client.admin_api import AdminApi
+    from broker.client.remoting_client import RemotingClient
+
+    async def update() -> None:
+        client = RemotingClient()
+        try:
+            await AdminApi(client, timeout=10).update_broker_config(c.broker.address, values)
+        finally:
+            await client.close()
+
+    c.loop.run(update())
+
+
 def test_python_producer_recalls_delay_messages(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Recall", queues=1, message_type="DELAY")
-    args = ["--endpoints", c.endpoints, "--topic", "G5Recall", "--kind", "delay", "--delay-ms", "3000"]
-    recalled = run5("py5", "py5_producer.py", *args, "--count", "2", "--recall").check()
+    base = ["--endpoints", c.endpoints, "--topic", "G5Recall", "--kind", "delay"]
+    # recallMessageEnable is off by default: the client is told recall is forbidden (the message is
+    # due long after this test, so it stays out of the counts below)
+    refused = run5("py5", "py5_producer.py", *base, "--delay-ms", "600000", "--recall").check()
+    (error,) = refused.of("recall_error")
+    assert "recallMessageEnable" in error["error"], error
+    args = [*base, "--delay-ms", "3000"]
+    _update_broker_config(c, {"recallMessageEnable": "true"})
+    try:
+        recalled = run5("py5", "py5_producer.py", *args, "--count", "2", "--recall").check()
+    finally:
+        _update_broker_config(c, {"recallMessageEnable": "false"})
     ids = [e["message_id"] for e in recalled.of("sent")]
     assert [e["message_id"] for e in recalled.of("recalled")] == ids
     assert all(e["recall_handle"] for e in recalled.of("sent"))

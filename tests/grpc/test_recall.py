@@ -1,5 +1,6 @@
 """RecallMessage over real gRPC (and RECALL_MESSAGE over remoting): a recalled delay message is never
-delivered, not after a restart either, and a bad handle gets a clear status."""
+delivered, not after a restart either, a bad handle gets a clear status, and recall is refused until
+recallMessageEnable is on (and on a read-only broker once allowRecallWhenBrokerNotWriteable is off)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from typing import Any
 
 import pytest
 
+from broker.client.admin_api import AdminApi
+from broker.client.remoting_client import RemotingClient
 from broker.grpc.schema import PB, Code
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import decode_record
 from broker.protocol.properties import encode_properties
-from broker.protocol.remoting import make_request
+from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
 from broker.server.timer_service import RecallHandle
 from tests.grpc.test_grpc_service import Client, _broker, _message, async_test
@@ -53,6 +56,14 @@ async def _recall(client: Client, handle: str, topic: str = TOPIC) -> Any:
     return await client.unary("RecallMessage", request, PB.RecallMessageResponse)
 
 
+async def _recall_remoting(
+    remoting: RemotingClient, broker: Broker, handle: str, topic: str = TOPIC
+) -> RemotingCommand:
+    fields = {"producerGroup": "pg", "topic": topic, "recallHandle": handle}
+    request = make_request(RequestCode.RECALL_MESSAGE, ext_fields=fields)
+    return await remoting.invoke(broker.address, request, 10)
+
+
 async def _delivered(broker: Broker, count: int) -> list[str]:
     """The UNIQ_KEYs in the real topic once it holds ``count`` messages."""
     deadline = time.monotonic() + 30
@@ -63,8 +74,9 @@ async def _delivered(broker: Broker, count: int) -> list[str]:
     return [str(decode_record(raw).uniq_key) for raw in result.records]
 
 
-async def _topic_broker(path: Path) -> tuple[Broker, Client]:
+async def _topic_broker(path: Path, *, recall: bool = True) -> tuple[Broker, Client]:
     broker = await _broker(path)
+    broker.config.recall_message_enable = recall
     broker.topics.put(TopicConfig(topicName=TOPIC, readQueueNums=1, writeQueueNums=1))
     return broker, Client(broker.grpc_port)
 
@@ -134,8 +146,6 @@ async def test_bad_recall_handles_get_clear_statuses(tmp_path: Path) -> None:
 
 @async_test
 async def test_recall_over_remoting(tmp_path: Path) -> None:
-    from broker.client.remoting_client import RemotingClient
-
     broker, client = await _topic_broker(tmp_path)
     remoting = RemotingClient()
     try:
@@ -151,18 +161,67 @@ async def test_recall_over_remoting(tmp_path: Path) -> None:
         by_remoting = RecallHandle.decode(sent.ext_fields["recallHandle"])
         assert (by_remoting.topic, by_remoting.message_id) == (TOPIC, "AC1100000001000000000000000000FF")
 
-        async def recall(handle: str, topic: str = TOPIC) -> Any:
-            fields = {"producerGroup": "pg", "topic": topic, "recallHandle": handle}
-            return await remoting.invoke(
-                broker.address, make_request(RequestCode.RECALL_MESSAGE, ext_fields=fields), 10
-            )
-
-        answer = await recall(recalled.recall_handle)
+        answer = await _recall_remoting(remoting, broker, recalled.recall_handle)
         assert answer.code == ResponseCode.SUCCESS and answer.ext_fields["msgId"] == recalled.message_id
-        assert (await recall(sent.ext_fields["recallHandle"])).code == ResponseCode.SUCCESS
-        assert (await recall("%%%")).code == ResponseCode.ILLEGAL_OPERATION
-        assert (await recall(recalled.recall_handle, "Missing")).code == ResponseCode.TOPIC_NOT_EXIST
+        assert (await _recall_remoting(remoting, broker, sent.ext_fields["recallHandle"])).code == 0
+        assert (await _recall_remoting(remoting, broker, "%%%")).code == ResponseCode.ILLEGAL_OPERATION
+        missing = await _recall_remoting(remoting, broker, recalled.recall_handle, "Missing")
+        assert missing.code == ResponseCode.TOPIC_NOT_EXIST
         assert await _delivered(broker, 1) == [kept.message_id]
+    finally:
+        await remoting.close()
+        await client.channel.close()
+        await broker.stop()
+
+
+@async_test
+async def test_recall_is_refused_until_switched_on(tmp_path: Path) -> None:
+    broker, client = await _topic_broker(tmp_path, recall=False)
+    remoting = RemotingClient()
+    admin = AdminApi(remoting, timeout=10)
+    try:
+        config = await admin.broker_config(broker.address)
+        assert config["recallMessageEnable"] == "false"
+        assert config["allowRecallWhenBrokerNotWriteable"] == "true"
+        (entry,) = await _send_delayed(client, 1, delay_ms=60_000)
+        assert entry.recall_handle  # sends answer handles whether recall is on or not
+        refused = await _recall(client, entry.recall_handle)
+        assert refused.status.code == Code.FORBIDDEN and "recallMessageEnable" in refused.status.message
+        by_remoting = await _recall_remoting(remoting, broker, entry.recall_handle)
+        assert by_remoting.code == ResponseCode.NO_PERMISSION and "recallMessageEnable" in by_remoting.remark
+        # the switch is looked at before anything the request names
+        missing = await _recall_remoting(remoting, broker, entry.recall_handle, "Missing")
+        assert missing.code == ResponseCode.NO_PERMISSION
+
+        await admin.update_broker_config(broker.address, {"recallMessageEnable": "true"})
+        answer = await _recall(client, entry.recall_handle)
+        assert answer.status.code == Code.OK and answer.message_id == entry.message_id
+    finally:
+        await remoting.close()
+        await client.channel.close()
+        await broker.stop()
+
+
+@async_test
+async def test_recall_on_a_broker_that_is_not_writeable(tmp_path: Path) -> None:
+    broker, client = await _topic_broker(tmp_path)
+    remoting = RemotingClient()
+    admin = AdminApi(remoting, timeout=10)
+    try:
+        first, second = await _send_delayed(client, 2, delay_ms=60_000)
+        await admin.update_broker_config(broker.address, {"brokerPermission": "4"})  # read only
+        allowed = await _recall(client, first.recall_handle)  # allowRecallWhenBrokerNotWriteable=true
+        assert allowed.status.code == Code.OK, allowed.status.message
+
+        await admin.update_broker_config(broker.address, {"allowRecallWhenBrokerNotWriteable": "false"})
+        refused = await _recall(client, second.recall_handle)
+        assert refused.status.code == Code.INTERNAL_SERVER_ERROR
+        assert "not writeable" in refused.status.message
+        by_remoting = await _recall_remoting(remoting, broker, second.recall_handle)
+        assert by_remoting.code == ResponseCode.SERVICE_NOT_AVAILABLE, by_remoting.remark
+
+        await admin.update_broker_config(broker.address, {"brokerPermission": "6"})
+        assert (await _recall(client, second.recall_handle)).status.code == Code.OK
     finally:
         await remoting.close()
         await client.channel.close()
