@@ -102,6 +102,7 @@ class Broker:
         self._reader: ThreadPoolExecutor | None = None
         self._write_pending = 0
         self._write_burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._burst_running = False  # a burst is on the writer thread; the next one gathers meanwhile
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -133,13 +134,15 @@ class Broker:
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the store-writer thread, in order with every other write.
 
-        Writes asked for in one loop turn (a socket read often holds dozens of sends) go to the
-        thread together: one hop and one GIL hand-over per burst instead of per request.
+        Writes go to the thread in bursts: those asked for in one loop turn (a socket read often holds
+        dozens of sends), and while a burst runs, every write asked for meanwhile, which then goes as
+        the next burst. One hop and one GIL hand-over per burst instead of per request, and the busier
+        the writer, the bigger its bursts.
         """
         assert self._writer is not None, "the broker is not started"
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        if not self._write_burst:
+        if not self._write_burst and not self._burst_running:
             loop.call_soon(self._submit_writes)
         self._write_burst.append((fn, args, future))
         self._write_pending += 1
@@ -159,10 +162,18 @@ class Broker:
             for future in futures:
                 future.set_exception(RuntimeError("the broker is stopped"))
             return
+        self._burst_running = True
         done = asyncio.get_running_loop().run_in_executor(
             self._writer, _run_each, [(fn, args) for fn, args, _ in burst]
         )
-        done.add_done_callback(lambda _: _settle(futures, done))
+        done.add_done_callback(lambda _: self._burst_done(futures, done))
+
+    def _burst_done(
+        self, futures: list[asyncio.Future[Any]], done: asyncio.Future[list[tuple[bool, Any]]]
+    ) -> None:
+        self._burst_running = False
+        _settle(futures, done)
+        self._submit_writes()  # what gathered while this burst ran
 
     # == life cycle ============================================================================
     async def start(self) -> None:
