@@ -460,9 +460,10 @@ async def _fill(opts: BenchOptions, queues: list[QueueRef], missing: int) -> Non
         nonlocal sent
         failures = 0
         while sent < missing:
+            queue = queues[sent // batch % len(queues)]  # every queue in turn, whichever worker sends
             sent += batch
             try:
-                await load.send(index % opts.connections, queues[(index + sent // batch) % len(queues)])
+                await load.send(index % opts.connections, queue)
                 failures = 0
             except (RequestFailed, RemotingTimeoutError) as exc:
                 sent -= batch

@@ -427,33 +427,33 @@ def scan_records(buf: bytes) -> list[ScannedRecord]:
     records: list[ScannedRecord] = []
     append = records.append
     unpack = _SCAN_V4.unpack_from
+    props_len = _I16.unpack_from
+    body_at = _FRAME_V4.size
+    v6_hosts = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
     topic_raw, topic = b"", ""  # the records of one pull share their topic: decode it once
+    topic_len = -1
     pos = 0
     n = len(buf)
+    last_head = n - body_at
     while pos < n:
-        if n - pos >= _FRAME_V4.size:
+        if pos <= last_head:
             total, magic, queue_offset, sys_flag, body_len = unpack(buf, pos)
             end = pos + total
-            p = pos + _FRAME_V4.size + body_len
-            if (
-                magic == MAGIC_V1
-                and not sys_flag & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
-                and total >= _FIXED_V4
-                and end <= n
-                and body_len >= 0
-                and p + 3 <= end
-            ):
+            body_pos = pos + body_at
+            p = body_pos + body_len
+            # body_pos <= p <= end - 3 also means total >= _FIXED_V4
+            if magic == MAGIC_V1 and not sys_flag & v6_hosts and body_pos <= p <= end - 3 and end <= n:
                 props_pos = p + 3 + buf[p]
-                if props_pos <= end and props_pos + _I16.unpack_from(buf, props_pos - 2)[0] == end:
+                if props_pos <= end and props_pos + props_len(buf, props_pos - 2)[0] == end:
                     try:
-                        if buf[p] != len(topic_raw) or not buf.startswith(topic_raw, p + 1):
+                        if buf[p] != topic_len or not buf.startswith(topic_raw, p + 1):
                             topic_raw = buf[p + 1 : props_pos - 2]
                             topic = str(topic_raw, "utf-8")
+                            topic_len = len(topic_raw)
                         props = str(buf[props_pos:end], "utf-8")
                     except UnicodeDecodeError:
                         pass  # reported by split_record
                     else:
-                        body_pos = pos + _FRAME_V4.size
                         append((buf[pos:body_pos], sys_flag, queue_offset, buf[body_pos:p], topic, props))
                         pos = end
                         continue
