@@ -178,20 +178,31 @@ class MessageExt(Message):
     @classmethod
     def received(
         cls,
-        scanned: ScannedRecord,
+        scanned: list[ScannedRecord],
         broker_name: str = "",
         extra_properties: dict[str, str] | None = None,
-    ) -> MessageExt:
-        """The message of a record that :func:`scan_records` found; ``extra_properties`` (shared, not
-        copied) join its own properties."""
-        msg = cls.__new__(cls)
-        msg._head, msg.sys_flag, msg.queue_offset, msg.body, msg.topic, msg._properties_text = scanned
-        msg._properties = None
-        msg._properties_extra = extra_properties
-        msg.broker_name = broker_name
-        if msg.sys_flag & COMPRESSED_FLAG:
-            msg._inflate()
-        return msg
+    ) -> list[MessageExt]:
+        """The messages of the records that :func:`scan_records` found; ``extra_properties`` (shared,
+        not copied) join each message's own properties. One loop for the whole pull: a consumer's
+        hot path."""
+        new = cls.__new__
+        messages: list[MessageExt] = []
+        append = messages.append
+        for head, sys_flag, queue_offset, body, topic, properties_text in scanned:
+            msg = new(cls)
+            msg._head = head
+            msg.sys_flag = sys_flag
+            msg.queue_offset = queue_offset
+            msg.body = body
+            msg.topic = topic
+            msg._properties_text = properties_text
+            msg._properties = None
+            msg._properties_extra = extra_properties
+            msg.broker_name = broker_name
+            if sys_flag & COMPRESSED_FLAG:
+                msg._inflate()
+            append(msg)
+        return messages
 
     if not TYPE_CHECKING:  # mypy keeps checking attribute names; at run time this serves _DEFERRED
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 from broker.client.api import ClientAPI, request
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
@@ -67,27 +68,46 @@ class PullRequest:
     suspend_ms: int = 15000
     timeout: float = 30.0
 
-    def header(self) -> H.PullMessageRequestHeader:
+    def to_ext_fields(self) -> dict[str, str]:
+        """The PULL_MESSAGE header's extFields (a PullRequest is the request's header)."""
         sys_flag = FLAG_SUSPEND | FLAG_SUBSCRIPTION | (FLAG_COMMIT_OFFSET if self.commit_offset > 0 else 0)
-        return H.PullMessageRequestHeader(
-            consumerGroup=self.group,
-            topic=self.mq.topic,
-            queueId=self.mq.queueId,
-            queueOffset=self.offset,
-            maxMsgNums=self.max_nums,
-            sysFlag=sys_flag,
-            commitOffset=self.commit_offset,
-            suspendTimeoutMillis=self.suspend_ms,
-            subscription=self.subscription.subString,
-            subVersion=self.subscription.subVersion,
-            expressionType=self.subscription.expressionType,
-            bname=self.mq.brokerName,
-        )
+        sub = self.subscription
+        fields = dict(
+            _fixed_fields(
+                self.group, self.mq.topic, self.mq.queueId, self.mq.brokerName, self.max_nums, sys_flag,
+                self.suspend_ms, sub.subString, sub.subVersion, sub.expressionType,
+            )
+        )  # fmt: skip
+        fields["queueOffset"] = str(self.offset)
+        fields["commitOffset"] = str(self.commit_offset)
+        return fields
+
+
+@lru_cache(maxsize=1024)
+def _fixed_fields(
+    group: str, topic: str, queue_id: int, broker_name: str, max_nums: int, sys_flag: int, suspend_ms: int,
+    subscription: str, sub_version: int, expression_type: str,
+) -> dict[str, str]:  # fmt: skip
+    """What a queue's pulls share, rendered once (copied, never changed, by the caller)."""
+    return H.PullMessageRequestHeader(
+        consumerGroup=group,
+        topic=topic,
+        queueId=queue_id,
+        queueOffset=0,
+        maxMsgNums=max_nums,
+        sysFlag=sys_flag,
+        commitOffset=0,
+        suspendTimeoutMillis=suspend_ms,
+        subscription=subscription,
+        subVersion=sub_version,
+        expressionType=expression_type,
+        bname=broker_name,
+    ).to_ext_fields()
 
 
 async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
     """One PULL_MESSAGE with long polling; found messages are decoded and re-filtered by tag."""
-    response = await api.remoting.invoke(addr, request(RequestCode.PULL_MESSAGE, req.header()), req.timeout)
+    response = await api.remoting.invoke(addr, request(RequestCode.PULL_MESSAGE, req), req.timeout)
     status = _STATUS.get(response.code)
     if status is None:
         raise MQBrokerError(response.code, response.remark)
@@ -111,9 +131,7 @@ def _decode(req: PullRequest, body: bytes, result: PullResult) -> list[MessageEx
     """The found messages, built lazily (see :meth:`MessageExt.received`), with the queue's offset
     bounds as properties the way Java's client adds them."""
     bounds = {P.MIN_OFFSET: str(result.min_offset), P.MAX_OFFSET: str(result.max_offset)}
-    broker_name = req.mq.brokerName
-    received = MessageExt.received
-    messages = [received(scanned, broker_name, bounds) for scanned in scan_records(body)]
+    messages = MessageExt.received(scan_records(body), req.mq.brokerName, bounds)
     tags = req.subscription.tagsSet
     if tags:
         wanted = set(tags)

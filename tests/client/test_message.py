@@ -93,7 +93,7 @@ def _attributes(msg: MessageExt) -> tuple[object, ...]:
 
 
 def pulled(raw: bytes, extra: dict[str, str] | None = None) -> list[MessageExt]:
-    return [MessageExt.received(scanned, "broker-a", extra) for scanned in scan_records(raw)]
+    return MessageExt.received(scan_records(raw), "broker-a", extra)
 
 
 def test_pulled_messages_equal_decoded_records() -> None:
