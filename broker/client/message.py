@@ -153,9 +153,11 @@ class MessageExt(Message):
     _born_host: bytes  # packed, as in the record
     _store_host: bytes
     _properties: dict[str, str] | None  # None until first read: then parsed from the two below
-    _properties_text: str
+    _raw: bytes  # a pulled message's response body, holding its record ...
+    _record_at: int  # ... from here (until the _DEFERRED fields are read) ...
+    _properties_at: int  # ... with its properties from here ...
+    _record_end: int  # ... to here
     _properties_extra: dict[str, str] | None  # added on parsing (the pull's MIN_OFFSET/MAX_OFFSET)
-    _head: bytes  # a pulled message's record up to its body, until the _DEFERRED fields are read
 
     def __init__(self, record: MessageRecord, broker_name: str = "") -> None:
         super().__init__(record.topic, record.body, properties=record.properties, flag=record.flag)
@@ -178,24 +180,27 @@ class MessageExt(Message):
     @classmethod
     def received(
         cls,
+        raw: bytes,
         scanned: list[ScannedRecord],
         broker_name: str = "",
         extra_properties: dict[str, str] | None = None,
     ) -> list[MessageExt]:
-        """The messages of the records that :func:`scan_records` found; ``extra_properties`` (shared,
-        not copied) join each message's own properties. One loop for the whole pull: a consumer's
-        hot path."""
+        """The messages of the records that :func:`scan_records` found in ``raw``; ``extra_properties``
+        (shared, not copied) join each message's own properties. One loop for the whole pull: a
+        consumer's hot path. Each message keeps ``raw`` to read its other fields from on demand."""
         new = cls.__new__
         messages: list[MessageExt] = []
         append = messages.append
-        for head, sys_flag, queue_offset, body, topic, properties_text in scanned:
+        for at, sys_flag, queue_offset, body, topic, properties_at, end in scanned:
             msg = new(cls)
-            msg._head = head
+            msg._raw = raw
+            msg._record_at = at
+            msg._properties_at = properties_at
+            msg._record_end = end
             msg.sys_flag = sys_flag
             msg.queue_offset = queue_offset
             msg.body = body
             msg.topic = topic
-            msg._properties_text = properties_text
             msg._properties = None
             msg._properties_extra = extra_properties
             msg.broker_name = broker_name
@@ -209,8 +214,8 @@ class MessageExt(Message):
         def __getattr__(self, name: str) -> object:
             """Called only for attributes not set yet: the deferred fields of a pulled message."""
             fields = self.__dict__
-            if name in _DEFERRED and "_head" in fields:
-                head = read_head(fields.pop("_head"))
+            if name in _DEFERRED and "_record_at" in fields:
+                head = read_head(fields["_raw"], fields.pop("_record_at"))
                 for attr, field in _DEFERRED.items():
                     fields.setdefault(attr, getattr(head, field))  # keep what was assigned already
                 return fields[name]
@@ -220,7 +225,9 @@ class MessageExt(Message):
     def properties(self) -> dict[str, str]:
         props = self._properties
         if props is None:
-            props = self._properties = decode_properties(self._properties_text)
+            # like Java's client, bytes that are not UTF-8 read as U+FFFD rather than failing the pull
+            text = str(self._raw[self._properties_at : self._record_end], "utf-8", "replace")
+            props = self._properties = decode_properties(text)
             if self._properties_extra:
                 props.update(self._properties_extra)
         return props

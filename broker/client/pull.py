@@ -131,7 +131,7 @@ def _decode(req: PullRequest, body: bytes, result: PullResult) -> list[MessageEx
     """The found messages, built lazily (see :meth:`MessageExt.received`), with the queue's offset
     bounds as properties the way Java's client adds them."""
     bounds = {P.MIN_OFFSET: str(result.min_offset), P.MAX_OFFSET: str(result.max_offset)}
-    messages = MessageExt.received(scan_records(body), req.mq.brokerName, bounds)
+    messages = MessageExt.received(body, scan_records(body), req.mq.brokerName, bounds)
     tags = req.subscription.tagsSet
     if tags:
         wanted = set(tags)

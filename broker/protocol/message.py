@@ -392,17 +392,11 @@ class RawRecord(NamedTuple):
 
 def split_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> RawRecord:
     """Split the record at ``pos``; raises :class:`RecordError` for anything invalid."""
-    try:
-        layout = read_layout(buf, pos, len(buf))
-    except RecordError as exc:
-        raise RecordError(f"record at {pos}: {exc}") from None
-    if layout.magic == BLANK_MAGIC:
-        raise RecordError(f"blank end-of-file marker at {pos}")
+    layout, topic = _checked_layout(buf, pos)
     if verify_crc and not check_crc(buf, layout):
         raise RecordError(f"body CRC mismatch at {pos}")
     head = read_head(buf, pos)
     try:
-        topic = str(buf[layout.topic_pos : layout.topic_pos + layout.topic_len], "utf-8")
         props = str(buf[layout.props_pos : layout.props_pos + layout.props_len], "utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
@@ -410,19 +404,35 @@ def split_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> RawR
     return RawRecord(layout.total_size, layout.magic, *head, body, topic, props)
 
 
-# What scan_records reads of a record: (the bytes before its body, SYSFLAG, QUEUEOFFSET, body, topic,
-# properties text); read_head of the first gives the other fields. A plain tuple: a pull builds one per
-# message.
-ScannedRecord = tuple[bytes, int, int, bytes, str, str]
+def _checked_layout(buf: Buffer, pos: int) -> tuple[RecordLayout, str]:
+    """The layout and topic of the record at ``pos``, or a :class:`RecordError` that says what is wrong."""
+    try:
+        layout = read_layout(buf, pos, len(buf))
+    except RecordError as exc:
+        raise RecordError(f"record at {pos}: {exc}") from None
+    if layout.magic == BLANK_MAGIC:
+        raise RecordError(f"blank end-of-file marker at {pos}")
+    try:
+        topic = str(buf[layout.topic_pos : layout.topic_pos + layout.topic_len], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
+    return layout, topic
+
+
+# What scan_records reads of a record: (where it starts, SYSFLAG, QUEUEOFFSET, body, topic, where its
+# properties start, where it ends). read_head at the start gives the other fields; the properties stay
+# bytes until asked for. A plain tuple: a pull builds one per message.
+ScannedRecord = tuple[int, int, int, bytes, str, int, int]
 
 
 def scan_records(buf: bytes) -> list[ScannedRecord]:
-    """Check concatenated records (a pull response body) and read the parts every consumer needs;
-    raises :class:`RecordError` like :func:`split_record`.
+    """Check the framing of concatenated records (a pull response body) and read the parts every
+    consumer needs; raises :class:`RecordError` like :func:`split_record`, except that properties are
+    not decoded here.
 
     A consumer's hot path: a record with IPv4 hosts and a one-byte topic length is checked from one
     unpack of its fixed fields; any other record, and every invalid one, goes through
-    :func:`split_record`, which says what is wrong.
+    :func:`read_layout`, which says what is wrong.
     """
     records: list[ScannedRecord] = []
     append = records.append
@@ -450,17 +460,18 @@ def scan_records(buf: bytes) -> list[ScannedRecord]:
                             topic_raw = buf[p + 1 : props_pos - 2]
                             topic = str(topic_raw, "utf-8")
                             topic_len = len(topic_raw)
-                        props = str(buf[props_pos:end], "utf-8")
                     except UnicodeDecodeError:
-                        pass  # reported by split_record
+                        pass  # reported by _checked_layout
                     else:
-                        append((buf[pos:body_pos], sys_flag, queue_offset, buf[body_pos:p], topic, props))
+                        append((pos, sys_flag, queue_offset, buf[body_pos:p], topic, props_pos, end))
                         pos = end
                         continue
-        raw = split_record(buf, pos)
-        head = buf[pos : pos + head_size(raw.sys_flag)]
-        append((head, raw.sys_flag, raw.queue_offset, raw.body, raw.topic, raw.properties))
-        pos += raw.total_size
+        layout, other_topic = _checked_layout(buf, pos)
+        end = pos + layout.total_size
+        body = buf[layout.body_pos : layout.body_pos + layout.body_len]
+        queue_offset = _I64.unpack_from(buf, pos + POS_QUEUE_OFFSET)[0]
+        append((pos, layout.sys_flag, queue_offset, body, other_topic, layout.props_pos, end))
+        pos = end
     return records
 
 

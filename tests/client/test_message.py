@@ -93,7 +93,7 @@ def _attributes(msg: MessageExt) -> tuple[object, ...]:
 
 
 def pulled(raw: bytes, extra: dict[str, str] | None = None) -> list[MessageExt]:
-    return MessageExt.received(scan_records(raw), "broker-a", extra)
+    return MessageExt.received(raw, scan_records(raw), "broker-a", extra)
 
 
 def test_pulled_messages_equal_decoded_records() -> None:
@@ -124,6 +124,14 @@ def test_pulled_message_fields_stay_writable() -> None:
     msg.properties = {P.KEYS: "k"}
     assert msg.keys == ["k"]
     assert not hasattr(msg, "no_such_field")
+
+
+def test_pulled_properties_that_are_not_utf8_read_as_replacement_characters() -> None:
+    """Like Java's client, such a message is delivered (its neighbours too) instead of failing the pull."""
+    bad = encoded(b"x", {"user": "ab", P.TAGS: "t"}).replace(b"ab", b"\xff\xfe")
+    first, second = pulled(bad + encoded(b"y", {P.TAGS: "u"}, offset=8))
+    assert (first.body, first.properties["user"], first.tags) == (b"x", "\ufffd\ufffd", "t")
+    assert (second.body, second.tags, second.queue_offset) == (b"y", "u", 8)
 
 
 def test_scan_records_reports_bad_records_like_decode_record() -> None:
