@@ -123,5 +123,10 @@ class ClientAPI:
     async def unlock_batch(self, addr: str, body: LockBatchRequestBody) -> None:
         await self.invoke(addr, request(RequestCode.UNLOCK_BATCH_MQ, body=body.to_json()))
 
+    async def recall(self, addr: str, header: H.RecallMessageRequestHeader) -> str:
+        """The recalled message's UNIQ_KEY."""
+        response = await self.invoke(addr, request(RequestCode.RECALL_MESSAGE, header))
+        return H.RecallMessageResponseHeader.parse(response.ext_fields).msgId
+
     async def end_transaction(self, addr: str, header: H.EndTransactionRequestHeader) -> None:
         await self.oneway(addr, request(RequestCode.END_TRANSACTION, header, oneway=True))

@@ -95,14 +95,30 @@ class BlockingProducer(_Blocking[Producer]):
         return self._run(self.client.send_batch(messages, **kwargs))
 
 
-class BlockingPushConsumer(_Blocking[PushConsumer]):
+class _Subscriber(_AsyncClient, Protocol):
+    def subscribe(self, topic: str, expression: str = "*") -> None: ...
+
+    def unsubscribe(self, topic: str) -> None: ...
+
+
+CB = TypeVar("CB", bound=_Subscriber)
+
+
+class _BlockingConsumer(_Blocking[CB]):
+    """What both consumers' facades share: subscriptions, changed on the client's loop."""
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._in_loop(lambda: self.client.subscribe(topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._in_loop(lambda: self.client.unsubscribe(topic))
+
+
+class BlockingPushConsumer(_BlockingConsumer[PushConsumer]):
     """:class:`PushConsumer` for plain-function listeners (they run in its worker threads)."""
 
     def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
         super().__init__(lambda: PushConsumer(group, namesrv_addr, **kwargs), f"consumer-{group}")
-
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._in_loop(lambda: self.client.subscribe(topic, expression))
 
     def register_message_listener_concurrently(
         self, listener: Callable[[list[MessageExt]], ConsumeConcurrentlyStatus]
@@ -115,18 +131,18 @@ class BlockingPushConsumer(_Blocking[PushConsumer]):
         self.client.register_message_listener_orderly(listener)
 
 
-class BlockingLitePullConsumer(_Blocking[LitePullConsumer]):
+class BlockingLitePullConsumer(_BlockingConsumer[LitePullConsumer]):
     """:class:`LitePullConsumer` with blocking methods."""
 
     def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
         super().__init__(lambda: LitePullConsumer(group, namesrv_addr, **kwargs), f"lite-consumer-{group}")
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._in_loop(lambda: self.client.subscribe(topic, expression))
-
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         chosen = list(queues)
         self._in_loop(lambda: self.client.assign(chosen))
+
+    def assignment(self) -> list[MessageQueue]:
+        return self._in_loop(self.client.assignment)
 
     def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._run(self.client.fetch_message_queues(topic))

@@ -298,3 +298,4 @@ class SendResult:
     message_queue: MessageQueue
     queue_offset: int
     transaction_id: str | None = None
+    recall_handle: str | None = None  # a message parked for a delay: hand it to Producer.recall

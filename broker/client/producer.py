@@ -40,6 +40,7 @@ from broker.protocol.message import (
     encode_batch,
 )
 from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
+from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand
 
 if TYPE_CHECKING:
@@ -241,6 +242,20 @@ class Producer:
             results.append(result)
         return results
 
+    async def recall(self, topic: str, recall_handle: str) -> str:
+        """Cancel a message parked for a delay before its time (RECALL_MESSAGE, RocketMQ 5.3), using
+        the ``recall_handle`` its :class:`SendResult` carried; returns its UNIQ_KEY. The broker must
+        have ``recallMessageEnable`` on; a refusal raises :class:`MQBrokerError`."""
+        try:
+            handle = RecallHandle.decode(recall_handle)
+        except ValueError as exc:
+            raise MQClientError(f"bad recall handle: {exc}") from None
+        addr = await self.instance.broker_addr(MessageQueue(topic, handle.broker_name, 0))
+        header = H.RecallMessageRequestHeader(
+            producerGroup=self.group, topic=topic, recallHandle=recall_handle, bname=handle.broker_name
+        )
+        return await self.instance.api.recall(addr, header)
+
     # ---- internals
 
     def _prepare(self, msg: Message) -> _Payload:
@@ -348,6 +363,7 @@ class Producer:
             message_queue=sent_to,
             queue_offset=answer.queueOffset,
             transaction_id=answer.transactionId,
+            recall_handle=answer.recallHandle,
         )
 
 

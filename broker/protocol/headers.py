@@ -277,6 +277,20 @@ class SendMessageResponseHeader(CommandHeader):
     recallHandle: str | None = None
 
 
+@dataclass(kw_only=True, slots=True)
+class RecallMessageRequestHeader(TopicRequestHeader):
+    """RECALL_MESSAGE (370): the handle a send answered; the topic must be the handle's."""
+
+    topic: str
+    recallHandle: str
+    producerGroup: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class RecallMessageResponseHeader(CommandHeader):
+    msgId: str
+
+
 # ---------------------------------------------------------------------------------------------
 # pull, query, offsets
 

@@ -38,7 +38,7 @@ from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem
 from broker.server.schedule_service import park_delay_level
-from broker.server.timer_service import RecallHandle, park_timer_message
+from broker.server.timer_service import park_timer_message, parked_recall_handle
 from broker.server.topic_config import (
     DLQ_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -321,7 +321,7 @@ class SendProcessor:
         """A single message parked in the timer can be recalled before it is due (not batches)."""
         if len(msgs) != 1:
             return None
-        handle = RecallHandle.of_parked(msgs[0], self.broker.config.broker_name)
+        handle = parked_recall_handle(msgs[0], self.broker.config.broker_name)
         return None if handle is None else handle.encode()
 
     def _response(

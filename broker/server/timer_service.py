@@ -11,34 +11,31 @@ units below it), and the heap is rebuilt from both at start (due times come from
 tagsCode, no CommitLog read). A crash between a re-put and the next save is handled as in the
 schedule service: units due before the crash are checked against the CommitLog before re-putting.
 
-Recall (RocketMQ 5.3's RECALL_MESSAGE): a send that parks a message answers a recall handle,
-base64url of ``v1 <topic> <brokerName> <TIMER_OUT_MS + 1> <UNIQ_KEY>`` as upstream builds it. A recall
-finds the parked unit through the IndexFile (topic rmq_sys_wheel_timer, key UNIQ_KEY), while its
-time has not come, and remembers its queue offset in ``recalled`` (saved at once with the progress);
-the unit is then dropped instead of delivered. Upstream writes a delete marker into the timer
-instead; looking the unit up lets an unknown message be told apart from a recalled one. As upstream,
-recall is refused until ``recallMessageEnable`` is on (sends answer handles regardless), and on a
-broker without write permission unless ``allowRecallWhenBrokerNotWriteable`` (on by default).
+Recall (RocketMQ 5.3's RECALL_MESSAGE): a send that parks a message answers a recall handle
+(:mod:`broker.protocol.recall`). A recall finds the parked unit through the IndexFile (topic
+rmq_sys_wheel_timer, key UNIQ_KEY), while its time has not come, and remembers its queue offset in
+``recalled`` (saved at once with the progress); the unit is then dropped instead of delivered. Upstream
+writes a delete marker into the timer instead; looking the unit up lets an unknown message be told apart
+from a recalled one. As upstream, recall is refused until ``recallMessageEnable`` is on (sends answer
+handles regardless), and on a broker without write permission unless
+``allowRecallWhenBrokerNotWriteable`` (on by default).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import heapq
 import json
 import logging
-import re
 import time
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.delivery import (
     IDLE_POLL_S,
@@ -68,8 +65,6 @@ TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 BATCH = 64
 SCAN = 4096
-RECALL_VERSION = "v1"
-_BASE64URL = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 _RECALL_LOOKUP = 16  # parked copies of one UNIQ_KEY looked at (a producer's retries)
 
 
@@ -91,40 +86,12 @@ def timer_out_ms(deliver_ms: int, precision: int) -> int:
     return deliver_ms - precision if deliver_ms % precision == 0 else deliver_ms // precision * precision
 
 
-@dataclass(frozen=True, slots=True)
-class RecallHandle:
-    """What a recall names: the real topic, the broker, TIMER_OUT_MS + 1 and the UNIQ_KEY."""
-
-    topic: str
-    broker_name: str
-    timestamp: int
-    message_id: str
-
-    @classmethod
-    def of_parked(cls, msg: PutMessage, broker_name: str) -> RecallHandle | None:
-        """The handle of a message :func:`park_timer_message` parked; None for any other message."""
-        props = msg.properties
-        if msg.topic != TIMER_TOPIC or P.TIMER_OUT_MS not in props or P.REAL_TOPIC not in props:
-            return None
-        return cls(props[P.REAL_TOPIC], broker_name, int(props[P.TIMER_OUT_MS]) + 1, props[P.UNIQ_KEY])
-
-    def encode(self) -> str:
-        raw = " ".join((RECALL_VERSION, self.topic, self.broker_name, str(self.timestamp), self.message_id))
-        return base64.urlsafe_b64encode(raw.encode()).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> RecallHandle:
-        """ValueError unless ``text`` is a v1 handle (padding optional, as Java's decoder allows)."""
-        if not _BASE64URL.fullmatch(text or ""):
-            raise ValueError("the recall handle is not base64url text")
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
-        except (binascii.Error, UnicodeDecodeError):
-            raise ValueError("the recall handle does not decode") from None
-        items = raw.split(" ")
-        if len(items) < 5 or items[0] != RECALL_VERSION or not items[3].isdigit() or not all(items[1:5]):
-            raise ValueError("the recall handle is not a v1 handle")
-        return cls(items[1], items[2], int(items[3]), items[4])
+def parked_recall_handle(msg: PutMessage, broker_name: str) -> RecallHandle | None:
+    """The handle of a message :func:`park_timer_message` parked; None for any other message."""
+    props = msg.properties
+    if msg.topic != TIMER_TOPIC or P.TIMER_OUT_MS not in props or P.REAL_TOPIC not in props:
+        return None
+    return RecallHandle(props[P.REAL_TOPIC], broker_name, int(props[P.TIMER_OUT_MS]) + 1, props[P.UNIQ_KEY])
 
 
 class RecallProblem(Enum):

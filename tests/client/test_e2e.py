@@ -402,7 +402,11 @@ async def test_blocking_facades(tmp_path: Path) -> None:
                 "cg-block", cluster.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET
             ) as c:
                 c.subscribe("BlockTopic")
-                return c.poll(10.0)
+                got = c.poll(10.0)
+                assert [mq.topic for mq in c.assignment()] == ["BlockTopic"]
+                c.unsubscribe("BlockTopic")
+                assert c.client.rebalancer.subscriptions == {}
+                return got
 
         msg_id = await asyncio.to_thread(produce)
         got = await asyncio.to_thread(consume)

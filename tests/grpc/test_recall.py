@@ -20,9 +20,9 @@ from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import decode_record
 from broker.protocol.properties import encode_properties
+from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
-from broker.server.timer_service import RecallHandle
 from tests.grpc.test_grpc_service import Client, _broker, _message, async_test
 
 TOPIC = "Recall"
