@@ -1,8 +1,11 @@
 """Typed settings shared by the broker, the NameServer and the store.
 
 Settings are dataclass fields in snake_case; files and flags may use RocketMQ's own camelCase key
-names (``brokerName``, ``flushDiskType``) or the snake_case ones. An unknown key or a value of the
-wrong type is an error that names the key and where it came from, never a silent default.
+names (``brokerName``, ``flushDiskType``) or the snake_case ones. A field whose RocketMQ name is not
+the camelCase of its own (``brokerIP1``, ``fileReservedTime``) names it in its metadata as ``key``;
+that name is accepted and is the one shown (GET_BROKER_CONFIG, ``rmq broker config get``). An unknown
+key or a value of the wrong type is an error that names the key and where it came from, never a
+silent default.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,12 @@ class SettingsError(ValueError):
 def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def key_name(f: dataclasses.Field[Any]) -> str:
+    """The key a setting field is shown under: RocketMQ's name (``metadata["key"]``) or its camelCase."""
+    key: str = f.metadata.get("key") or camel(f.name)
+    return key
 
 
 def _field_types(obj: Any) -> dict[str, Any]:
@@ -67,20 +76,32 @@ def _convert(kind: Any, raw: Any, key: str, origin: str) -> Any:
 class SettingsTarget:
     """A set of dataclass instances that configuration keys are applied to, by either key style."""
 
-    def __init__(self, *targets: Any, aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(self, *targets: Any) -> None:
         self.targets = targets
         self.index: dict[str, tuple[Any, str]] = {}
+        self.names: dict[str, str] = {}  # field name -> the key it is shown under
+        self.applied: set[str] = set()  # field names set by apply(), whatever spelling was used
         for target in targets:
-            for f in dataclasses.fields(target):
-                if f.name.startswith("_") or f.metadata.get("internal"):
-                    continue
-                self.index[f.name] = (target, f.name)
-                self.index[camel(f.name)] = (target, f.name)
-        for alias, name in (aliases or {}).items():
-            self.index[alias] = self.index[name]
+            for f in self._fields(target):
+                self.names[f.name] = key_name(f)
+                for spelling in (f.name, camel(f.name), key_name(f)):
+                    self.index[spelling] = (target, f.name)
+
+    @staticmethod
+    def _fields(target: Any) -> list[dataclasses.Field[Any]]:
+        return [
+            f
+            for f in dataclasses.fields(target)
+            if not f.name.startswith("_") and not f.metadata.get("internal")
+        ]
 
     def keys(self) -> list[str]:
-        return sorted(k for k in self.index if "_" not in k)
+        """The keys settings are shown under, one per setting."""
+        return sorted(self.names.values())
+
+    def key(self, name: str) -> str:
+        """The shown key of field ``name``."""
+        return self.names[name]
 
     def apply(self, items: Iterable[tuple[str, Any]], origin: str) -> None:
         for key, raw in items:
@@ -90,15 +111,14 @@ class SettingsTarget:
             target, name = entry
             kind = _field_types(target)[name]
             setattr(target, name, _convert(kind, raw, key.strip(), origin))
+            self.applied.add(name)
 
     def as_properties(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for target in self.targets:
-            for f in dataclasses.fields(target):
-                if f.name.startswith("_") or f.metadata.get("internal"):
-                    continue
+            for f in self._fields(target):
                 value = getattr(target, f.name)
-                out[camel(f.name)] = (
+                out[key_name(f)] = (
                     "" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
                 )
         return out

@@ -297,7 +297,7 @@ _COLUMNS = [
 def _views_sections(views: list[AclView]) -> list[Section]:
     sections: list[Section] = []
     for v in views:
-        title = f"{v.broker} {v.address}".strip()
+        title = v.broker if v.address is None else f"{v.broker} {v.address}"
         rows = [
             (a.access_key, "yes" if a.admin else "no", a.white_remote_address, a.default_topic_perm,
              a.default_group_perm, _perms(a.topic_perms), _perms(a.group_perms))

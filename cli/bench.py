@@ -26,7 +26,7 @@ app = typer.Typer(
 
 NamesrvOpt = Annotated[
     str | None,
-    typer.Option("--namesrv", "-n", help="NameServer address(es), ';'-separated [default: $NAMESRV_ADDR]."),
+    typer.Option("--namesrv", "-n", help=r"NameServer address(es), ';'-separated \[default: $NAMESRV_ADDR]."),
 ]
 BrokerOpt = Annotated[
     str | None, typer.Option("--broker", help="Drive this broker directly, skipping routing.")

@@ -51,15 +51,17 @@ class Member:
 class MemberState:
     name: str
     role: str
-    broker_name: str
+    broker_name: str | None  # None for the NameServer
     broker_id: int
     pid: int
     port: int
-    ha_port: int
+    ha_port: int | None  # None for the NameServer
     alive: bool
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:  # never started; and kill(0 or -n) would signal whole process groups
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,6 +92,13 @@ def _spawn(args: list[str], log: Path) -> int:
     return proc.pid
 
 
+def member_args(directory: Path, namesrv: str, member: Member) -> list[str]:
+    """The ``rmq`` arguments that run ``member``; the NameServer keeps its files in the cluster's folder."""
+    if member.role == "NAMESRV":
+        return ["namesrv", "--port", str(member.port), "--no-http", "--dir", str(directory / "namesrv")]
+    return broker_args(namesrv, member)
+
+
 def broker_args(namesrv: str, member: Member) -> list[str]:
     settings = {
         "brokerClusterName": "LocalCluster",
@@ -97,7 +106,7 @@ def broker_args(namesrv: str, member: Member) -> list[str]:
         "brokerId": member.broker_id,
         "brokerRole": member.role,
         "haListenPort": member.ha_port,
-        "broker_ip1": "127.0.0.1",
+        "brokerIP1": "127.0.0.1",
     }
     args = ["broker", "-n", namesrv, "--port", str(member.port), "--store", member.store]
     args += ["--no-http", "--grpc-port", "-1", "--log-level", "INFO"]
@@ -149,10 +158,7 @@ def start(directory: Path, masters: int, slaves: int, base_port: int, sync: bool
     started: list[Member] = []
     try:
         for member in plan(directory, masters, slaves, base_port, sync):
-            args = ["namesrv", "--port", str(base_port), "--no-http"]
-            if member.role != "NAMESRV":
-                args = broker_args(namesrv, member)
-            pid = _spawn(args, Path(member.log))
+            pid = _spawn(member_args(directory, namesrv, member), Path(member.log))
             started.append(Member(**{**asdict(member), "pid": pid}))
             _write_state(directory, started)
             _wait_listening(started[-1])
@@ -187,10 +193,7 @@ def restart(directory: Path, name: str) -> Member:
     if _alive(member.pid):
         raise BadInput(f"{name} is still running (pid {member.pid})")
     namesrv = next(f"127.0.0.1:{m.port}" for m in members if m.role == "NAMESRV")
-    args = ["namesrv", "--port", str(member.port), "--no-http"]
-    if member.role != "NAMESRV":
-        args = broker_args(namesrv, member)
-    member = replace(member, pid=_spawn(args, Path(member.log)))
+    member = replace(member, pid=_spawn(member_args(directory, namesrv, member), Path(member.log)))
     _write_state(directory, [member if m.name == name else m for m in members])
     _wait_listening(member)
     return member
@@ -213,10 +216,13 @@ def stop(directory: Path) -> list[MemberState]:
 
 
 def status(members: list[Member]) -> list[MemberState]:
-    return [
-        MemberState(m.name, m.role, m.broker_name, m.broker_id, m.pid, m.port, m.ha_port, _alive(m.pid))
-        for m in members
-    ]
+    return [_state(m) for m in members]
+
+
+def _state(m: Member) -> MemberState:
+    return MemberState(
+        m.name, m.role, m.broker_name or None, m.broker_id, m.pid, m.port, m.ha_port or None, _alive(m.pid)
+    )
 
 
 def _table(states: list[MemberState]) -> list[Section]:
@@ -227,11 +233,11 @@ def _table(states: list[MemberState]) -> list[Section]:
                 (
                     s.name,
                     s.role,
-                    s.broker_name or None,
+                    s.broker_name,
                     None if s.role == "NAMESRV" else s.broker_id,
                     s.pid,
                     s.port,
-                    s.ha_port or None,
+                    s.ha_port,
                     "yes" if s.alive else "no",
                 )
                 for s in states

@@ -45,7 +45,7 @@ def _detect() -> Shell:
     return Shell(name)
 
 
-ShellArg = Annotated[Shell | None, typer.Argument(help="bash, zsh or fish [default: from $SHELL].")]
+ShellArg = Annotated[Shell | None, typer.Argument(help=r"bash, zsh or fish \[default: from $SHELL].")]
 
 
 @app.command("show")

@@ -27,25 +27,25 @@ T = TypeVar("T")
 NamesrvOpt = Annotated[
     str | None,
     typer.Option(
-        "-n", "--namesrv", metavar="ADDR[;ADDR]", help="NameServer address(es) [env NAMESRV_ADDR, profile]."
+        "-n", "--namesrv", metavar="ADDR[;ADDR]", help=r"NameServer address(es) \[env NAMESRV_ADDR, profile]."
     ),
 ]
 ProfileOpt = Annotated[
-    str | None, typer.Option("--profile", help="Profile of ~/.config/rmq/config.toml [env RMQ_PROFILE].")
+    str | None, typer.Option("--profile", help=r"Profile of ~/.config/rmq/config.toml \[env RMQ_PROFILE].")
 ]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Seconds to wait for each answer [profile, default 5].")
+    float | None, typer.Option("--timeout", help=r"Seconds to wait for each answer \[profile, default 5].")
 ]
 OutOpt = Annotated[
     OutputFormat | None,
     typer.Option(
-        "--output", "-o", case_sensitive=False, help="table, json or text [profile, default table]."
+        "--output", "-o", case_sensitive=False, help=r"table, json or text \[profile, default table]."
     ),
 ]
 BrokerOpt = Annotated[
     str | None,
     typer.Option(
-        "-b", "--broker", metavar="ADDR", help="Broker address [default: the only broker registered]."
+        "-b", "--broker", metavar="ADDR", help=r"Broker address \[default: the only broker registered]."
     ),
 ]
 ClusterOpt = Annotated[str | None, typer.Option("-c", "--cluster", help="Cluster name.")]
@@ -98,7 +98,7 @@ class Conn:
                 result = await fetch(service)
                 if clear:
                     sys.stdout.write("\x1b[2J\x1b[H")
-                self.emit(result, sections)
+                emit(self.fmt, result, functools.partial(sections, result), lines=True)  # JSON Lines
                 sys.stdout.flush()
                 await asyncio.sleep(watch)
 

@@ -120,11 +120,12 @@ def resend(
 
 def resend_sections(report: ResendReport) -> list[Section]:
     verb = "would resend" if report.dry_run else "resent"
-    rows = [(m.dlq_offset, m.msg_id, m.topic, m.new_msg_id, m.error or verb) for m in report.messages] + [
-        (o, None, None, None, "not in the DLQ") for o in report.missing
-    ]
+    rows = [
+        (m.dlq_offset, m.msg_id, m.uniq_key, m.topic, m.new_msg_id, m.error or verb) for m in report.messages
+    ] + [(o, None, None, None, None, "not in the DLQ") for o in report.missing]
     title = f"{report.dlq_topic}: {len(report.resent)} {verb}, {len(report.failed)} failed"
-    return [Table(["dlq offset", "msg id", "topic", "new msg id", "result"], rows, title=title)]
+    columns = ["dlq offset", "msg id", "uniq key", "topic", "new msg id", "result"]
+    return [Table(columns, rows, title=title)]
 
 
 @app.command("export")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,7 +23,6 @@ from cli.connect import (
     connect,
 )
 from cli.output import Fields, ProgressBar, Section, Table, ms_time
-from cli.topic import deletion_sections
 
 if TYPE_CHECKING:
     from admin.models import (
@@ -45,6 +45,14 @@ app = typer.Typer(
 RetryMaxOpt = Annotated[int | None, typer.Option("--retry-max", help="Max redeliveries before the DLQ [16].")]
 RetryQueuesOpt = Annotated[int | None, typer.Option("--retry-queues", help="Retry queues [1].")]
 _PROGRESS_MIN = 4  # brokers or topic/broker pairs
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    """``group delete``: named as ``group create`` names its result."""
+
+    group: str
+    addresses: list[str]  # of the brokers it was deleted from
 
 
 def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
@@ -180,7 +188,7 @@ def delete(
     confirm(f"delete consumer group {group}", yes)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.group_delete(group, cluster, broker, not keep_offsets, bar))
-    conn.emit(result, deletion_sections)
+    conn.emit(GroupDeleted(result.name, result.brokers), _deleted_sections)
 
 
 def _target(to_time: str | None, to_offset: int | None, to_earliest: bool, to_latest: bool) -> ResetTarget:
@@ -210,7 +218,7 @@ def reset_offset(
     group: GroupArg,
     topic: Annotated[
         str | None,
-        typer.Option("-t", "--topic", metavar="TOPIC", help="Topic [default: every topic consumed]."),
+        typer.Option("-t", "--topic", metavar="TOPIC", help=r"Topic \[default: every topic consumed]."),
     ] = None,
     to_time: Annotated[
         str | None, typer.Option("--to-time", metavar="TIME", help="Epoch ms, ISO 8601 or e.g. -1h.")
@@ -275,6 +283,10 @@ def _config_fields(c: GroupConfig, title: str = "Settings") -> Fields:
 
 def _change_sections(c: GroupChange) -> list[Section]:
     return [Fields([("group", c.group), ("brokers", ", ".join(c.addresses))]), _config_fields(c.config)]
+
+
+def _deleted_sections(d: GroupDeleted) -> list[Section]:
+    return [Fields([("group", d.group), ("brokers", ", ".join(d.addresses))], title="Deleted")]
 
 
 def _list_sections(result: GroupList) -> list[Section]:

@@ -91,7 +91,7 @@ def _load(name: str, spec: str, hidden: bool) -> Command:
     if isinstance(target, typer.Typer):
         command: Command = lazy_group(target)
     else:
-        holder = typer.Typer()
+        holder = typer.Typer(add_completion=False)  # `rmq completion` is the way, not per-command flags
         holder.command(name, hidden=hidden)(target)
         command = typer.main.get_command(holder)
     command.name = name

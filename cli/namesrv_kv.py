@@ -33,7 +33,7 @@ KeyArg = Annotated[str, typer.Argument(metavar="KEY", help="Key.", show_default=
 @kv_app.command("get")
 def kv_get(
     namespace: NamespaceArg,
-    key: Annotated[str | None, typer.Argument(metavar="[KEY]", help="Key [default: every key].")] = None,
+    key: Annotated[str | None, typer.Argument(metavar="[KEY]", help=r"Key \[default: every key].")] = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,

@@ -5,7 +5,9 @@ result out for people as :class:`Table` and :class:`Fields` sections. Renderers 
 
 * json: the result itself, one document, sorted keys, 2-space indent. Dataclass fields are written
   in camelCase; a value with a ``to_dict()`` method is written as what that returns (shapes fixed by
-  RocketMQ, e.g. messages). This is the script interface; docs/cli-json.md lists the keys.
+  RocketMQ, e.g. messages). This is the script interface; docs/cli-json.md lists the keys. A command
+  that writes a result again and again (``--watch``) writes JSON Lines instead: each result as one
+  compact document on one line (``lines=True``).
 * table: rich tables (no colour when stdout is not a terminal or NO_COLOR is set); tables whose text is
   plain ASCII and that fit the width are laid out here, character for character as rich lays them
   out, without importing rich.
@@ -69,10 +71,14 @@ class Fields:
 Section = Table | Fields
 
 
-def emit(fmt: OutputFormat, data: object, sections: Callable[[], Sequence[Section]]) -> None:
-    """Write ``data`` to stdout in ``fmt``; ``sections`` is only called for the human formats."""
+def emit(
+    fmt: OutputFormat, data: object, sections: Callable[[], Sequence[Section]], *, lines: bool = False
+) -> None:
+    """Write ``data`` to stdout in ``fmt``; ``sections`` is only called for the human formats.
+
+    ``lines``: one of a series of results (``--watch``); json then writes it as one line (JSON Lines)."""
     if fmt is OutputFormat.JSON:
-        sys.stdout.write(to_json(data) + "\n")
+        sys.stdout.write((to_json_line(data) if lines else to_json(data)) + "\n")
     elif fmt is OutputFormat.TABLE:
         _print_table(sections())
     else:
@@ -82,6 +88,11 @@ def emit(fmt: OutputFormat, data: object, sections: Callable[[], Sequence[Sectio
 # -- json -----------------------------------------------------------------------------------------
 def to_json(data: object) -> str:
     return json.dumps(to_jsonable(data), sort_keys=True, indent=2, ensure_ascii=False)
+
+
+def to_json_line(data: object) -> str:
+    """``data`` as one compact JSON document without a newline (a line of JSON Lines)."""
+    return json.dumps(to_jsonable(data), sort_keys=True, ensure_ascii=False)
 
 
 def to_jsonable(value: object) -> Any:

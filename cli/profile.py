@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import OutOpt, YesOpt, confirm
+from cli.connect import OutOpt, YesOpt, confirm, connect
 from cli.output import OutputFormat, Section, Table, emit
 
 if TYPE_CHECKING:
@@ -20,7 +20,21 @@ app = typer.Typer(
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Profile name.", show_default=False)]
 
 
-def _emit(content: ProfileFile, output: OutputFormat | None) -> None:
+def _format(output: OutputFormat | None) -> OutputFormat:
+    """``-o``, else RMQ_OUTPUT, else the profile's output, as every command resolves it (from the settings
+    as they are before the command changes them); table when they do not resolve, since these commands are
+    how a broken profile is repaired."""
+    from admin.errors import BadInput
+
+    if output is not None:
+        return output
+    try:
+        return connect(output=output).fmt
+    except BadInput:
+        return OutputFormat.TABLE
+
+
+def _emit(content: ProfileFile, fmt: OutputFormat) -> None:
     from admin.profiles import config_path
 
     data = {
@@ -28,7 +42,7 @@ def _emit(content: ProfileFile, output: OutputFormat | None) -> None:
         "current": content.current,
         "profiles": [content.profiles[n] for n in sorted(content.profiles)],
     }
-    emit(output or OutputFormat.TABLE, data, lambda: _sections(content))
+    emit(fmt, data, lambda: _sections(content))
 
 
 @app.command("create")
@@ -83,6 +97,7 @@ def create(
     """
     from admin import profiles
 
+    fmt = _format(output)
     files = {"tls_ca_file": tls_ca_file, "tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file}
     if tls is None and any(files.values()):
         tls = True
@@ -97,7 +112,7 @@ def create(
         tls=tls,
         **{key: str(path.expanduser().absolute()) for key, path in files.items() if path is not None},
     )
-    _emit(profiles.create(profiles.config_path(), profile, use), output)
+    _emit(profiles.create(profiles.config_path(), profile, use), fmt)
 
 
 @app.command("use")
@@ -105,7 +120,8 @@ def use(name: NameArg, output: OutOpt = None) -> None:
     """Make a profile the current one."""
     from admin import profiles
 
-    _emit(profiles.use(profiles.config_path(), name), output)
+    fmt = _format(output)
+    _emit(profiles.use(profiles.config_path(), name), fmt)
 
 
 @app.command("list")
@@ -113,7 +129,8 @@ def list_(output: OutOpt = None) -> None:
     """Profiles and which one is current."""
     from admin import profiles
 
-    _emit(profiles.load(profiles.config_path()), output)
+    fmt = _format(output)
+    _emit(profiles.load(profiles.config_path()), fmt)
 
 
 @app.command("delete")
@@ -121,8 +138,9 @@ def delete(name: NameArg, yes: YesOpt = False, output: OutOpt = None) -> None:
     """Delete a profile."""
     from admin import profiles
 
+    fmt = _format(output)
     confirm(f"delete profile {name}", yes)
-    _emit(profiles.delete(profiles.config_path(), name), output)
+    _emit(profiles.delete(profiles.config_path(), name), fmt)
 
 
 def _sections(content: ProfileFile) -> list[Section]:

@@ -1,4 +1,8 @@
-"""``rmq namesrv``, ``rmq broker`` and ``rmq up``: run servers in the foreground until Ctrl-C."""
+"""``rmq namesrv``, ``rmq broker`` and ``rmq up``: run servers in the foreground until Ctrl-C.
+
+Help texts escape ``[`` as ``\\[``: typer renders them as Rich markup, where ``[default: …]`` would be
+taken for a tag and vanish.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +34,13 @@ HttpPortOpt = Annotated[
 NoHttpOpt = Annotated[bool, typer.Option("--no-http", help="Do not serve the HTTP endpoint.")]
 GrpcPortOpt = Annotated[
     int | None,
-    typer.Option("--grpc-port", help="RocketMQ 5 gRPC port [default: 8081] (0 = any free port, -1 = off)."),
+    typer.Option(
+        "--grpc-port",
+        help=r"RocketMQ 5 gRPC port \[default: 8081; any free port when the broker port is 0] "
+        "(0 = any free port, -1 = off).",
+    ),
 ]
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder [default: ~/.rmqkit/store].")]
+StoreOpt = Annotated[Path | None, typer.Option("--store", help=r"Store folder \[default: ~/.rmqkit/store].")]
 LogOpt = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
 
 
@@ -43,11 +51,14 @@ def _logging(level: str) -> None:
     logging.basicConfig(level=name, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def _namesrv_config(config: Path | None, overrides: list[str], port: int | None) -> NamesrvConfig:
+def _namesrv_config(
+    config: Path | None, overrides: list[str], port: int | None, folder: Path | None = None
+) -> NamesrvConfig:
     from broker.namesrv.config import NamesrvConfig
     from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
 
-    cfg = NamesrvConfig()
+    # kvConfigPath / configStorePath in the file or --set still win over the folder
+    cfg = NamesrvConfig() if folder is None else NamesrvConfig.in_folder(folder.expanduser())
     target = SettingsTarget(cfg)
     try:
         if config is not None:
@@ -66,11 +77,26 @@ def _run(plan: NodePlan, banner: list[str], after_start: Callable[[Node], None] 
     from broker.server.transport import install_uvloop
     from broker.store.errors import StoreError
 
+    def started(node: Node) -> None:
+        if after_start is not None:
+            after_start(node)
+        print("\n".join([*banner, *describe(node)]), flush=True)
+
     install_uvloop()
     try:
-        asyncio.run(run_until_signal(Node(plan), banner, after_start))
+        asyncio.run(run_until_signal(Node(plan), None, started))
     except (NodeStartError, StoreError) as exc:
         raise OperationFailed(str(exc)) from None
+
+
+def describe(node: Node) -> list[str]:
+    """The node's own description, with the HA port it serves (if any) after the broker's line."""
+    lines = node.describe()
+    ha_port = node.broker.ha_service.port if node.broker is not None else 0
+    if ha_port:
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Broker ")), len(lines))
+        lines.insert(at, f"HA          {node.plan.advertise_host}:{ha_port} (slaves replicate from here)")
+    return lines
 
 
 def _http(http_port: int | None, no_http: bool, default: int | None) -> int | None:
@@ -81,19 +107,27 @@ def _http(http_port: int | None, no_http: bool, default: int | None) -> int | No
 
 
 def namesrv(
-    port: Annotated[int | None, typer.Option("--port", help="Listen port [default: 9876].")] = None,
+    port: Annotated[int | None, typer.Option("--port", help=r"Listen port \[default: 9876].")] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     http_port: HttpPortOpt = None,
     no_http: NoHttpOpt = False,
     log_level: LogOpt = "INFO",
+    folder: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help=r"Folder of kvConfig.json and namesrv.properties \[default: ~/.rmqkit/namesrv].",
+        ),
+    ] = None,
 ) -> None:
     """Run a NameServer."""
     from broker.server.node import NodePlan
 
     _logging(log_level)
     plan = NodePlan(
-        namesrv=_namesrv_config(config, set_ or [], port), http_port=_http(http_port, no_http, 9877)
+        namesrv=_namesrv_config(config, set_ or [], port, folder), http_port=_http(http_port, no_http, 9877)
     )
     _run(plan, ["rmqkit NameServer is up"])
 
@@ -111,11 +145,11 @@ def _broker_plan(
     from broker.settings import SettingsError
 
     try:
-        broker_cfg, store_cfg = load_broker_settings(config, overrides, env, store_path=store)
+        broker_cfg, store_cfg = load_broker_settings(
+            config, overrides, env, store_path=store, listen_port=port
+        )
     except SettingsError as exc:
         raise BadInput(str(exc)) from None
-    if port is not None:
-        broker_cfg.listen_port = port
     if namesrv_addr:
         broker_cfg.namesrv_addr = namesrv_addr
     # in a configuration file httpPort=0 turns the endpoint off
@@ -127,7 +161,7 @@ def broker(
     namesrv_addr: Annotated[
         str | None, typer.Option("-n", "--namesrv", help="NameServer address(es), ';'-separated.")
     ] = None,
-    port: Annotated[int | None, typer.Option("--port", help="Listen port [default: 10911].")] = None,
+    port: Annotated[int | None, typer.Option("--port", help=r"Listen port \[default: 10911].")] = None,
     store: StoreOpt = None,
     set_: SetOpt = None,
     http_port: HttpPortOpt = None,
@@ -150,8 +184,9 @@ def up(
         int, typer.Option("--namesrv-port", help="NameServer port (0 = any free port).")
     ] = 9876,
     broker_port: Annotated[
-        int, typer.Option("--broker-port", help="Broker port (0 = any free port).")
-    ] = 10911,
+        int | None,
+        typer.Option("--broker-port", help=r"Broker port (0 = any free port) \[listenPort, default 10911]."),
+    ] = None,
     http_port: HttpPortOpt = None,
     no_http: NoHttpOpt = False,
     grpc_port: GrpcPortOpt = None,
@@ -169,7 +204,11 @@ def up(
         typer.Option("--refresh", metavar="SECONDS", help="Dashboard refresh (at least 1; 0 = only on r)."),
     ] = 3.0,
 ) -> None:
-    """Run a NameServer and a broker in one process: a real RocketMQ on this machine."""
+    """Run a NameServer and a broker in one process: a real RocketMQ on this machine.
+
+    The HA port follows the broker port (+1), and --broker-port 0 puts HA and gRPC on free ports too.
+    With a store other than ~/.rmqkit/store, the NameServer keeps its files in the store's namesrv/.
+    """
     from broker.namesrv.config import NamesrvConfig
 
     _logging(log_level)
@@ -178,15 +217,27 @@ def up(
     plan = _broker_plan(config, set_ or [], store, broker_port, None, env)
     if grpc_port is not None and plan.broker is not None:
         plan.broker.grpc_port = grpc_port
-    plan.namesrv = NamesrvConfig()
+    assert plan.store is not None
+    plan.namesrv = NamesrvConfig.in_folder(namesrv_folder(plan.store.store_path))
     plan.namesrv.listen_port = namesrv_port
-    plan.http_port = _http(http_port, no_http, 10914)
+    plan.http_port = _http(http_port, no_http, plan.http_port)
     if dashboard:
         from cli.dashboard import run_with_node
 
         run_with_node(plan, refresh, read_only=False, after_start=_save_local_profile)
         return
     _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"], _save_local_profile)
+
+
+def namesrv_folder(store_path: Path) -> Path:
+    """Where ``rmq up`` keeps its NameServer's kvConfig.json and namesrv.properties: beside the default
+    store (~/.rmqkit/namesrv), else inside the node's own store folder, so nodes never share them."""
+    from broker.namesrv.config import DEFAULT_HOME
+    from broker.server.config import DEFAULT_STORE
+
+    if store_path.expanduser().resolve() == DEFAULT_STORE.resolve():
+        return DEFAULT_HOME
+    return store_path.expanduser() / "namesrv"
 
 
 def _save_local_profile(node: Node) -> None:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.timeparse import parse_time
-from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
-from cli.output import Fields, OutputFormat, Table, emit
+from cli.connect import Conn, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
+from cli.output import Fields, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,12 +42,9 @@ def _session(master: str) -> SparkSession:
     return build_session(master)
 
 
-def _read_options(
-    namesrv: str | None, profile: str | None, timeout: float | None, store: Path | None
-) -> tuple[dict[str, str], str | None]:
+def _read_options(conn: Conn, store: Path | None) -> tuple[dict[str, str], str | None]:
     if store is not None:
         return {"storePath": str(store)}, None
-    conn = connect(namesrv, profile, timeout, None)
     addr = ";".join(conn.settings.namesrv)
     return {"nameServer": addr, "timeout": str(conn.settings.timeout)}, addr
 
@@ -68,24 +65,18 @@ def archive(
 ) -> None:
     from admin.pipelines.jobs import archive as run_archive
 
-    options, _ = _read_options(namesrv, profile, timeout, store)
+    conn = connect(namesrv, profile, timeout, output)
+    options, _ = _read_options(conn, store)
     options["topic"] = topic
     if begin:
         options["startingTimestamp"] = str(parse_time(begin))
     if end:
         options["endingTimestamp"] = str(parse_time(end))
     result = run_archive(_session(master), options, str(out), overwrite=overwrite, progress=_say)
-    emit(
-        _fmt(output),
+    conn.emit(
         result,
-        lambda: [
-            Fields([("messages", result.rows), ("dates", ", ".join(result.dates)), ("path", result.path)])
-        ],
+        lambda r: [Fields([("messages", r.rows), ("dates", ", ".join(r.dates)), ("path", r.path)])],
     )
-
-
-def _fmt(output: OutputFormat | None) -> OutputFormat:
-    return output if output is not None else OutputFormat.TABLE
 
 
 @app.command("dlq-report", help="Dead letters by group, origin topic, reconsume times and age.")
@@ -104,7 +95,8 @@ def dlq_report(
 
     if out_format not in ("parquet", "csv"):
         raise BadInput("--format must be parquet or csv")
-    options, _ = _read_options(namesrv, profile, timeout, store)
+    conn = connect(namesrv, profile, timeout, output)
+    options, _ = _read_options(conn, store)
     spark = _session(master)
     rows = run_report(spark, options, progress=_say)
     if out is not None:
@@ -119,7 +111,6 @@ def dlq_report(
         writer = df.coalesce(1).write.mode("overwrite")
         (writer.option("header", "true").csv(str(out)) if out_format == "csv" else writer.parquet(str(out)))
         _say(f"wrote {out}")
-    fmt = _fmt(output)
     table = Table(
         ["group", "origin topic", "reconsume times", "messages", "oldest age (s)", "newest age (s)"],
         [
@@ -134,7 +125,7 @@ def dlq_report(
             for r in rows
         ],
     )
-    emit(fmt, rows, lambda: [table])
+    conn.emit(rows, lambda _: [table])
 
 
 @app.command(help="Send messages from Parquet (archive's output) or a group's DLQ back to a topic.")
@@ -162,7 +153,8 @@ def replay(
 
     if (parquet is None) == (dlq is None):
         raise BadInput("give exactly one of --parquet or --dlq")
-    options, addr = _read_options(namesrv, profile, timeout, None)
+    conn = connect(namesrv, profile, timeout, output)
+    options, addr = _read_options(conn, None)
     assert addr is not None
     spark = _session(master)
     if parquet is not None:
@@ -170,8 +162,4 @@ def replay(
     else:
         df = source(spark, {**options, "topic": f"{DLQ_PREFIX}{dlq}"})
     result = run_replay(spark, df, addr, topic, rate=rate, dry_run=dry_run, progress=_say)
-    emit(
-        _fmt(output),
-        result,
-        lambda: [Fields([("messages", result.rows), ("topic", result.topic), ("dry run", result.dry_run)])],
-    )
+    conn.emit(result, lambda r: [Fields([("messages", r.rows), ("topic", r.topic), ("dry run", r.dry_run)])])

@@ -51,7 +51,7 @@ __rmq_opts() {
         "completion") echo "-h --help" ;;
         "completion install") echo "-h --help" ;;
         "completion show") echo "-h --help" ;;
-        "dashboard") echo "--read-only --install-completion --show-completion -h --help --refresh -n --namesrv --profile --timeout" ;;
+        "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout" ;;
         "dlq") echo "-h --help" ;;
         "dlq browse") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "dlq export") echo "-h --help --file -f --limit -l -n --namesrv --profile --timeout" ;;
@@ -75,7 +75,7 @@ __rmq_opts() {
         "message resend") echo "-h --help -t --topic --to -n --namesrv --profile --timeout --output -o" ;;
         "message send") echo "-h --help --file -f --tags -k --key -p --property --delay --broker-name -q --queue -n --namesrv --profile --timeout --output -o" ;;
         "message track") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
-        "namesrv") echo "--no-http -h --help --port -c --config --set --http-port --log-level" ;;
+        "namesrv") echo "--no-http -h --help --port -c --config --set --http-port --log-level --dir" ;;
         "namesrv config") echo "-h --help" ;;
         "namesrv config get") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "namesrv config set") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
@@ -108,7 +108,7 @@ __rmq_opts() {
         "topic route") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "topic status") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
         "topic update") echo "--order --no-order -h --help -c --cluster -b --broker -r --read-queues -w --write-queues -p --perm -a --attr -n --namesrv --profile --timeout --output -o" ;;
-        "up") echo "--no-http --dashboard --install-completion --show-completion -h --help --store --namesrv-port --broker-port --http-port --grpc-port -c --config --set --log-level --refresh" ;;
+        "up") echo "--no-http --dashboard -h --help --store --namesrv-port --broker-port --http-port --grpc-port -c --config --set --log-level --refresh" ;;
         "wait") echo "-h --help" ;;
         "wait ready") echo "-h --help --timeout --http --brokers -n --namesrv --profile --output -o" ;;
     esac
@@ -515,6 +515,7 @@ __rmq_kind() {
         "namesrv|--set") echo "-" ;;
         "namesrv|--http-port") echo "-" ;;
         "namesrv|--log-level") echo "-" ;;
+        "namesrv|--dir") echo "@files" ;;
         "namesrv config get|-n") echo "-" ;;
         "namesrv config get|--namesrv") echo "-" ;;
         "namesrv config get|--profile") echo "-" ;;

@@ -42,7 +42,7 @@ class BrokerInfo:
     broker_name: str
     broker_id: int
     address: str
-    role: str  # MASTER or SLAVE (by broker id)
+    role: str  # MASTER, SLAVE (by broker id) or UNKNOWN (broker status of an unregistered broker)
     reachable: bool
     error: str | None
     version: str | None

@@ -12,15 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.service.base import ServiceBase, admin_call, gather
+from broker.client.admin_api import RemoteError
 
 if TYPE_CHECKING:
     from broker.acl.config import AclConfig, PlainAccount
+    from broker.client.admin_api import AdminApi
+    from broker.protocol.remoting import RemotingCommand
 
 
 @dataclass(frozen=True, slots=True)
 class AclAccountView:
     access_key: str
-    white_remote_address: str = ""
+    white_remote_address: str | None = None  # None: unset (every address must sign)
     admin: bool = False
     default_topic_perm: str = "DENY"
     default_group_perm: str = "DENY"
@@ -33,10 +36,10 @@ class AclView:
     """The ACL of one broker (or of a local file: ``broker`` is then the path)."""
 
     broker: str
-    address: str
+    address: str | None  # None for a local file
     global_white_addresses: list[str]
     accounts: list[AclAccountView]
-    version: str = ""
+    version: str | None = None  # the broker's ACL data version; None for a file or when not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ def view_of_doc(doc: dict[str, Any]) -> AclAccountView:
     key = str(doc.get("accessKey") or "")
     return AclAccountView(
         access_key=key,
-        white_remote_address=str(doc.get("whiteRemoteAddress") or ""),
+        white_remote_address=str(doc.get("whiteRemoteAddress") or "") or None,
         admin=str(doc.get("admin")).lower() == "true",
         default_topic_perm=str(doc.get("defaultTopicPerm") or "DENY"),
         default_group_perm=str(doc.get("defaultGroupPerm") or "DENY"),
@@ -112,7 +115,7 @@ def file_view(path: Path, access_key: str | None = None) -> AclView:
     if not path.exists():
         raise NotFound(f"no ACL file {path}")
     accounts = [_view_of_account(a) for a in config.accounts.values()]
-    return _filtered(AclView(str(path), "", config.global_white_addresses, accounts), access_key)
+    return _filtered(AclView(str(path), None, config.global_white_addresses, accounts), access_key)
 
 
 def file_upsert(path: Path, change: AccountChange, *, create: bool | None) -> None:
@@ -149,6 +152,22 @@ def file_delete(path: Path, access_key: str) -> None:
 
 
 # == brokers ===================================================================================
+async def _acl_call(
+    api: AdminApi, name: str, addr: str, code: int, ext: dict[str, str] | None = None
+) -> RemotingCommand:
+    """One ACL request; a broker that does not serve it (aclEnable=false) is named as such."""
+    from broker.protocol.codes import ResponseCode
+
+    try:
+        return await api.call(addr, code, ext=ext)
+    except RemoteError as exc:
+        if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            raise OperationFailed(
+                f"ACL is not enabled on broker {name} ({addr}): it needs aclEnable=true"
+            ) from None
+        raise
+
+
 class AclOps(ServiceBase):
     @admin_call
     async def acl_list(
@@ -160,11 +179,11 @@ class AclOps(ServiceBase):
         targets = await self._broker_targets(cluster, broker)
 
         async def one(name: str, addr: str) -> AclView:
-            config = await self.api.call(addr, AclCode.GET_BROKER_CLUSTER_ACL_CONFIG)
-            info = await self.api.call(addr, AclCode.GET_BROKER_CLUSTER_ACL_INFO)
+            config = await _acl_call(self.api, name, addr, AclCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+            info = await _acl_call(self.api, name, addr, AclCode.GET_BROKER_CLUSTER_ACL_INFO)
             body = json.loads(config.body or b"{}")
             accounts = [view_of_doc(d) for d in body.get("plainAccessConfigs") or []]
-            version = (info.ext_fields or {}).get("version", "")
+            version = (info.ext_fields or {}).get("version") or None
             view = AclView(name, addr, list(body.get("globalWhiteAddrs") or []), accounts, version)
             return _filtered(view, access_key)
 
@@ -193,7 +212,8 @@ class AclOps(ServiceBase):
                 raise NotFound(f"no ACL account {change.access_key} on {view.broker}")
         ext = change.fields()
         await gather(
-            self.api.call(addr, AclCode.UPDATE_AND_CREATE_ACL_CONFIG, ext=ext) for addr in targets.values()
+            _acl_call(self.api, name, addr, AclCode.UPDATE_AND_CREATE_ACL_CONFIG, ext)
+            for name, addr in targets.items()
         )
         return sorted(targets)
 
@@ -206,5 +226,7 @@ class AclOps(ServiceBase):
 
         targets = await self._broker_targets(cluster, broker)
         ext = {"accessKey": access_key}
-        await gather(self.api.call(addr, AclCode.DELETE_ACL_CONFIG, ext=ext) for addr in targets.values())
+        await gather(
+            _acl_call(self.api, name, addr, AclCode.DELETE_ACL_CONFIG, ext) for name, addr in targets.items()
+        )
         return sorted(targets)

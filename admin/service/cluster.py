@@ -46,6 +46,9 @@ def _float_or_none(text: str | None) -> float | None:
         return None
 
 
+UNKNOWN_ROLE = "UNKNOWN"  # broker status of a broker the NameServer does not list
+
+
 class ClusterOps(ServiceBase):
     async def _runtime_or_error(self, addr: str) -> dict[str, str] | Exception:
         try:
@@ -147,16 +150,37 @@ class ClusterOps(ServiceBase):
 
     @admin_call
     async def broker_status(self, broker: str | None = None) -> BrokerInfo:
-        """One broker (or the only one registered) as the cluster list shows it."""
+        """One broker (or the only one registered) as the cluster list shows it, replication included.
+
+        A broker that answers but is not registered with the NameServer has role ``UNKNOWN``."""
+        from admin.service.ha import ha_or_none, with_slave_lag
+
         addr = await self._one_broker(broker)
-        info, runtime = await asyncio.gather(self._cluster(), self.api.runtime_info(addr))
-        for cname, bnames in info.clusterAddrTable.items():
-            for bname in bnames:
-                data = info.brokerAddrTable.get(bname)
-                for bid, baddr in (data.brokerAddrs if data else {}).items():
-                    if baddr == addr:
-                        return self._broker_info(cname, bname, bid, addr, runtime)
-        return self._broker_info("", "", -1, addr, runtime)  # reachable, but not registered
+        info, runtime, ha = await asyncio.gather(
+            self._cluster(), self.api.runtime_info(addr), ha_or_none(self.api, addr)
+        )
+        member = next(
+            (
+                (cname, bname, bid, data.brokerAddrs.get(0))
+                for cname, bnames in info.clusterAddrTable.items()
+                for bname in bnames
+                if (data := info.brokerAddrTable.get(bname)) is not None
+                for bid, baddr in data.brokerAddrs.items()
+                if baddr == addr
+            ),
+            None,
+        )
+        if member is None:  # reachable, but not registered
+            unknown = self._broker_info("", "", -1, addr, runtime)
+            return dataclasses.replace(unknown, role=UNKNOWN_ROLE, ha=ha)
+        cname, bname, bid, master = member
+        found = dataclasses.replace(self._broker_info(cname, bname, bid, addr, runtime), ha=ha)
+        if bid == 0 or master is None or ha is None or ha.master:
+            return found
+        # a slave's lag is its master's CommitLog end minus its own, as in cluster list
+        top = self._broker_info(cname, bname, 0, master, {})
+        top = dataclasses.replace(top, ha=await ha_or_none(self.api, master))
+        return with_slave_lag([top, found])[1]
 
     @admin_call
     async def broker_runtime(self, broker: str | None = None) -> BrokerRuntime:

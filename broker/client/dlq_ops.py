@@ -56,7 +56,8 @@ class ResentMessage:
     """One dead letter and what happened to it (``error`` None = resent, or would be in a dry run)."""
 
     dlq_offset: int
-    msg_id: str
+    msg_id: str  # offset MessageId of the dead letter (store host + CommitLog offset)
+    uniq_key: str | None  # its UNIQ_KEY, kept by the resent copy; None when it has none
     topic: str | None  # the original topic; None when the dead letter does not say
     new_msg_id: str | None = None  # offset MessageId of the resent copy; None in a dry run
     queue_id: int | None = None
@@ -144,7 +145,7 @@ async def resend_dead_letters(
 
 async def _resend_one(admin: AdminApi, broker_addr: str, rec: MessageRecord, dry_run: bool) -> ResentMessage:
     topic = origin_topic(rec)
-    base = ResentMessage(rec.queue_offset, rec.msg_id, topic)
+    base = ResentMessage(rec.queue_offset, rec.offset_msg_id, rec.uniq_key, topic)
     if topic is None:
         return replace(base, error="the dead letter names no original topic (DLQ_ORIGIN_TOPIC, RETRY_TOPIC)")
     if dry_run:

@@ -17,6 +17,8 @@ from broker.settings import SettingsError, SettingsTarget, camel, parse_properti
 from broker.store.config_files import ConfigFile
 
 DEFAULT_HOME = Path("~/.rmqkit/namesrv").expanduser()
+KV_CONFIG_FILE = "kvConfig.json"
+CONFIG_STORE_FILE = "namesrv.properties"
 
 # Keys UPDATE_NAMESRV_CONFIG may change; everything else needs a restart (or is never remote).
 RUNTIME_UPDATABLE = frozenset(
@@ -39,8 +41,8 @@ class ForbiddenSettingError(SettingsError):
 @dataclass(slots=True)
 class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/settings.py)
     listen_port: int = 9876
-    kv_config_path: Path = DEFAULT_HOME / "kvConfig.json"
-    config_store_path: Path = DEFAULT_HOME / "namesrv.properties"  # where runtime updates are saved
+    kv_config_path: Path = DEFAULT_HOME / KV_CONFIG_FILE
+    config_store_path: Path = DEFAULT_HOME / CONFIG_STORE_FILE  # where runtime updates are saved
     order_message_enable: bool = False  # add ORDER_TOPIC_CONFIG's entry as orderTopicConf to routes
     return_order_topic_config_to_broker: bool = True
     scan_not_active_broker_interval: int = 5000  # ms between expiry scans
@@ -50,6 +52,11 @@ class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl
     enable_topic_list: bool = True
     server_channel_max_idle_time_seconds: int = 120
     config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
+
+    @classmethod
+    def in_folder(cls, folder: Path) -> NamesrvConfig:
+        """Defaults, with kvConfig.json and namesrv.properties kept in ``folder``."""
+        return cls(kv_config_path=folder / KV_CONFIG_FILE, config_store_path=folder / CONFIG_STORE_FILE)
 
     def validate(self) -> None:
         self.validate_security()
@@ -78,7 +85,7 @@ class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl
             entry = target.index.get(key)
             if entry is None:
                 raise SettingsError(f"unknown setting {key!r} ({origin})")
-            name = camel(entry[1])  # snake_case spellings must not slip past the blacklist
+            name = target.key(entry[1])  # other spellings must not slip past the blacklist
             if name in blacklist or key in blacklist:
                 raise ForbiddenSettingError(f"setting {name} is in the config black list ({origin})")
             if name not in RUNTIME_UPDATABLE:

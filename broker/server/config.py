@@ -1,11 +1,15 @@
 """Broker settings (RocketMQ's BrokerConfig names) and how they are loaded: defaults < file
-(TOML or broker.conf) < environment (``NAMESRV_ADDR``) < ``--set`` flags."""
+(TOML or broker.conf) < environment (``NAMESRV_ADDR``) < ``--set`` flags.
+
+Ports that follow the broker's own unless set: haListenPort is listenPort + 1 (RocketMQ's rule; any
+free port when listenPort is 0), and with listenPort 0 the gRPC port is any free one too.
+"""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.acl.settings import SecuritySettings
@@ -21,13 +25,16 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = socket.gethostname().split(".")[0] or "DEFAULT_BROKER"
     broker_id: int = 0
-    broker_ip1: str = "127.0.0.1"  # the address clients reach; also the store host of MessageIds
+    # the address clients reach; also the store host of MessageIds
+    broker_ip1: str = field(default="127.0.0.1", metadata={"key": "brokerIP1"})
+    # the address slaves reach the HA port at; empty = brokerIP1
+    broker_ip2: str = field(default="", metadata={"key": "brokerIP2"})
     listen_host: str = "0.0.0.0"
     listen_port: int = 10911
     namesrv_addr: str = ""  # "host:port;host:port"
     broker_permission: int = 6
     broker_role: str = "ASYNC_MASTER"
-    ha_listen_port: int = 10912  # 0 = any free port
+    ha_listen_port: int = 10912  # 0 = any free port; listenPort + 1 unless set (load_broker_settings)
     ha_master_address: str = ""  # a slave's fixed master HA address; empty = the NameServer's answer
     ha_send_heartbeat_interval: int = 5000
     ha_housekeeping_interval: int = 20_000  # a silent peer is dropped after this long
@@ -71,6 +78,11 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
         return f"{self.broker_ip1}:{self.listen_port}"
 
     @property
+    def ha_server_addr(self) -> str:
+        """Where slaves replicate from: ``brokerIP2:haListenPort`` (brokerIP1 when brokerIP2 is empty)."""
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_listen_port}"
+
+    @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
 
@@ -83,27 +95,28 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
         if not 0 <= self.broker_permission <= 7:
             raise SettingsError(f"setting brokerPermission: {self.broker_permission} is not within 0..7")
         self.validate_security()
+        if not self.broker_ip2:  # RocketMQ's brokerIP2 is brokerIP1 unless set
+            self.broker_ip2 = self.broker_ip1
         if self.serialize_type.upper() not in ("JSON", "ROCKETMQ"):
             raise SettingsError(f"setting serializeType: {self.serialize_type!r} is not JSON or ROCKETMQ")
 
 
-# RocketMQ keys whose names or units differ from the store's fields
-STORE_ALIASES = {
-    "storePathRootDir": "store_path",
-    "mappedFileSizeConsumeQueueUnits": "mapped_file_size_consume_queue_units",
-    "flushIntervalCommitLog": "flush_interval_commit_log_ms",
-    "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
-    "syncFlushTimeout": "sync_flush_timeout_ms",
-    "checkCRCOnRecover": "check_crc_on_recover",
-    "fileReservedTime": "file_reserved_time_hours",
-    "cleanResourceInterval": "clean_resource_interval_ms",
-    "maxTransferCountOnMessageInMemory": "max_transfer_count_on_message",
-    "maxTransferBytesOnMessageInMemory": "max_transfer_bytes_on_message",
-}
-
-
 def settings_target(broker: BrokerConfig, store: StoreConfig) -> SettingsTarget:
-    return SettingsTarget(broker, store, aliases=STORE_ALIASES)
+    """Both configurations under one key space (RocketMQ's keys are in the fields' metadata)."""
+    return SettingsTarget(broker, store)
+
+
+def follow_listen_port(broker: BrokerConfig, explicit: Set[str]) -> None:
+    """Ports derived from the broker's listen port, unless their settings are in ``explicit``.
+
+    haListenPort becomes listenPort + 1 as in RocketMQ (any free port when listenPort is 0, or when
+    listenPort + 1 is not a port); with listenPort 0 a gRPC port left at its default becomes any free
+    port too, so that a second node on one machine does not lose its HA or gRPC port to the first."""
+    port = broker.listen_port
+    if "ha_listen_port" not in explicit:
+        broker.ha_listen_port = port + 1 if 0 < port < 65535 else 0
+    if port == 0 and "grpc_port" not in explicit and broker.grpc_port > 0:
+        broker.grpc_port = 0
 
 
 def load_broker_settings(
@@ -112,7 +125,9 @@ def load_broker_settings(
     env: Mapping[str, str] | None = None,
     *,
     store_path: Path | None = None,
+    listen_port: int | None = None,
 ) -> tuple[BrokerConfig, StoreConfig]:
+    """The settings of a broker; ``store_path`` and ``listen_port`` (flags) win over every source."""
     broker = BrokerConfig()
     store = StoreConfig(store_path=store_path or DEFAULT_STORE)
     target = settings_target(broker, store)
@@ -126,6 +141,9 @@ def load_broker_settings(
     target.apply(parse_overrides(overrides), "--set")
     if store_path is not None:
         store.store_path = store_path
+    if listen_port is not None:
+        broker.listen_port = listen_port
+    follow_listen_port(broker, target.applied)
     broker.validate()
     if store.flush_disk_type.upper() not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         raise SettingsError(

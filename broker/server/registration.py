@@ -88,7 +88,7 @@ class NameServerRegistration:
             brokerName=c.broker_name,
             brokerAddr=c.broker_addr,
             clusterName=c.broker_cluster_name,
-            haServerAddr=f"{c.broker_ip1}:{c.ha_listen_port}",
+            haServerAddr=c.ha_server_addr,
             brokerId=c.broker_id,
             heartbeatTimeoutMillis=c.channel_expired_timeout,
             compressed=False,

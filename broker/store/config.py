@@ -1,4 +1,8 @@
-"""Store settings, named as RocketMQ's MessageStoreConfig names them where one exists."""
+"""Store settings, named as RocketMQ's MessageStoreConfig names them where one exists.
+
+A field whose name or unit differs from RocketMQ's key carries that key in its metadata (see
+:func:`broker.settings.key_name`): files, flags and GET_BROKER_CONFIG use RocketMQ's name.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +34,14 @@ def parse_delay_levels(text: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
+def _key(name: str) -> dict[str, str]:
+    """Field metadata: RocketMQ's key for a field whose name or unit differs from it."""
+    return {"key": name}
+
+
 @dataclass(slots=True)
 class StoreConfig:
-    store_path: Path
+    store_path: Path = field(metadata=_key("storePathRootDir"))
     mapped_file_size_commit_log: int = 1 << 30
     mapped_file_size_consume_queue_units: int = 300_000
     max_hash_slot_num: int = 5_000_000
@@ -40,25 +49,27 @@ class StoreConfig:
     message_index_enable: bool = True
     max_message_size: int = 4 * 1024 * 1024
     flush_disk_type: str = "ASYNC_FLUSH"
-    flush_interval_commit_log_ms: int = 500
-    flush_interval_consume_queue_ms: int = 1000
-    sync_flush_timeout_ms: int = 5000
-    check_crc_on_recover: bool = True
-    file_reserved_time_hours: int = 72
+    flush_interval_commit_log_ms: int = field(default=500, metadata=_key("flushIntervalCommitLog"))
+    flush_interval_consume_queue_ms: int = field(default=1000, metadata=_key("flushIntervalConsumeQueue"))
+    sync_flush_timeout_ms: int = field(default=5000, metadata=_key("syncFlushTimeout"))
+    check_crc_on_recover: bool = field(default=True, metadata=_key("checkCRCOnRecover"))
+    file_reserved_time_hours: int = field(default=72, metadata=_key("fileReservedTime"))
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75
     disk_space_clean_forcibly_ratio: int = 85
     disk_space_warning_level_ratio: int = 90
-    clean_resource_interval_ms: int = 10_000
+    clean_resource_interval_ms: int = field(default=10_000, metadata=_key("cleanResourceInterval"))
     message_delay_level: str = DEFAULT_DELAY_LEVELS
-    max_transfer_count_on_message: int = 32
-    max_transfer_bytes_on_message: int = 256 * 1024
+    max_transfer_count_on_message: int = field(default=32, metadata=_key("maxTransferCountOnMessageInMemory"))
+    max_transfer_bytes_on_message: int = field(
+        default=256 * 1024, metadata=_key("maxTransferBytesOnMessageInMemory")
+    )
     max_filter_message_count: int = 16_000
     os_page_cache_busy_time_out_mills: int = 1000  # an append holding the lock longer: flow control
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property
     def sync_flush(self) -> bool:
