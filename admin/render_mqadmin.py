@@ -208,9 +208,14 @@ def topic_change(change: TopicChange, by_cluster: bool, filter_type: str = "SING
     lines.append(
         f"TopicConfig [topicName={change.topic}, readQueueNums={change.read_queues}, "
         f"writeQueueNums={change.write_queues}, perm={_perm(change.perm)}, topicFilterType={filter_type}, "
-        f"topicSysFlag=0, order={jstr(change.order)}, attributes={{}}]"
+        f"topicSysFlag=0, order={jstr(change.order)}, attributes={_java_map(change.attributes)}]"
     )
     return "\n".join(lines) + "\n"
+
+
+def _java_map(values: dict[str, str]) -> str:
+    """A Java Map's toString (in the map's own order)."""
+    return "{" + ", ".join(f"{k}={v}" for k, v in values.items()) + "}"
 
 
 def _perm(perm: int) -> str:

@@ -103,12 +103,15 @@ def _java_time(text: str) -> int:
 
 
 def _attributes(text: str | None) -> dict[str, str]:
-    """``+a=b,+c=d,-e`` (AttributeParser.parseToMap)."""
+    """The additions of ``+a=b,+c=d`` (AttributeParser's format); the broker checks keys and values."""
     out: dict[str, str] = {}
     for item in (text or "").split(","):
-        key, _, value = item.strip().partition("=")
-        if key:
-            out[key] = value
+        key, equals, value = item.strip().partition("=")
+        if not key:
+            continue
+        if not key.startswith("+") or not equals:
+            raise BadInput(f"--attributes: {item.strip()!r} is not +key=value (removing one is not supported)")
+        out[key[1:]] = value
     return out
 
 

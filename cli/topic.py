@@ -24,8 +24,8 @@ from cli.output import Fields, ProgressBar, Section, Table, ms_time
 
 if TYPE_CHECKING:
     from admin.models import (
-        Deletion,
         TopicChange,
+        TopicDeletion,
         TopicDescription,
         TopicList,
         TopicRoute,
@@ -181,10 +181,15 @@ def delete(
     confirm(f"delete topic {topic}", yes)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.topic_delete(topic, cluster, bar))
-    conn.emit(result, deletion_sections)
+    conn.emit(result, _deletion_sections)
 
 
 # -- layouts for people ---------------------------------------------------------------------------
+def _attributes_text(attributes: dict[str, str]) -> str | None:
+    """``k=v, k2=v2`` sorted by key; None (shown ``-``) when there are none."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(attributes.items())) or None
+
+
 def _change_sections(c: TopicChange) -> list[Section]:
     from admin.models import perm_text
 
@@ -198,14 +203,15 @@ def _change_sections(c: TopicChange) -> list[Section]:
                 ("perm", perm_text(c.perm)),
                 ("order", c.order),
                 ("order conf", c.order_conf),
+                ("attributes", _attributes_text(c.attributes)),
             ],
             title="Topic written",
         )
     ]
 
 
-def deletion_sections(d: Deletion) -> list[Section]:
-    items: list[tuple[str, object]] = [("name", d.name), ("brokers", ", ".join(d.brokers))]
+def _deletion_sections(d: TopicDeletion) -> list[Section]:
+    items: list[tuple[str, object]] = [("topic", d.topic), ("brokers", ", ".join(d.addresses))]
     if d.namesrvs:
         items.append(("NameServers", ", ".join(d.namesrvs)))
     return [Fields(items, title="Deleted")]
@@ -270,7 +276,15 @@ def _status_sections(s: TopicStatus) -> list[Section]:
 
 def _describe_sections(d: TopicDescription) -> list[Section]:
     return [
-        Fields([("topic", d.topic), ("kind", d.kind), ("order conf", d.route.order_conf)], title="Topic"),
+        Fields(
+            [
+                ("topic", d.topic),
+                ("kind", d.kind),
+                ("order conf", d.route.order_conf),
+                ("attributes", _attributes_text(d.attributes)),
+            ],
+            title="Topic",
+        ),
         *_route_sections(d.route),
         *_status_sections(d.status),
         Table(["group"], [(g,) for g in d.groups], title="Consuming groups"),

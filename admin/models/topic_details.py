@@ -70,6 +70,7 @@ class TopicDescription:
     route: TopicRoute
     status: TopicStatus
     groups: list[str]  # consuming groups, sorted
+    attributes: dict[str, str] = field(default_factory=dict)  # of the first master holding it
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +94,4 @@ class TopicChange:
     perm: int
     order: bool
     order_conf: str | None  # the ORDER_TOPIC_CONFIG value written to the NameServers
+    attributes: dict[str, str] = field(default_factory=dict)  # what the first broker holds afterwards

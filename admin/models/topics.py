@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from admin.models.names import TopicKind
 
-__all__ = ["Deletion", "TopicList", "TopicSummary", "perm_text"]
+__all__ = ["Deletion", "TopicDeletion", "TopicList", "TopicSummary", "perm_text"]
 
 
 def perm_text(perm: int) -> str:
@@ -24,11 +24,21 @@ class TopicSummary:
     write_queues: int
     perm: int | None  # of the first broker; None when no broker reported the topic
     order: bool
+    attributes: dict[str, str] = field(default_factory=dict)  # of the first broker, as ``perm``
 
 
 @dataclass(frozen=True, slots=True)
 class TopicList:
     topics: list[TopicSummary]  # sorted by name
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    """What ``topic delete`` removed; named as ``topic create`` names what it wrote."""
+
+    topic: str
+    addresses: list[str]  # brokers (masters and slaves) it was deleted from
+    namesrvs: list[str]  # NameServers it was deleted from
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import TopicKind, topic_kind
+from admin.models.topic_details import TopicChange, TopicDescription
+from admin.models.topics import TopicDeletion, TopicSummary
 from admin.service.base import Progress, ServiceBase, admin_call, gather
+from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
 
 if TYPE_CHECKING:
-    from admin.models.topic_details import TopicChange, TopicDescription, TopicRoute, TopicSpec, TopicStatus
-    from admin.models.topics import Deletion, TopicList, TopicSummary
+    from admin.models.topic_details import TopicRoute, TopicSpec, TopicStatus
+    from admin.models.topics import TopicList
 
 T = TypeVar("T")
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
@@ -85,8 +88,6 @@ class TopicOps(ServiceBase):
     def _summary(
         topic: str, held: list[tuple[str, TopicConfig]], cluster_of: dict[str, str], system: frozenset[str]
     ) -> TopicSummary:
-        from admin.models.topics import TopicSummary
-
         return TopicSummary(
             name=topic,
             kind=topic_kind(topic, system),
@@ -96,6 +97,7 @@ class TopicOps(ServiceBase):
             write_queues=sum(c.writeQueueNums for _, c in held),
             perm=held[0][1].perm if held else None,
             order=any(c.order for _, c in held),
+            attributes=dict(held[0][1].attributes) if held else {},
         )
 
     @staticmethod
@@ -179,20 +181,22 @@ class TopicOps(ServiceBase):
 
     @admin_call
     async def topic_describe(self, topic: str) -> TopicDescription:
-        """Route, queue offsets and the groups consuming the topic."""
-        from admin.models.topic_details import TopicDescription
-
+        """Route, queue offsets, attributes and the groups consuming the topic."""
         route, info = await asyncio.gather(self._route(topic), self._cluster())
         masters = self._route_masters(route)
-        status, groups = await asyncio.gather(
-            self._status(topic, route), gather(self.api.groups_consuming(a, topic) for a in masters.values())
+        status, groups, tables = await asyncio.gather(
+            self._status(topic, route),
+            gather(self.api.groups_consuming(a, topic) for a in masters.values()),
+            gather(self.api.all_topic_config(a) for a in masters.values()),
         )
+        held = [table[topic] for table in tables if topic in table]
         return TopicDescription(
             topic=topic,
             kind=topic_kind(topic, system_names(info)),
             route=self._route_view(topic, route),
             status=status,
             groups=sorted({g for gs in groups for g in gs}),
+            attributes=dict(held[0].attributes) if held else {},
         )
 
     # -- changes ----------------------------------------------------------------------------------
@@ -246,8 +250,6 @@ class TopicOps(ServiceBase):
         targets: dict[str, str],
         progress: Progress | None,
     ) -> TopicChange:
-        from admin.models.topic_details import TopicChange
-
         if spec.name.startswith(("%RETRY%", "%DLQ%")) or not spec.name.strip():
             raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
         configs = {
@@ -268,9 +270,7 @@ class TopicOps(ServiceBase):
                 raise BadInput("queue numbers must be positive")
             if not 0 <= config.perm <= 7:
                 raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
-        await tracked(
-            (self.api.create_topic(targets[n], c) for n, c in configs.items()), "writing topic", progress
-        )
+        await tracked((self._create_on(targets[n], c) for n, c in configs.items()), "writing topic", progress)
         first = next(iter(configs.values()))
         order_conf = await self._write_order_conf(spec, configs) if spec.order is not None else None
         return TopicChange(
@@ -281,7 +281,21 @@ class TopicOps(ServiceBase):
             perm=first.perm,
             order=first.order,
             order_conf=order_conf,
+            attributes={**next(iter(current.values())).attributes, **spec.attributes},
         )
+
+    async def _create_on(self, addr: str, config: TopicConfig) -> None:
+        """UPDATE_AND_CREATE_TOPIC; a refusal of attributes names them."""
+        try:
+            await self.api.create_topic(addr, config)
+        except RemoteError as exc:
+            if not config.attributes:
+                raise
+            attrs = ", ".join(f"{k}={v}" for k, v in config.attributes.items())
+            raise OperationFailed(
+                f"{addr} refused topic {config.topicName} with attributes {attrs}: "
+                f"{exc.remark or f'error code {exc.code}'}"
+            ) from exc
 
     async def _write_order_conf(self, spec: TopicSpec, configs: dict[str, TopicConfig]) -> str | None:
         """Merge these brokers into ORDER_TOPIC_CONFIG/<topic> (or drop them when order is off)."""
@@ -303,10 +317,10 @@ class TopicOps(ServiceBase):
     @admin_call
     async def topic_delete(
         self, topic: str, cluster: str | None = None, progress: Progress | None = None
-    ) -> Deletion:
-        """Delete a topic from its brokers (of one cluster, or all), then from every NameServer."""
-        from admin.models.topics import Deletion
-
+    ) -> TopicDeletion:
+        """Delete a topic from its brokers (of one cluster, or all), then from every NameServer, with its
+        ORDER_TOPIC_CONFIG entry (as DefaultMQAdminExt.deleteTopic does; with a cluster, only the entries
+        of that cluster's brokers)."""
         route = await self._route(topic)
         if topic_kind(topic) is TopicKind.SYSTEM:
             raise BadInput(f"{topic} is a system topic")
@@ -322,4 +336,19 @@ class TopicOps(ServiceBase):
             (self.api.delete_topic_in_broker(a, topic) for a in brokers), "deleting topic", progress
         )
         await gather(self.api.delete_topic_in_namesrv(a, topic, cluster) for a in self.namesrv)
-        return Deletion(topic, brokers, list(self.namesrv))
+        removed = {d.brokerName for d in route.brokerDatas if cluster is None or d.cluster == cluster}
+        await self._drop_order_conf(topic, None if cluster is None else removed)
+        return TopicDeletion(topic, brokers, list(self.namesrv))
+
+    async def _drop_order_conf(self, topic: str, broker_names: set[str | None] | None) -> None:
+        """Remove ORDER_TOPIC_CONFIG/<topic>, or only these brokers' entries of it."""
+        value = await self.api.get_kv(self.namesrv, ORDER_TOPIC_NAMESPACE, topic)
+        if value is None:
+            return
+        rest = {n: q for n, q in _parse_order_conf(value).items() if n not in (broker_names or set())}
+        if broker_names is None or not rest:
+            await gather(self.api.delete_kv(a, ORDER_TOPIC_NAMESPACE, topic) for a in self.namesrv)
+            return
+        kept = ";".join(f"{n}:{q}" for n, q in sorted(rest.items()))
+        if kept != value:
+            await gather(self.api.put_kv(a, ORDER_TOPIC_NAMESPACE, topic, kept) for a in self.namesrv)

@@ -56,7 +56,15 @@ from broker.server.pop_service import AckStatus, Receipt
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
-from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
+from broker.server.topic_config import (
+    DEFAULT_TOPIC,
+    DLQ_PREFIX,
+    MESSAGE_TYPE_KEY,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_PREFIX,
+    topic_name_problem,
+)
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -70,6 +78,8 @@ DEFAULT_LONG_POLLING_MS = 20_000
 MAX_LONG_POLLING_MS = 60_000
 DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
 PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
+_DELAY_PROPERTIES = (P.DELAY, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
+TRANSFER_FLAG = "TRANSFER_FLAG"  # MessageConst.PROPERTY_TRANSFER_FLAG: a message moved between brokers
 # RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
 DEFAULT_RETRY_LEVEL = 3
 
@@ -99,6 +109,18 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
 }
 _EXPIRED = (Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
+
+
+def sent_message_type(props: dict[str, str]) -> TopicMessageType:
+    """The type of a message being sent, from its properties (TopicMessageType.parseFromMessageProperty:
+    transactional, then delayed, then FIFO)."""
+    if props.get(P.TRAN_MSG) == "true":
+        return TopicMessageType.TRANSACTION
+    if any(k in props for k in _DELAY_PROPERTIES):
+        return TopicMessageType.DELAY
+    if P.SHARDING_KEY in props:
+        return TopicMessageType.FIFO
+    return TopicMessageType.NORMAL
 
 
 def _code_of(remoting_code: int) -> Code:
@@ -318,7 +340,7 @@ class MessagingService:
             policy.exponential_backoff.multiplier = multiplier
             s.publishing.topics.extend(incoming.publishing.topics)
             s.publishing.max_body_size = self.broker.store_config.max_message_size
-            s.publishing.validate_message_type = True
+            s.publishing.validate_message_type = self._check_message_type
             return s
         group = session.group or ""
         self._retry_policy(group, s.backoff_policy)
@@ -559,9 +581,36 @@ class MessagingService:
             response.status.CopyFrom(status(Code.MULTIPLE_RESULTS, "the messages have different results"))
         return response
 
+    @property
+    def _check_message_type(self) -> bool:
+        """RocketMQ's proxy setting enableTopicMessageTypeCheck (on by default)."""
+        return self.broker.config.enable_topic_message_type_check
+
+    def _check_type(self, config: Any, props: dict[str, str]) -> None:
+        """A message must be of its topic's ``message.type`` (MIXED takes any), as RocketMQ's proxy checks
+        before a send; retry and dead-letter topics and transferred messages are not checked. A topic
+        without the attribute (or UNSPECIFIED) takes any type."""
+        if not self._check_message_type or TRANSFER_FLAG in props:
+            return
+        if MESSAGE_TYPE_KEY not in (config.attributes or {}):
+            return
+        if config.topicName.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            return
+        expected = topic_message_type(config)
+        if expected in (TopicMessageType.UNSPECIFIED, TopicMessageType.MIXED):
+            return
+        actual = sent_message_type(props)
+        if actual is not expected:
+            raise GrpcError(
+                Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                f"TopicMessageType validate failed, the expected type is {expected.value}, "
+                f"but actual type is {actual.value}",
+            )
+
     async def _send_one(self, msg: Any, session: Session) -> Any:
         config = self._topic(msg.topic.name)
         props = convert.properties_of(msg, self.broker.store_config.max_message_size)
+        self._check_type(config, props)
         transactional = props.get(P.TRAN_MSG) == "true"
         if transactional:
             if RequestCode.END_TRANSACTION not in self.broker.handlers:

@@ -33,7 +33,12 @@ from broker.server.config import BrokerConfig, settings_target
 from broker.server.consumer_admin_processor import ConsumerAdminProcessor
 from broker.server.query_processor import QueryProcessor
 from broker.server.subscription_group import group_name_problem
-from broker.server.topic_config import topic_name_problem
+from broker.server.topic_config import (
+    MixedTypeRefused,
+    TopicAttributeError,
+    alter_topic_attributes,
+    topic_name_problem,
+)
 from broker.settings import SettingsError, parse_properties
 from broker.store.config import StoreConfig
 from broker.store.message_store import default_disk_usage
@@ -58,6 +63,8 @@ RUNTIME_SETTINGS = frozenset(
         "reject_transaction_message",
         "recall_message_enable",
         "allow_recall_when_broker_not_writeable",
+        "enable_topic_message_type_check",
+        "enable_mixed_message_type",
         "register_name_server_period",
         "region_id",
         "trace_on",
@@ -67,21 +74,6 @@ RUNTIME_SETTINGS = frozenset(
         "max_message_size",
     }
 )
-
-
-def _attributes(text: str | None, current: dict[str, str]) -> dict[str, str]:
-    """Apply ``+k=v,-k`` attribute edits (CreateTopicRequestHeader.attributes)."""
-    result = dict(current)
-    for item in (text or "").split(","):
-        item = item.strip()
-        if item.startswith("+") and "=" in item:
-            key, _, value = item[1:].partition("=")
-            result[key] = value
-        elif item.startswith("-"):
-            result.pop(item[1:], None)
-        elif item:
-            raise ValueError(f"attribute {item!r} is not +key=value or -key")
-    return result
 
 
 def _runtime(boot_ms: int) -> str:
@@ -125,14 +117,20 @@ class AdminProcessor:
             problem = f"perm {h.perm} is not within 0..7"
         if problem is None and h.topicFilterType.upper() not in TopicFilterType.__members__:
             problem = f"topicFilterType {h.topicFilterType!r} is not SINGLE_TAG or MULTI_TAG"
-        if problem is None:
-            existing = topics.get(h.topic)
-            try:
-                attributes = _attributes(h.attributes, existing.attributes if existing else {})
-            except ValueError as exc:
-                problem = str(exc)
         if problem is not None:
             return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        existing = topics.get(h.topic)
+        try:
+            attributes = alter_topic_attributes(
+                existing is None,
+                existing.attributes if existing else {},
+                h.attributes,
+                mixed_allowed=self.broker.config.enable_mixed_message_type,
+            )
+        except MixedTypeRefused as exc:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+        except TopicAttributeError as exc:  # RocketMQ answers these as SYSTEM_ERROR
+            return make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
         topics.put(
             TopicConfig(
                 topicName=h.topic,

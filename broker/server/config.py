@@ -64,6 +64,8 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     reject_transaction_message: bool = False
     recall_message_enable: bool = False  # RECALL_MESSAGE / RecallMessage are refused until switched on
     allow_recall_when_broker_not_writeable: bool = True
+    enable_topic_message_type_check: bool = True  # gRPC sends must match the topic's message.type
+    enable_mixed_message_type: bool = False  # whether a topic may be created with message.type=MIXED
     enable_property_filter: bool = False
     notify_consumer_ids_changed_enable: bool = True
     use_server_side_reset_offset: bool = True

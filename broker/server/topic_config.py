@@ -11,7 +11,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from broker.protocol import lenient_json
@@ -54,6 +55,129 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
     }
 )
 _SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {DEFAULT_TOPIC, BENCHMARK_TOPIC, TRACE_TOPIC, TIMER_TOPIC}
+
+
+JAVA_LONG_MAX = (1 << 63) - 1
+_JAVA_LONG_RE = re.compile(r"^[+-]?[0-9]+$")
+MESSAGE_TYPE_KEY = "message.type"
+MIXED_NOT_SUPPORTED = "MIXED message type is not supported."
+
+
+class TopicAttributeError(ValueError):
+    """A topic attribute change RocketMQ refuses (AttributeUtil's RuntimeException); the message is
+    RocketMQ's wording."""
+
+
+class MixedTypeRefused(TopicAttributeError):
+    """``message.type=MIXED`` while ``enableMixedMessageType`` is off (RocketMQ answers INVALID_PARAMETER)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAttribute:
+    """One of RocketMQ 5's TopicAttributes: an enumeration (``allowed``) or a long range."""
+
+    name: str
+    changeable: bool  # may be added, changed or removed after the topic is created
+    allowed: tuple[str, ...] = ()  # in the order Java prints the set
+    long_range: tuple[int, int] | None = None
+
+    def verify(self, value: str) -> None:
+        if self.long_range is None:
+            if value not in self.allowed:
+                raise TopicAttributeError(f"value is not in set: [{', '.join(self.allowed)}]")
+            return
+        if not _JAVA_LONG_RE.match(value) or not -(1 << 63) <= int(value) <= JAVA_LONG_MAX:
+            raise TopicAttributeError(f'For input string: "{value}"')
+        number = int(value)
+        low, high = self.long_range
+        if not low <= number <= high:
+            raise TopicAttributeError(f"value is not in range({low}, {high})")
+
+
+# TopicAttributes.ALL: the keys a topic may carry. Sets are listed in the order of Java's HashSet
+# (what the error text shows).
+TOPIC_ATTRIBUTES: dict[str, TopicAttribute] = {
+    a.name: a
+    for a in (
+        TopicAttribute("queue.type", False, ("SimpleCQ", "BatchCQ")),
+        TopicAttribute("cleanup.policy", False, ("DELETE", "COMPACTION")),
+        TopicAttribute(
+            MESSAGE_TYPE_KEY, True, ("UNSPECIFIED", "TRANSACTION", "FIFO", "MIXED", "DELAY", "NORMAL")
+        ),
+        TopicAttribute("reserve.time", True, long_range=(-1, JAVA_LONG_MAX)),
+    )
+}
+
+
+def _check_key(key: str) -> TopicAttribute:
+    if not key or "+" in key or "-" in key:
+        raise TopicAttributeError("kv string format wrong.")
+    attribute = TOPIC_ATTRIBUTES.get(key)
+    if attribute is None:
+        raise TopicAttributeError(f"unsupported key: {key}")
+    return attribute
+
+
+def _check_alter(key: str, value: str | None, initial: bool) -> None:
+    """AttributeUtil.validateAlter for one key; ``value`` None for a removal."""
+    attribute = _check_key(key)
+    if not initial and not attribute.changeable:
+        raise TopicAttributeError(f"attempt to update an unchangeable attribute. key: {key}")
+    if value is not None:
+        attribute.verify(value)
+
+
+def _parse_modification(text: str | None) -> dict[str, str]:
+    """AttributeParser.parseToMap: ``+k=v,-k`` to signed key -> value ("" for a removal)."""
+    parsed: dict[str, str] = {}
+    for item in text.split(",") if text else ():
+        key, equals, value = item.partition("=")
+        if equals and "+" not in key:
+            raise TopicAttributeError(f"add/alter attribute format is wrong: {key}")
+        if not equals and "-" not in key:
+            raise TopicAttributeError(f"delete attribute format is wrong: {key}")
+        if key in parsed:
+            raise TopicAttributeError(f"key duplication: {key}")
+        parsed[key] = value.partition("=")[0]  # Java keeps what lies between the first two "="
+    return parsed
+
+
+def alter_topic_attributes(
+    create: bool, current: Mapping[str, str], modification: str | None, *, mixed_allowed: bool = False
+) -> dict[str, str]:
+    """The attributes after applying UPDATE_AND_CREATE_TOPIC's ``+k=v,-k`` text to ``current``, checked
+    as RocketMQ's AttributeParser, AdminBrokerProcessor and AttributeUtil.alterCurrentAttributes do
+    (TopicAttributeError with their wording; MixedTypeRefused is INVALID_PARAMETER there, the rest
+    SYSTEM_ERROR). A topic being created takes additions only."""
+    parsed = _parse_modification(modification)
+    if not mixed_allowed and parsed.get("+" + MESSAGE_TYPE_KEY) == "MIXED":
+        raise MixedTypeRefused(MIXED_NOT_SUPPORTED)
+    changes: dict[str, str | None] = {}  # real key -> new value, None = remove
+    for key, value in parsed.items():
+        real = key[1:]
+        if not real or "+" in real or "-" in real:
+            raise TopicAttributeError("kv string format wrong.")
+        if real in changes:
+            raise TopicAttributeError(f"alter duplication key. key: {real}")
+        if create and not key.startswith("+"):
+            raise TopicAttributeError(f"only add attribute is supported while creating topic. key: {real}")
+        if key.startswith("+"):
+            changes[real] = value
+        elif key.startswith("-"):
+            if real not in current:
+                raise TopicAttributeError(f"attempt to delete a nonexistent key: {real}")
+            changes[real] = None
+        else:
+            raise TopicAttributeError(f"wrong format key: {real}")
+    for key, new in changes.items():
+        _check_alter(key, new, create)
+    result = dict(current)
+    for key, new in changes.items():
+        if new is None:
+            result.pop(key, None)
+        else:
+            result[key] = new
+    return result
 
 
 def retry_topic(group: str) -> str:
@@ -166,7 +290,8 @@ class TopicConfigManager:
 
     # == changes ===============================================================================
     def put(self, config: TopicConfig) -> bool:
-        """Create or replace; an identical configuration changes nothing (returns False)."""
+        """Create or replace; an identical configuration changes nothing (returns False). Attribute
+        changes an operator asks for are checked before (:func:`alter_topic_attributes`)."""
         assert config.topicName
         if self.table.get(config.topicName) == config:
             return False

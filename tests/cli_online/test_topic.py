@@ -31,6 +31,7 @@ def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq)
         "writeQueues": 4,
         "perm": 6,
         "order": False,
+        "attributes": {},
     }
     assert {t["kind"] for t in topics.values()} == {"normal"}
     every = _json(rmq("topic", "list", "-a", "-n", cluster.namesrv, "-o", "json"))
@@ -43,7 +44,7 @@ def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq)
 
 def test_describe_route_status(cluster: Cluster, rmq: Rmq) -> None:
     doc = _json(rmq("topic", "describe", TOPIC, "-n", cluster.namesrv, "-o", "json"))
-    assert sorted(doc) == ["groups", "kind", "route", "status", "topic"]
+    assert sorted(doc) == ["attributes", "groups", "kind", "route", "status", "topic"]
     assert "orders-cg" in doc["groups"]  # type: ignore[operator]
     route = _json(rmq("topic", "route", TOPIC, "-n", cluster.namesrv, "-o", "json"))
     assert route["brokers"] == [
@@ -75,7 +76,7 @@ def test_create_update_order_and_delete(cluster: Cluster, rmq: Rmq) -> None:
     refused = rmq("topic", "delete", "Ordered", *ns)
     assert refused.exit_code == 2 and "--yes" in refused.stderr
     deleted = _json(rmq("topic", "delete", "Ordered", "--yes", *ns))
-    assert deleted == {"name": "Ordered", "brokers": [cluster.broker], "namesrvs": [cluster.namesrv]}
+    assert deleted == {"topic": "Ordered", "addresses": [cluster.broker], "namesrvs": [cluster.namesrv]}
     gone = rmq("topic", "describe", "Ordered", *ns)
     assert gone.exit_code == 1 and "topic Ordered not found" in gone.stderr
 

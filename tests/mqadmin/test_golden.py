@@ -181,6 +181,8 @@ def test_update_topic(mqadmin: Mq, node: Cluster) -> None:
         "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=true, attributes={}]",
     ]
     assert mqadmin("updateTopic", "-t", "Golden").code == 2  # neither -b nor -c
+    typed = mqadmin("updateTopic", "-t", "GoldenFifo", "-c", "DefaultCluster", "-a", "+message.type=FIFO")
+    assert typed.out.splitlines()[-1].endswith("order=false, attributes={message.type=FIFO}]")
 
 
 def test_rmq_camel_case_alias(rmq_alias: Callable[..., tuple[int, str]], node: Cluster) -> None:
