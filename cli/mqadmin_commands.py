@@ -110,7 +110,7 @@ def _attributes(text: str | None) -> dict[str, str]:
         if not key:
             continue
         if not key.startswith("+") or not equals:
-            raise BadInput(f"--attributes: {item.strip()!r} is not +key=value (removing one is not supported)")
+            raise BadInput(f"--attributes: {item.strip()!r} is not +key=value (removals are not supported)")
         out[key[1:]] = value
     return out
 
