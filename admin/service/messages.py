@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -43,6 +44,12 @@ _SEND_STATUS = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
     ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
 }
+
+
+@functools.cache
+def _uniq_keys() -> UniqKeyGenerator:
+    """One generator per process: two made in the same millisecond would hand out the same keys."""
+    return UniqKeyGenerator()
 
 
 @dataclass(slots=True)
@@ -322,7 +329,7 @@ class MessageOps(ServiceBase):
         if not queues:
             raise OperationFailed(f"topic {msg.topic} has no writable queue matching the request")
         broker_name, queue_id = random.choice(queues)
-        uniq = UniqKeyGenerator().next()
+        uniq = _uniq_keys().next()
         props = dict(msg.properties)
         props[P.UNIQ_KEY] = uniq
         props[P.WAIT] = "true"

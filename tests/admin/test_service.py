@@ -120,3 +120,11 @@ def test_dry_run_by_time_matches_the_real_reset(cluster: Cluster) -> None:
         ].consumer_offset == 2  # dry run changed nothing
 
     run(cluster, fn)
+
+
+def test_cli_sends_share_one_uniq_key_generator() -> None:
+    """Messages sent by one process in the same millisecond still get different UNIQ_KEYs."""
+    from admin.service.messages import _uniq_keys
+
+    now = 1_700_000_000_000
+    assert _uniq_keys().next(now) != _uniq_keys().next(now)

@@ -89,8 +89,9 @@ async def dead_letters(client: RemotingClient, broker: str, topic: str, group: s
     """Send ``count`` messages to ``topic`` and dead-letter each for ``group`` (send back with delay
     level -1); returns their UNIQ_KEYs."""
     keys = []
+    ids = UniqKeyGenerator()  # one generator: two made in the same millisecond give the same keys
     for i in range(count):
-        key = UniqKeyGenerator().next()
+        key = ids.next()
         keys.append(key)
         answer = await send(
             client, broker, topic, f'{{"n": {i}}}'.encode(), 0, KEYS=f"dead-{i}", UNIQ_KEY=key
