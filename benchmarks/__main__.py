@@ -10,6 +10,7 @@ import argparse
 import platform
 import sys
 import time
+import traceback
 from collections.abc import Callable
 
 from benchmarks import (
@@ -72,10 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(SUITES)}")
     rows: list[list[str]] = []
+    failed: list[str] = []
     for name in args.names or list(SUITES):
         began = time.perf_counter()
         print(f"# running {name} ...", file=sys.stderr, flush=True)
-        rows += [_row(r) for r in SUITES[name](args.quick)]
+        try:
+            rows += [_row(r) for r in SUITES[name](args.quick)]
+        except Exception:  # one broken suite must not take the others' figures with it
+            traceback.print_exc()
+            failed.append(name)
+            rows.append([name, "failed", "", "", "", "", "", "see the traceback above"])
         print(f"# {name} took {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     print(f"# {platform.node()} {platform.machine()} Python {platform.python_version()}", file=sys.stderr)
     if args.markdown:
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
         for line in [HEAD, *rows]:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -380,7 +380,7 @@ def run(quick: bool) -> list[Result]:
 
     python = install_python5_client()
     rounds, seconds = (1, 3.0) if quick else (3, 5.0)
-    backlog = 200_000 if quick else 300_000
+    backlog = 400_000 if quick else 1_000_000  # more than the remoting consumer reads in a window
     windows: dict[str, dict[str, list[Window]]] = {
         kind: {"grpc": [], "remoting": [], "floor": []} for kind in ("send", "receive")
     }

@@ -66,13 +66,13 @@ def machine_mmap_append(root: Path, n: int) -> float:
     """Raw mmap append of the same record size into a preallocated file: msg/s."""
     import mmap
 
-    size = 1 << 30
+    record = b"r" * (len(BODY) + 170)
+    step = len(record)
+    size = n * step
     path = root / "raw.bin"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     os.posix_fallocate(fd, 0, size)
     mm = mmap.mmap(fd, size)
-    record = b"r" * (len(BODY) + 170)
-    step = len(record)
     began = time.perf_counter()
     pos = 0
     for _ in range(n):
