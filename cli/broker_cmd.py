@@ -96,6 +96,8 @@ def config_set(
 
 # -- layouts for people ---------------------------------------------------------------------------
 def _status_sections(b: BrokerInfo) -> list[Section]:
+    from cli.cluster import replication_text
+
     return [
         Fields(
             [
@@ -110,6 +112,7 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
                 ("disk", None if b.disk_ratio is None else f"{b.disk_ratio:.1%}"),
                 ("commitlog min", b.commitlog_min_offset),
                 ("commitlog max", b.commitlog_max_offset),
+                ("replication", replication_text(b.ha)),
                 ("runtime", b.runtime.get("runtime")),
             ],
             title="Broker",

@@ -81,7 +81,7 @@ def brokers_table(brokers: list[BrokerInfo], title: str = "") -> Table:
                 None
                 if b.commitlog_max_offset is None
                 else f"{b.commitlog_min_offset}-{b.commitlog_max_offset}",
-                _replication(b.ha),
+                replication_text(b.ha),
                 "ok" if b.reachable else f"DOWN: {b.error}",
             )
             for b in brokers
@@ -90,7 +90,7 @@ def brokers_table(brokers: list[BrokerInfo], title: str = "") -> Table:
     )
 
 
-def _replication(ha: HAStatus | None) -> str | None:
+def replication_text(ha: HAStatus | None) -> str | None:
     """Master: slaves in sync and the largest lag; slave: lag behind the master, or that it is away."""
     if ha is None:
         return None

@@ -110,6 +110,8 @@ def test_broker_status_has_ha_like_cluster_list(cluster: Cluster, rmq: Rmq) -> N
     assert isinstance(status, dict) and status["ha"] is not None
     assert status["ha"]["master"] is True and set(status["ha"]) == set(listed["ha"])
     assert status["ha"]["slaves"] == listed["ha"]["slaves"] == 0
+    table = rmq("broker", "status", "-n", cluster.namesrv).stdout
+    assert any(line.split()[:3] == ["replication", "no", "slave"] for line in table.splitlines())
 
 
 def test_broker_status_of_an_unregistered_broker_is_unknown(own: Own, cluster: Cluster, rmq: Rmq) -> None:
