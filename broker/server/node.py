@@ -8,6 +8,7 @@ in-flight requests, flushes and persists offsets, unregisters, then the NameServ
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -136,6 +137,21 @@ class Node:
         return lines
 
 
+# A serving process allocates short-lived containers on every request. CPython's default collector
+# runs a young collection every 700 of them and, now and then, a full one over every object the process
+# holds (modules, settings, topic tables): pauses of several ms that set the p99 latency of sends
+# (64 synchronous producers: p99 13.7-16.9 ms before, 7.9-8.0 ms after, throughput +4 %).
+GC_THRESHOLDS = (20_000, 50, 50)
+
+
+def settle_gc() -> None:
+    """Once a node is up: move every object alive now out of the collector's sight (gc.freeze) and
+    collect young objects less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def run_until_signal(
     node: Node, on_started: list[str] | None = None, after_start: Callable[[Node], None] | None = None
 ) -> None:
@@ -146,6 +162,7 @@ async def run_until_signal(
         loop.add_signal_handler(sig, stop.set)
     try:
         await node.start()
+        settle_gc()
         if after_start is not None:
             after_start(node)
         if on_started is not None:

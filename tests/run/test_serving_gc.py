@@ -1,0 +1,52 @@
+"""A serving node settles the garbage collector once it is up (see broker.server.node.settle_gc)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from broker.server.node import GC_THRESHOLDS, settle_gc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_settle_gc_freezes_what_is_alive_and_collects_young_objects_less_often() -> None:
+    before = gc.get_threshold()
+    try:
+        settle_gc()
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_run_until_signal_settles_gc_after_start(tmp_path: Path) -> None:
+    """In its own process, as `rmq up` runs it: the thresholds change once the node is up."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, gc, os, signal
+        from pathlib import Path
+        from broker.namesrv.config import NamesrvConfig
+        from broker.server.node import Node, NodePlan, run_until_signal
+
+        namesrv = NamesrvConfig.in_folder(Path({str(tmp_path)!r}))
+        namesrv.listen_port = 0
+        seen = []
+
+        def started(node):
+            seen.append(gc.get_threshold())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        asyncio.run(run_until_signal(Node(NodePlan(namesrv=namesrv)), None, started))
+        print(seen[0])
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(GC_THRESHOLDS)
