@@ -26,11 +26,21 @@ TOPIC = "FailoverTopic"
 
 
 def _free_base_port() -> int:
+    """A base below the ephemeral range (32768+ here), where no client connection's source port can
+    take one of the cluster's ports between this probe and the bind; each port is bound once to check."""
     while True:
-        base = random.randrange(30000, 60000, 100)
-        with socket.socket() as probe:
-            if all(probe.connect_ex(("127.0.0.1", base + d)) != 0 for d in (0, 10, 12, 20, 22)):
-                return base
+        base = random.randrange(20000, 32700, 100)
+        if all(_bindable(base + d) for d in (0, 10, 12, 20, 22)):
+            return base
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 async def _until(condition: object, what: str, timeout: float = 25.0) -> None:
