@@ -372,7 +372,10 @@ def _describe_sections(d: GroupDescription) -> list[Section]:
 
 
 def _reset_sections(r: OffsetReset) -> list[Section]:
-    title = f"Offsets of {r.group} {'would move (dry run)' if r.dry_run else 'moved'} to {r.target.kind}"
+    target = {"time": f"time {ms_time(r.target.value)}", "offset": f"offset {r.target.value}"}.get(
+        r.target.kind, str(r.target.kind)
+    )
+    title = f"Offsets of {r.group} {'would move (dry run)' if r.dry_run else 'moved'} to {target}"
     return [
         Table(
             ["topic", "broker", "queue", "current", "target"],

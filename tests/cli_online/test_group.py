@@ -86,6 +86,9 @@ def test_create_update_clone_reset_delete(cluster: Cluster, rmq: Rmq) -> None:
     both = rmq("group", "reset-offset", "cg-new", "--to-latest", "--to-earliest", "--dry-run", *ns)
     assert both.exit_code == 2 and "exactly one" in both.stderr
     assert rmq("group", "reset-offset", "cg-new", "--to-time", "yesterday", "--dry-run", *ns).exit_code == 2
+    when = ("--to-time", "2026-11-22T10:00:00", "--dry-run")
+    shown = rmq("group", "reset-offset", "cg-new", "-t", TOPIC, *when, "-n", cluster.namesrv)
+    assert "would move (dry run) to time 2026-11-22 10:00:00.000" in " ".join(shown.stdout.split())
 
     assert rmq("group", "delete", "cg-new", *ns).exit_code == 2
     deleted = _json(rmq("group", "delete", "cg-new", "--yes", *ns))
