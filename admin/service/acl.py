@@ -125,7 +125,7 @@ def file_upsert(path: Path, change: AccountChange, *, create: bool | None) -> No
     config = _load(path)
     old = config.accounts.get(change.access_key)
     if create and old is not None:
-        raise BadInput(f"account {change.access_key} exists already (use update)")
+        raise OperationFailed(f"account {change.access_key} exists already (use update)")
     if create is False and old is None:
         raise NotFound(f"no ACL account {change.access_key} in {path}")
     doc = old.to_doc() if old is not None else {}
@@ -207,7 +207,9 @@ class AclOps(ServiceBase):
             raise BadInput("a new account needs a secret key")
         for view in await self.acl_list(cluster, broker, change.access_key) if create is not None else []:
             if create and view.accounts:
-                raise BadInput(f"account {change.access_key} exists already on {view.broker} (use update)")
+                raise OperationFailed(
+                    f"account {change.access_key} exists already on {view.broker} (use update)"
+                )
             if not create and not view.accounts:
                 raise NotFound(f"no ACL account {change.access_key} on {view.broker}")
         ext = change.fields()

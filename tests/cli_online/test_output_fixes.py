@@ -236,6 +236,8 @@ def test_acl_file_view_uses_null(rmq: Rmq, tmp_path: Path, monkeypatch: pytest.M
     acl_file = tmp_path / "plain_acl.yml"
     monkeypatch.setenv("AK_SECRET", "secret-1234")
     assert rmq("acl", "create", "ak-fixes", "--secret-key-env", "AK_SECRET", "-f", acl_file).exit_code == 0
+    again = rmq("acl", "create", "ak-fixes", "--secret-key-env", "AK_SECRET", "-f", acl_file)
+    assert again.exit_code == 1 and "exists already" in again.stderr  # as `topic create` of an existing topic
     [view] = _views(rmq("acl", "list", "-f", acl_file, "-o", "json"))
     assert view["broker"] == str(acl_file) and view["address"] is None and view["version"] is None
     [account] = view["accounts"]
