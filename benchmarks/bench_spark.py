@@ -105,6 +105,11 @@ def run(quick: bool) -> list[Result]:
         store_df = spark.read.format("rocketmq").option("storePath", str(root)).option("topic", TOPIC).load()
         store_s = _median(lambda: store_df.count())
         store_sum_s = _median(lambda: store_df.selectExpr("sum(length(body))").collect())
+        body_df = (
+            spark.read.format("rocketmq").schema("body binary").option("storePath", str(root))
+            .option("topic", TOPIC).load()
+        )  # fmt: skip
+        body_s = _median(lambda: body_df.selectExpr("sum(length(body))").collect())
         parquet = Path(tmp) / "parquet"
         store_df.write.parquet(str(parquet))
         pq = spark.read.parquet(str(parquet))
@@ -126,6 +131,8 @@ def run(quick: bool) -> list[Result]:
                 note="store folder, count()"),
         _result("spark_read_store", n / store_sum_s, "rows/s", target=1_000_000, baseline=baseline,
                 note="store folder, sum(length(body))"),
+        _result("spark_read_store_body_only", n / body_s, "rows/s", target=1_000_000, baseline=baseline,
+                note='store folder, .schema("body binary"), sum(length(body))'),
         _result("spark_read_broker", n / broker_s, "rows/s", target=300_000, baseline=baseline,
                 note="rmq up in its own process, sum(length(body))"),
     ]  # fmt: skip

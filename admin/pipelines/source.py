@@ -300,6 +300,25 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
         """Sent messages cannot be taken back; their UNIQ_KEYs let consumers drop the retried copies."""
 
 
+# name -> Spark type of every column the source reads, in order (from the DDL: "name type, ...")
+_COLUMN_TYPES: dict[str, str] = dict(item.split(" ", 1) for item in A.DDL.split(", "))
+
+
+def read_columns(schema: StructType) -> tuple[str, ...] | None:
+    """The columns a user-specified schema selects (None: the source's own schema); each must be one
+    of the source's columns with its type."""
+    names = tuple(schema.fieldNames())
+    for f in schema.fields:
+        want = _COLUMN_TYPES.get(f.name)
+        if want is None:
+            raise OptionError(
+                f"schema: the rocketmq source has no column {f.name!r} ({', '.join(_COLUMN_TYPES)})"
+            )
+        if f.dataType.simpleString() != want:
+            raise OptionError(f"schema: column {f.name} is {want}, not {f.dataType.simpleString()}")
+    return None if names == tuple(_COLUMN_TYPES) else names
+
+
 class RocketMQDataSource(DataSource):
     """Short name ``rocketmq``; see the module docstring for the options."""
 
@@ -311,10 +330,11 @@ class RocketMQDataSource(DataSource):
         return A.DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQReader(PL.parse_options(self.options))
+        return RocketMQReader(replace(PL.parse_options(self.options), columns=read_columns(schema)))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RocketMQStreamReader(PL.parse_options(self.options, streaming=True))
+        spec = PL.parse_options(self.options, streaming=True)
+        return RocketMQStreamReader(replace(spec, columns=read_columns(schema)))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

@@ -86,3 +86,30 @@ def test_offsets_tags_and_pushdown(spark: SparkSession, cluster: Cluster) -> Non
     newest = store.agg({"storeTimestamp": "max"}).first()
     assert newest is not None
     assert store.filter(store.storeTimestamp <= newest[0]).count() == MESSAGES
+
+
+def test_a_schema_of_some_columns_reads_only_those(spark: SparkSession, cluster: Cluster) -> None:
+    """``.schema(...)`` picks columns (Spark hands a Python source every column otherwise); filters on
+    columns left out still apply, and a column the source lacks or a wrong type is refused by name."""
+    from pyspark.errors import PySparkException
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    for source in (("storePath", str(cluster.store)), ("nameServer", cluster.namesrv)):
+        df = (
+            spark.read.format("rocketmq").schema("queueOffset bigint, body binary, uniqKey string")
+            .option(*source).option("topic", TOPIC).option("subExpression", "t").load()
+        )  # fmt: skip
+        assert df.columns == ["queueOffset", "body", "uniqKey"]
+        got = {r.uniqKey: (bytes(r.body), r.queueOffset) for r in df.collect()}
+        assert got == {s.uniq_key: (s.body, s.queue_offset) for s in cluster.sent if s.tags == "t"}
+    for schema, message in (
+        ("body binary, colour string", "has no column 'colour'"),
+        ("queueOffset int", "column queueOffset is bigint, not int"),
+    ):
+        bad = spark.read.format("rocketmq").schema(schema).option("storePath", str(cluster.store))
+        try:
+            bad.option("topic", TOPIC).load().collect()
+        except (PySparkException, CapturedException) as exc:
+            assert message in str(exc)
+        else:
+            raise AssertionError(f"schema {schema!r} was accepted")
