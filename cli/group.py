@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
         GroupChange,
         GroupConfig,
         GroupConnections,
+        GroupDeletion,
         GroupDescription,
         GroupLag,
         GroupList,
@@ -45,14 +45,6 @@ app = typer.Typer(
 RetryMaxOpt = Annotated[int | None, typer.Option("--retry-max", help="Max redeliveries before the DLQ [16].")]
 RetryQueuesOpt = Annotated[int | None, typer.Option("--retry-queues", help="Retry queues [1].")]
 _PROGRESS_MIN = 4  # brokers or topic/broker pairs
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDeleted:
-    """``group delete``: named as ``group create`` names its result."""
-
-    group: str
-    addresses: list[str]  # of the brokers it was deleted from
 
 
 def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
@@ -188,7 +180,7 @@ def delete(
     confirm(f"delete consumer group {group}", yes)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.group_delete(group, cluster, broker, not keep_offsets, bar))
-    conn.emit(GroupDeleted(result.name, result.brokers), _deleted_sections)
+    conn.emit(result, _deleted_sections)
 
 
 def _target(to_time: str | None, to_offset: int | None, to_earliest: bool, to_latest: bool) -> ResetTarget:
@@ -285,7 +277,7 @@ def _change_sections(c: GroupChange) -> list[Section]:
     return [Fields([("group", c.group), ("brokers", ", ".join(c.addresses))]), _config_fields(c.config)]
 
 
-def _deleted_sections(d: GroupDeleted) -> list[Section]:
+def _deleted_sections(d: GroupDeletion) -> list[Section]:
     return [Fields([("group", d.group), ("brokers", ", ".join(d.addresses))], title="Deleted")]
 
 

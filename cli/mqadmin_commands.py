@@ -249,7 +249,7 @@ async def delete_sub_group(s: AdminService, v: Values) -> str:
     deletion = await s.group_delete(group, cluster, broker, remove_offsets=_bool(v, "removeOffset"))
     where = f" in cluster [{cluster}]" if broker is None else ""
     return "".join(
-        f"delete subscription group [{group}] from broker [{a}]{where} success.\n" for a in deletion.brokers
+        f"delete subscription group [{group}] from broker [{a}]{where} success.\n" for a in deletion.addresses
     )
 
 

@@ -77,26 +77,11 @@ def _run(plan: NodePlan, banner: list[str], after_start: Callable[[Node], None] 
     from broker.server.transport import install_uvloop
     from broker.store.errors import StoreError
 
-    def started(node: Node) -> None:
-        if after_start is not None:
-            after_start(node)
-        print("\n".join([*banner, *describe(node)]), flush=True)
-
     install_uvloop()
     try:
-        asyncio.run(run_until_signal(Node(plan), None, started))
+        asyncio.run(run_until_signal(Node(plan), banner, after_start))
     except (NodeStartError, StoreError) as exc:
         raise OperationFailed(str(exc)) from None
-
-
-def describe(node: Node) -> list[str]:
-    """The node's own description, with the HA port it serves (if any) after the broker's line."""
-    lines = node.describe()
-    ha_port = node.broker.ha_service.port if node.broker is not None else 0
-    if ha_port:
-        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("Broker ")), len(lines))
-        lines.insert(at, f"HA          {node.plan.advertise_host}:{ha_port} (slaves replicate from here)")
-    return lines
 
 
 def _http(http_port: int | None, no_http: bool, default: int | None) -> int | None:

@@ -10,6 +10,7 @@ __all__ = [
     "GroupChange",
     "GroupConfig",
     "GroupConnections",
+    "GroupDeletion",
     "GroupDescription",
     "GroupLag",
     "GroupList",
@@ -137,6 +138,14 @@ class GroupChange:
     group: str
     addresses: list[str]
     config: GroupConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeletion:
+    """What ``group delete`` removed; named as ``group create`` names what it wrote."""
+
+    group: str
+    addresses: list[str]  # brokers it was deleted from
 
 
 class ResetKind(StrEnum):

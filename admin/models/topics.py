@@ -1,4 +1,4 @@
-"""Topics as ``rmq topic list`` shows them, and what a delete of a topic or group removed."""
+"""Topics as ``rmq topic list`` shows them, and what a topic delete removed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from admin.models.names import TopicKind
 
-__all__ = ["Deletion", "TopicDeletion", "TopicList", "TopicSummary", "perm_text"]
+__all__ = ["TopicDeletion", "TopicList", "TopicSummary", "perm_text"]
 
 
 def perm_text(perm: int) -> str:
@@ -39,12 +39,3 @@ class TopicDeletion:
     topic: str
     addresses: list[str]  # brokers (masters and slaves) it was deleted from
     namesrvs: list[str]  # NameServers it was deleted from
-
-
-@dataclass(frozen=True, slots=True)
-class Deletion:
-    """What a delete removed: a topic or group from brokers (and a topic from NameServers)."""
-
-    name: str
-    brokers: list[str]
-    namesrvs: list[str]

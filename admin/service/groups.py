@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         GroupChange,
         GroupConfig,
         GroupConnections,
+        GroupDeletion,
         GroupDescription,
         GroupLag,
         GroupList,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         OffsetReset,
         ResetTarget,
     )
-    from admin.models.topics import Deletion
     from broker.protocol.group_bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig
 
 
@@ -297,9 +297,9 @@ class GroupOps(ServiceBase):
         broker: str | None = None,
         remove_offsets: bool = True,
         progress: Progress | None = None,
-    ) -> Deletion:
+    ) -> GroupDeletion:
         """Delete a subscription group (and by default its offsets) from the brokers holding it."""
-        from admin.models.topics import Deletion
+        from admin.models.groups import GroupDeletion
 
         explicit = cluster is not None or broker is not None
         targets = await (self._broker_targets(cluster, broker) if explicit else self._all_masters())
@@ -312,7 +312,7 @@ class GroupOps(ServiceBase):
             "deleting group",
             progress,
         )
-        return Deletion(group, sorted(holders.values()), [])
+        return GroupDeletion(group, sorted(holders.values()))
 
     @admin_call
     async def group_reset_offset(

@@ -50,7 +50,12 @@ from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
-from broker.server.message_type import TopicMessageType, topic_message_type
+from broker.server.message_type import (
+    MESSAGE_TYPE_ATTRIBUTE,
+    TopicMessageType,
+    sent_message_type,
+    topic_message_type,
+)
 from broker.server.pop_processor import PopRejected, check_consume
 from broker.server.pop_service import AckStatus, Receipt
 from broker.server.pull_processor import tag_filter_of
@@ -59,7 +64,6 @@ from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.server.topic_config import (
     DEFAULT_TOPIC,
     DLQ_PREFIX,
-    MESSAGE_TYPE_KEY,
     PERM_READ,
     PERM_WRITE,
     RETRY_PREFIX,
@@ -78,8 +82,6 @@ DEFAULT_LONG_POLLING_MS = 20_000
 MAX_LONG_POLLING_MS = 60_000
 DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
 PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
-_DELAY_PROPERTIES = (P.DELAY, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
-TRANSFER_FLAG = "TRANSFER_FLAG"  # MessageConst.PROPERTY_TRANSFER_FLAG: a message moved between brokers
 # RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
 DEFAULT_RETRY_LEVEL = 3
 
@@ -109,18 +111,6 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
 }
 _EXPIRED = (Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
-
-
-def sent_message_type(props: dict[str, str]) -> TopicMessageType:
-    """The type of a message being sent, from its properties (TopicMessageType.parseFromMessageProperty:
-    transactional, then delayed, then FIFO)."""
-    if props.get(P.TRAN_MSG) == "true":
-        return TopicMessageType.TRANSACTION
-    if any(k in props for k in _DELAY_PROPERTIES):
-        return TopicMessageType.DELAY
-    if P.SHARDING_KEY in props:
-        return TopicMessageType.FIFO
-    return TopicMessageType.NORMAL
 
 
 def _code_of(remoting_code: int) -> Code:
@@ -590,9 +580,9 @@ class MessagingService:
         """A message must be of its topic's ``message.type`` (MIXED takes any), as RocketMQ's proxy checks
         before a send; retry and dead-letter topics and transferred messages are not checked. A topic
         without the attribute (or UNSPECIFIED) takes any type."""
-        if not self._check_message_type or TRANSFER_FLAG in props:
+        if not self._check_message_type or P.TRANSFER_FLAG in props:
             return
-        if MESSAGE_TYPE_KEY not in (config.attributes or {}):
+        if MESSAGE_TYPE_ATTRIBUTE not in (config.attributes or {}):
             return
         if config.topicName.startswith((RETRY_PREFIX, DLQ_PREFIX)):
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig
 
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
@@ -24,13 +25,19 @@ class TopicMessageType(Enum):
     MIXED = "MIXED"
 
 
-def message_type_problem(attributes: dict[str, str]) -> str | None:
-    """Why the ``message.type`` attribute value is not acceptable, or None (for admin validation)."""
-    value = attributes.get(MESSAGE_TYPE_ATTRIBUTE)
-    if value is None or value.upper() in TopicMessageType.__members__:
-        return None
-    allowed = ", ".join(TopicMessageType.__members__)
-    return f"attribute {MESSAGE_TYPE_ATTRIBUTE}={value!r} is not one of {allowed}"
+_DELAY_PROPERTIES = (P.DELAY, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
+
+
+def sent_message_type(props: dict[str, str]) -> TopicMessageType:
+    """The type of a message being sent, from its properties (TopicMessageType.parseFromMessageProperty:
+    transactional, then delayed, then FIFO)."""
+    if props.get(P.TRAN_MSG) == "true":
+        return TopicMessageType.TRANSACTION
+    if any(k in props for k in _DELAY_PROPERTIES):
+        return TopicMessageType.DELAY
+    if P.SHARDING_KEY in props:
+        return TopicMessageType.FIFO
+    return TopicMessageType.NORMAL
 
 
 def topic_message_type(config: TopicConfig | None) -> TopicMessageType:

@@ -128,6 +128,8 @@ class Node:
                 f"Broker      {b.broker_name} (id {b.broker_id}, cluster {b.broker_cluster_name}) at "
                 f"{self.broker.address}, store {self.plan.store.store_path}"
             )
+            if self.broker.ha_service.port:
+                lines.append(f"HA          {host}:{self.broker.ha_service.port} (slaves replicate from here)")
         if self.broker is not None and self.broker.grpc_port:
             lines.append(f"gRPC        {host}:{self.broker.grpc_port} (RocketMQ 5 clients' endpoints)")
         if self.http is not None:

@@ -19,6 +19,7 @@ from broker.protocol import lenient_json
 from broker.protocol.bodies import BodyError, DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from broker.protocol.message import MAX_RETRY_TOPIC_BYTES, MAX_TOPIC_BYTES
 from broker.server.config import BrokerConfig
+from broker.server.message_type import MESSAGE_TYPE_ATTRIBUTE
 from broker.store.config_files import ConfigFile
 from broker.store.dispatch import SCHEDULE_TOPIC, TIMER_TOPIC
 
@@ -59,7 +60,6 @@ _SYSTEM_TOPICS = NOT_ALLOWED_SEND_TOPICS | {DEFAULT_TOPIC, BENCHMARK_TOPIC, TRAC
 
 JAVA_LONG_MAX = (1 << 63) - 1
 _JAVA_LONG_RE = re.compile(r"^[+-]?[0-9]+$")
-MESSAGE_TYPE_KEY = "message.type"
 MIXED_NOT_SUPPORTED = "MIXED message type is not supported."
 
 
@@ -102,25 +102,19 @@ TOPIC_ATTRIBUTES: dict[str, TopicAttribute] = {
         TopicAttribute("queue.type", False, ("SimpleCQ", "BatchCQ")),
         TopicAttribute("cleanup.policy", False, ("DELETE", "COMPACTION")),
         TopicAttribute(
-            MESSAGE_TYPE_KEY, True, ("UNSPECIFIED", "TRANSACTION", "FIFO", "MIXED", "DELAY", "NORMAL")
+            MESSAGE_TYPE_ATTRIBUTE, True, ("UNSPECIFIED", "TRANSACTION", "FIFO", "MIXED", "DELAY", "NORMAL")
         ),
         TopicAttribute("reserve.time", True, long_range=(-1, JAVA_LONG_MAX)),
     )
 }
 
 
-def _check_key(key: str) -> TopicAttribute:
-    if not key or "+" in key or "-" in key:
-        raise TopicAttributeError("kv string format wrong.")
+def _check_alter(key: str, value: str | None, initial: bool) -> None:
+    """AttributeUtil.validateAlter for one key (already free of "+" and "-"); ``value`` None for a
+    removal."""
     attribute = TOPIC_ATTRIBUTES.get(key)
     if attribute is None:
         raise TopicAttributeError(f"unsupported key: {key}")
-    return attribute
-
-
-def _check_alter(key: str, value: str | None, initial: bool) -> None:
-    """AttributeUtil.validateAlter for one key; ``value`` None for a removal."""
-    attribute = _check_key(key)
     if not initial and not attribute.changeable:
         raise TopicAttributeError(f"attempt to update an unchangeable attribute. key: {key}")
     if value is not None:
@@ -150,7 +144,7 @@ def alter_topic_attributes(
     (TopicAttributeError with their wording; MixedTypeRefused is INVALID_PARAMETER there, the rest
     SYSTEM_ERROR). A topic being created takes additions only."""
     parsed = _parse_modification(modification)
-    if not mixed_allowed and parsed.get("+" + MESSAGE_TYPE_KEY) == "MIXED":
+    if not mixed_allowed and parsed.get("+" + MESSAGE_TYPE_ATTRIBUTE) == "MIXED":
         raise MixedTypeRefused(MIXED_NOT_SUPPORTED)
     changes: dict[str, str | None] = {}  # real key -> new value, None = remove
     for key, value in parsed.items():

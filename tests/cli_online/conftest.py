@@ -198,3 +198,23 @@ def rmq(config_file: Path) -> Callable[..., Result]:
         return runner.invoke(app, [str(a) for a in args], input=input)
 
     return invoke
+
+
+def interrupt_watch_after(monkeypatch: pytest.MonkeyPatch, refreshes: int) -> None:
+    """Make ``--watch`` end with Ctrl-C on its ``refreshes``-th pause; the nodes' own loops (other
+    threads) sleep as usual."""
+    calls = 0
+    real_sleep = asyncio.sleep
+    cli_thread = threading.current_thread()
+
+    async def sleep(delay: float, *args: object) -> object:
+        if threading.current_thread() is not cli_thread:
+            await real_sleep(delay, *args)
+            return None
+        nonlocal calls
+        calls += 1
+        if calls == refreshes:
+            raise KeyboardInterrupt
+        return None
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import Result
 
-from tests.cli_online.conftest import CLOSED_ADDR, Cluster
+from tests.cli_online.conftest import CLOSED_ADDR, Cluster, interrupt_watch_after
 
 Rmq = Callable[..., Result]
 BROKER_KEYS = {
@@ -40,23 +40,7 @@ def test_cluster_list_and_status(cluster: Cluster, rmq: Rmq) -> None:
 
 
 def test_watch_repeats_until_interrupted(cluster: Cluster, rmq: Rmq, monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
-    import threading
-
-    calls = 0
-    real_sleep = asyncio.sleep
-    cli_thread = threading.current_thread()
-
-    async def sleep(delay: float, *args: object) -> object:
-        if threading.current_thread() is not cli_thread:  # the node's own loop sleeps as usual
-            return await real_sleep(delay, *args)
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            raise KeyboardInterrupt
-        return None
-
-    monkeypatch.setattr(asyncio, "sleep", sleep)
+    interrupt_watch_after(monkeypatch, 2)
     result = rmq("cluster", "status", "--watch", "1", "-n", cluster.namesrv, "-o", "text")
     assert result.exit_code == 0 and result.stdout.count("NAMESERVER") == 2
 

@@ -18,8 +18,8 @@ from broker.namesrv.config import NamesrvConfig
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.server.config import BrokerConfig
 from broker.server.node import Node, NodePlan
-from broker.store.config import StoreConfig
-from tests.cli_online.conftest import TOPIC, Cluster, _start_loop, send
+from tests.cli_online.conftest import TOPIC, Cluster, _start_loop, interrupt_watch_after, send
+from tests.store.helpers import small_config
 
 Rmq = Callable[..., Result]
 DLQ_GROUP = "fixes-dlq-cg"
@@ -45,23 +45,15 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Own]:
     store = tmp_path_factory.mktemp("fixes-store")
 
     def namesrv_config(name: str) -> NamesrvConfig:
-        return NamesrvConfig(
-            listen_port=0,
-            kv_config_path=store / name / "kvConfig.json",
-            config_store_path=store / name / "namesrv.properties",
-        )
+        config = NamesrvConfig.in_folder(store / name)
+        config.listen_port = 0
+        return config
 
     node = Node(
         NodePlan(
             namesrv=namesrv_config("namesrv"),
             broker=BrokerConfig(broker_name="broker-z", listen_host="127.0.0.1", listen_port=0),
-            store=StoreConfig(
-                store_path=store,
-                mapped_file_size_commit_log=1 << 20,
-                mapped_file_size_consume_queue_units=1000,
-                max_hash_slot_num=1000,
-                max_index_num=4000,
-            ),
+            store=small_config(store),
         )
     )
     bare = Node(NodePlan(namesrv=namesrv_config("bare")))
@@ -142,23 +134,7 @@ def test_dlq_resend_gives_msg_id_and_uniq_key(own: Own, rmq: Rmq) -> None:
 def test_watch_json_is_one_line_per_refresh(
     cluster: Cluster, rmq: Rmq, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
-
-    calls = 0
-    real_sleep = asyncio.sleep
-    cli_thread = threading.current_thread()
-
-    async def sleep(delay: float, *args: object) -> object:
-        if threading.current_thread() is not cli_thread:  # the nodes' own loops sleep as usual
-            await real_sleep(delay, *args)
-            return None
-        nonlocal calls
-        calls += 1
-        if calls == 3:
-            raise KeyboardInterrupt
-        return None
-
-    monkeypatch.setattr(asyncio, "sleep", sleep)
+    interrupt_watch_after(monkeypatch, 3)
     result = rmq("cluster", "list", "--watch", "1", "-n", cluster.namesrv, "-o", "json")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

@@ -242,7 +242,7 @@ def test_banner_shows_the_ports_in_use(tmp_path: Path) -> None:
         try:
             assert node.broker is not None and node.namesrv is not None
             node.namesrv.kv_config.put("ORDER_TOPIC_CONFIG", "T", "broker-a:4")
-            return run.describe(node), node.broker.ha_service.port, node.broker.config.listen_port
+            return node.describe(), node.broker.ha_service.port, node.broker.config.listen_port
         finally:
             await node.stop()
 
