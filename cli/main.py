@@ -41,6 +41,7 @@ COMMANDS = {
     "cluster": "cli.cluster:app",
     "topic": "cli.topic:app",
     "group": "cli.group:app",
+    "metadata": "cli.metadata:app",
     "message": "cli.message:app",
     "dlq": "cli.dlq:app",
     "retry": "cli.retry:app",

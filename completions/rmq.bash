@@ -2,7 +2,7 @@
 
 __rmq_cmds() {
     case "$1" in
-        "") echo "acl bench broker cluster completion dashboard dlq group message namesrv profile retry spark store topic up wait" ;;
+        "") echo "acl bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic up wait" ;;
         "acl") echo "create delete get list update" ;;
         "bench") echo "consume produce" ;;
         "broker") echo "config runtime status" ;;
@@ -12,6 +12,7 @@ __rmq_cmds() {
         "dlq") echo "browse export list resend" ;;
         "group") echo "clone-offsets connections create delete describe lag list reset-offset update" ;;
         "message") echo "consume get print query resend send track" ;;
+        "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
         "namesrv config") echo "get set" ;;
         "namesrv kv") echo "delete get put" ;;
@@ -75,6 +76,9 @@ __rmq_opts() {
         "message resend") echo "-h --help -t --topic --to -n --namesrv --profile --timeout --output -o" ;;
         "message send") echo "-h --help --file -f --tags -k --key -p --property --delay --broker-name -q --queue -n --namesrv --profile --timeout --output -o" ;;
         "message track") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
+        "metadata") echo "-h --help" ;;
+        "metadata apply") echo "--dry-run --check --ignore-unknown -h --help -c --cluster -b --broker -n --namesrv --profile --timeout --output -o" ;;
+        "metadata export") echo "--special -h --help -c --cluster -b --broker -f --file -n --namesrv --profile --timeout" ;;
         "namesrv") echo "--no-http -h --help --port -c --config --set --http-port --log-level --dir" ;;
         "namesrv config") echo "-h --help" ;;
         "namesrv config get") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
@@ -509,6 +513,26 @@ __rmq_kind() {
         "message track|--timeout") echo "-" ;;
         "message track|--output") echo "table json text" ;;
         "message track|-o") echo "table json text" ;;
+        "metadata apply|-c") echo "-" ;;
+        "metadata apply|--cluster") echo "-" ;;
+        "metadata apply|-b") echo "-" ;;
+        "metadata apply|--broker") echo "-" ;;
+        "metadata apply|-n") echo "-" ;;
+        "metadata apply|--namesrv") echo "-" ;;
+        "metadata apply|--profile") echo "-" ;;
+        "metadata apply|--timeout") echo "-" ;;
+        "metadata apply|--output") echo "table json text" ;;
+        "metadata apply|-o") echo "table json text" ;;
+        "metadata export|-c") echo "-" ;;
+        "metadata export|--cluster") echo "-" ;;
+        "metadata export|-b") echo "-" ;;
+        "metadata export|--broker") echo "-" ;;
+        "metadata export|-f") echo "@files" ;;
+        "metadata export|--file") echo "@files" ;;
+        "metadata export|-n") echo "-" ;;
+        "metadata export|--namesrv") echo "-" ;;
+        "metadata export|--profile") echo "-" ;;
+        "metadata export|--timeout") echo "-" ;;
         "namesrv|--port") echo "-" ;;
         "namesrv|-c") echo "@files" ;;
         "namesrv|--config") echo "@files" ;;
@@ -764,6 +788,7 @@ __rmq_arg() {
         "message resend") echo "-" ;;
         "message send") echo "@topics" ;;
         "message track") echo "-" ;;
+        "metadata apply") echo "@files" ;;
         "namesrv config set") echo "-" ;;
         "namesrv kv delete") echo "-" ;;
         "namesrv kv get") echo "-" ;;

@@ -5,9 +5,10 @@ shows is computed here or in the service, never in a renderer. JSON writers turn
 camelCase (docs/cli-json.md).
 
 The classes live in one module per area (``names``, ``topics``, ``topic_details``, ``groups``,
-``cluster``, ``messages``, ``namesrv``). This package re-exports them all but imports an area only when
-one of its names is first asked for: creating dataclasses is most of the cost of importing them, and a
-command should pay only for the areas it shows (``rmq topic list`` imports ``names`` and ``topics``).
+``cluster``, ``messages``, ``namesrv``, ``metadata``). This package re-exports them all but imports an
+area only when one of its names is first asked for: creating dataclasses is most of the cost of
+importing them, and a command should pay only for the areas it shows (``rmq topic list`` imports
+``names`` and ``topics``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-_AREAS = ("names", "topics", "topic_details", "groups", "cluster", "messages", "namesrv")
+_AREAS = ("names", "topics", "topic_details", "groups", "cluster", "messages", "namesrv", "metadata")
 
 if TYPE_CHECKING:
     from admin.models.cluster import *  # noqa: F403
     from admin.models.groups import *  # noqa: F403
     from admin.models.messages import *  # noqa: F403
+    from admin.models.metadata import *  # noqa: F403
     from admin.models.names import *  # noqa: F403
     from admin.models.namesrv import *  # noqa: F403
     from admin.models.topic_details import *  # noqa: F403

@@ -17,11 +17,12 @@ from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
 from admin.service.groups import GroupOps
 from admin.service.messages import MessageOps
+from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
 from admin.service.topics import TopicOps
 
 
-class AdminService(ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps):
+class AdminService(MetadataOps, ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 
 

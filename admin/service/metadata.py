@@ -1,0 +1,174 @@
+"""Metadata as files: export a cluster's topics and groups, apply a file (create what is missing,
+update what differs, never delete)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from admin.errors import BadInput
+from admin.metadata_file import GROUPS_KEY, TOPICS_KEY, Entry, MetadataFile
+from admin.models.names import TopicKind, is_system_group, topic_kind
+from admin.service.base import Progress, admin_call, gather
+from admin.service.groups import GroupOps
+from admin.service.topics import DEFAULT_PERM, DEFAULT_QUEUES, TopicOps, system_names, tracked
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.group_bodies import SubscriptionGroupConfig
+
+if TYPE_CHECKING:
+    from admin.models.metadata import FieldChange, MetadataItem, MetadataPlan
+
+Tables = dict[str, dict[str, Any]]  # broker name -> name -> config
+_EXPORTED_KINDS = {False: {TopicKind.NORMAL}, True: {TopicKind.NORMAL, TopicKind.RETRY, TopicKind.DLQ}}
+
+
+class MetadataOps(TopicOps, GroupOps):
+    @admin_call
+    async def metadata_export(
+        self, cluster: str | None = None, broker: str | None = None, special_topics: bool = False
+    ) -> dict[str, Any]:
+        """Topics and groups of the target brokers in ``mqadmin exportMetadata``'s shape. Queue numbers
+        are per broker, as ``topic create`` takes them (the Java tool sums them over a cluster's masters)."""
+        targets = await self._broker_targets(cluster, broker)
+        topics, groups = await self._tables(targets)
+        names = system_names(await self._cluster())
+        kinds = _EXPORTED_KINDS[special_topics]
+        topic_table: dict[str, Any] = {}
+        for table in topics.values():
+            for name, config in table.items():
+                if topic_kind(name, names) in kinds:
+                    topic_table.setdefault(name, _as_json(config))
+        group_table: dict[str, Any] = {}
+        for table in groups.values():
+            for name, config in table.items():
+                if not is_system_group(name):
+                    group_table.setdefault(name, _as_json(config))
+        return {
+            TOPICS_KEY: dict(sorted(topic_table.items())),
+            GROUPS_KEY: dict(sorted(group_table.items())),
+            "exportTime": int(time.time() * 1000),
+        }
+
+    @admin_call
+    async def metadata_apply(
+        self,
+        doc: MetadataFile,
+        cluster: str | None = None,
+        broker: str | None = None,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> MetadataPlan:
+        """Bring the target brokers to what ``doc`` describes; with ``dry_run`` only say what that takes."""
+        from admin.models.metadata import MetadataAction, MetadataPlan
+
+        names = system_names(await self._cluster())
+        for entry in doc.topics:
+            if topic_kind(entry.name, names) is not TopicKind.NORMAL:
+                raise BadInput(
+                    f"{TOPICS_KEY}.{entry.name}: retry, dead-letter and system topics are not applied"
+                )
+        for entry in doc.groups:
+            if is_system_group(entry.name):
+                raise BadInput(f"{GROUPS_KEY}.{entry.name}: system groups are not applied")
+            assert isinstance(entry.config, SubscriptionGroupConfig)
+            problem = _group_problem(entry.config)
+            if problem:
+                raise BadInput(f"{GROUPS_KEY}.{entry.name}: {problem}")
+        targets = await self._broker_targets(cluster, broker)
+        topics, groups = await self._tables(targets)
+        items = [_plan("topic", e, topics, _topic_base(e.name)) for e in doc.topics]
+        items += [_plan("group", e, groups, SubscriptionGroupConfig(groupName=e.name)) for e in doc.groups]
+        pending = [
+            (item, entry)
+            for item, entry in zip(items, [*doc.topics, *doc.groups], strict=True)
+            if item.action is not MetadataAction.UNCHANGED
+        ]
+        if pending and not dry_run:
+            writes = (self._apply(item, entry, topics, groups, targets) for item, entry in pending)
+            await tracked(writes, "applying", progress)
+        return MetadataPlan(items, len(pending), applied=bool(pending) and not dry_run, notes=doc.notes)
+
+    async def _tables(self, targets: dict[str, str]) -> tuple[Tables, Tables]:
+        addrs = list(targets.values())
+        topic_tables = await gather(self.api.all_topic_config(a) for a in addrs)
+        group_tables = await gather(self.api.all_group_config(a) for a in addrs)
+        return dict(zip(targets, topic_tables, strict=True)), dict(zip(targets, group_tables, strict=True))
+
+    async def _apply(
+        self, item: MetadataItem, entry: Entry, topics: Tables, groups: Tables, targets: dict[str, str]
+    ) -> None:
+        from admin.models.topic_details import TopicSpec
+
+        brokers = {b: targets[b] for b in item.brokers}
+        if item.kind == "topic":
+            config = entry.config
+            assert isinstance(config, TopicConfig)
+            given = entry.given
+            spec = TopicSpec(
+                entry.name,
+                config.readQueueNums if "readQueueNums" in given else None,
+                config.writeQueueNums if "writeQueueNums" in given else None,
+                config.perm if "perm" in given else None,
+                config.order if "order" in given else None,
+                dict(config.attributes) if "attributes" in given else {},
+            )
+            current = {b: topics[b].get(entry.name) or _topic_base(entry.name) for b in brokers}
+            await self._write_topic(spec, current, brokers, None)
+        else:
+            wanted = {k: getattr(entry.config, k) for k in entry.given}
+            base = SubscriptionGroupConfig(groupName=entry.name)
+            await gather(
+                self.api.create_group(addr, replace(groups[b].get(entry.name) or base, **wanted))
+                for b, addr in brokers.items()
+            )
+
+
+def _as_json(config: TopicConfig | SubscriptionGroupConfig) -> Any:
+    return json.loads(config.to_json(standard=True))
+
+
+def _topic_base(name: str) -> TopicConfig:
+    """What ``topic create`` starts a new topic from."""
+    return TopicConfig(
+        topicName=name, readQueueNums=DEFAULT_QUEUES, writeQueueNums=DEFAULT_QUEUES, perm=DEFAULT_PERM
+    )
+
+
+def _group_problem(config: SubscriptionGroupConfig) -> str | None:
+    if config.retryMaxTimes < -1:
+        return "retryMaxTimes must be -1 (no retry) or more"
+    if config.retryQueueNums < 0:
+        return "retryQueueNums cannot be negative"
+    return None
+
+
+def _differs(field: str, current: Any, wanted: Any) -> bool:
+    if field == "attributes":  # the file sets these attributes; others the broker holds stay
+        return any(current.get(k) != v for k, v in wanted.items())
+    return bool(current != wanted)
+
+
+def _plan(kind: str, entry: Entry, tables: Tables, base: Any) -> MetadataItem:
+    from admin.models.metadata import FieldChange, MetadataAction, MetadataItem
+
+    missing = [b for b, table in tables.items() if entry.name not in table]
+    changed: dict[str, FieldChange] = {}
+    writes = list(missing)
+    for broker_name, table in tables.items():
+        current = table.get(entry.name)
+        for field in sorted(entry.given):
+            wanted = getattr(entry.config, field)
+            held = getattr(current if current is not None else base, field)
+            if current is None or _differs(field, held, wanted):
+                changed.setdefault(field, FieldChange(field, None if current is None else held, wanted))
+                if broker_name not in writes:
+                    writes.append(broker_name)
+    if missing:
+        action = MetadataAction.CREATE
+    elif writes:
+        action = MetadataAction.UPDATE
+    else:
+        action = MetadataAction.UNCHANGED
+    return MetadataItem(kind, entry.name, action, sorted(writes) or sorted(tables), list(changed.values()))
