@@ -8,6 +8,7 @@ numbers, ``HashMap`` iteration order for message properties, fastjson's pretty J
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -19,18 +20,24 @@ if TYPE_CHECKING:
         BrokerInfo,
         BrokerRuntime,
         ClientInfo,
+        ClientRunningInfo,
         ClusterList,
         ConfigValues,
+        GroupClients,
+        GroupConfigAt,
         GroupConnections,
         GroupLag,
         Messages,
         OffsetReset,
+        PermChange,
         SendReceipt,
         TopicChange,
         TopicRoute,
         TopicStatus,
         TrackInfo,
     )
+    from broker.protocol.bodies import TopicConfig
+    from broker.protocol.group_bodies import QueryConsumeQueueResponseBody
     from broker.protocol.message import MessageRecord
 
 ROUTE_RULE = "-" * 158
@@ -222,6 +229,35 @@ def _perm(perm: int) -> str:
     return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
 
 
+def topic_config_text(c: TopicConfig) -> str:
+    """``TopicConfig.toString``."""
+    return (
+        f"TopicConfig [topicName={c.topicName}, readQueueNums={c.readQueueNums}, "
+        f"writeQueueNums={c.writeQueueNums}, perm={_perm(c.perm)}, topicFilterType={c.topicFilterType.name}, "
+        f"topicSysFlag={c.topicSysFlag}, order={jstr(c.order)}, attributes={java_map(c.attributes)}]"
+    )
+
+
+def topic_perm_change(changes: Sequence[PermChange], by_broker: bool) -> str:
+    """``updateTopicPerm``: with ``-b`` the one broker's change and its TopicConfig (or that nothing
+    changed); with ``-c`` a line per master."""
+    lines = []
+    for c in changes:
+        if by_broker and c.old_perm == c.config.perm:
+            return "new perm equals to the old one!\n"
+        lines.append(f"update topic perm from {c.old_perm} to {c.config.perm} in {c.address} success.")
+        if by_broker:
+            lines.append(f"{topic_config_text(c.config)}.")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def batch_submitted(addresses: Sequence[str], what: str) -> str:
+    """``updateTopicList`` / ``updateSubGroupList``: a line per broker the batch went to."""
+    return "".join(
+        f"submit batch of {what} config to {a} success, please check the result later.\n" for a in addresses
+    )
+
+
 # -- clusters and brokers ---------------------------------------------------------------------------
 def cluster_list(listing: ClusterList, now_ms: int) -> str:
     """``clusterList``: one row per broker address, with the runtime figures mqadmin derives."""
@@ -388,12 +424,74 @@ def producer_connection(clients: Sequence[ClientInfo]) -> str:
 def offset_reset(reset: OffsetReset, timestamp_text: str) -> str:
     """``resetOffsetByTime``: the request, then the new offset of every queue."""
     topic = reset.queues[0].topic if reset.queues else ""
-    out = [
+    return (
         f"start reset consumer offset by specified, group[{reset.group}], topic[{topic}], force[true], "
-        f"timestamp(string)[{timestamp_text}], timestamp(long)[{reset.target.value}]\n",
-        f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}\n",
-    ]
+        f"timestamp(string)[{timestamp_text}], timestamp(long)[{reset.target.value}]\n"
+    ) + offset_table(reset)
+
+
+def offset_table(reset: OffsetReset) -> str:
+    """The new offset of every queue, as ``resetOffsetByTime`` and ``skipAccumulatedMessage`` print it."""
+    out = [f"{'#brokerName':<40}  {'#queueId':<40}  {'#offset':<40}\n"]
     out += [f"{q.broker_name[:32]:<40}  {q.queue_id:<40}  {q.target:<40}\n" for q in reset.queues]
+    return "".join(out)
+
+
+def consumer_config(found: Sequence[GroupConfigAt]) -> str:
+    """``getConsumerConfig``: per broker a banner, then every SubscriptionGroupConfig field as
+    ``%-40s=  %s`` in declaration order (an absent value prints empty)."""
+    out = []
+    for at in found:
+        out.append(f"{'=' * 29}{jstr(at.cluster)}:{at.broker_name}{'=' * 29}\n")
+        for f in dataclasses.fields(at.config):
+            value = getattr(at.config, f.name)
+            out.append(f"{f.name:<40}=  {'' if value is None else _java_text(f.name, value)}\n")
+    return "".join(out)
+
+
+def _java_text(name: str, value: object) -> str:
+    """Java's ``toString`` of a SubscriptionGroupConfig field value."""
+    if name == "groupRetryPolicy" and isinstance(value, Mapping):
+        parts = [
+            f"{key}={_policy(value.get(key), key)}"
+            for key in ("type", "exponentialRetryPolicy", "customizedRetryPolicy")
+        ]
+        return "GroupRetryPolicy{" + ", ".join(parts) + "}"
+    if isinstance(value, Mapping):
+        return java_map({str(k): jstr(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return "[" + ", ".join(jstr(v) for v in value) + "]"
+    return jstr(value)
+
+
+def _policy(value: object, key: str) -> str:
+    """A retry policy as Guava's ``toStringHelper`` writes it: ``ExponentialRetryPolicy{initial=…}``."""
+    if not isinstance(value, Mapping):
+        return jstr(value)
+    inner = ", ".join(f"{k}={_java_text(k, v)}" for k, v in value.items())
+    return f"{key[0].upper()}{key[1:]}{{{inner}}}"
+
+
+CQ_RULE = "=" * 38
+
+
+def consume_queue(body: QueryConsumeQueueResponseBody, index: int) -> str:
+    """``queryCq``: the group's subscription and filter when asked, the queue's bounds, then each
+    unit as ``ConsumeQueueData.toString``."""
+    out = []
+    if body.subscriptionData is not None:
+        sub = dataclasses.asdict(body.subscriptionData)
+        doc = {k: sub[k] for k in sorted(sub) if sub[k] is not None}
+        out.append(f"Subscription data: \n{_fastjson(doc, 0)}\n{CQ_RULE}\n")
+    if body.filterData is not None:
+        out.append(f"Filter data: \n{body.filterData}\n{CQ_RULE}\n")
+    out.append(f"Queue data: \nmax: {body.maxQueueIndex}, min: {body.minQueueIndex}\n{CQ_RULE}\n")
+    for i, unit in enumerate(body.queueData or [], start=index):
+        out.append(
+            f"idx: {i}\nConsumeQueueData{{physicOffset={unit.physicOffset}, physicSize={unit.physicSize}, "
+            f"tagsCode={unit.tagsCode}, extendDataJson='{jstr(unit.extendDataJson)}', "
+            f"bitMap='{jstr(unit.bitMap)}', eval={jstr(unit.eval)}, msg='{jstr(unit.msg)}'}}\n{CQ_RULE}\n"
+        )
     return "".join(out)
 
 
@@ -538,4 +636,88 @@ def broker_consume_stats(lags: Sequence[GroupLag], level: int) -> str:
                 f"{plain_time(q.last_timestamp)}\n"
             )
     out.append(f"\nDiff Total: {total}\n")
+    return "".join(out)
+
+
+def java_stamp(epoch_ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in local time (0 too: the epoch)."""
+    t = dt.datetime.fromtimestamp(epoch_ms / 1000)
+    return t.strftime("%Y%m%d%H%M%S") + f"{epoch_ms % 1000:03d}"
+
+
+def _message_queue(topic: str, broker_name: str, queue_id: int) -> str:
+    return f"MessageQueue [topic={topic}, brokerName={broker_name}, queueId={queue_id}]"
+
+
+def consumer_running_info(c: ClientRunningInfo) -> str:
+    """``ConsumerRunningInfo.formatString``: what ``consumerStatus -i`` prints (and writes per client)."""
+    out = ["#Consumer Properties#\n"]
+    out += [f"{key:<40}: {value}\n" for key, value in sorted(c.properties.items())]
+    out.append("\n\n#Consumer Subscription#\n")
+    out += [
+        f"{i:03d} Topic: {s.topic:<40} ClassFilter: {'false':<8} SubExpression: {s.expression}\n"
+        for i, s in enumerate(c.subscriptions, 1)
+    ]
+    out.append("\n\n#Consumer Offset#\n")
+    out.append(f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Consumer Offset':<20}\n")
+    out += [f"{q.topic:<32}  {q.broker_name:<32}  {q.queue_id:<4}  {q.commit_offset:<20}\n" for q in c.queues]
+    out.append("\n\n#Consumer MQ Detail#\n")
+    out.append(f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#ProcessQueueInfo':<20}\n")
+    for q in c.queues:
+        info = (
+            f"ProcessQueueInfo [commitOffset={q.commit_offset}, cachedMsgMinOffset={q.cached_min_offset}, "
+            f"cachedMsgMaxOffset={q.cached_max_offset}, cachedMsgCount={q.cached_count}, "
+            f"cachedMsgSizeInMiB={q.cached_size_mib}, transactionMsgMinOffset={q.consuming_min_offset}, "
+            f"transactionMsgMaxOffset={q.consuming_max_offset}, transactionMsgCount={q.consuming_count}, "
+            f"locked={jstr(q.locked)}, tryUnlockTimes={q.try_unlock_times}, "
+            f"lastLockTimestamp={java_stamp(q.last_lock_timestamp)}, droped={jstr(q.dropped)}, "
+            f"lastPullTimestamp={java_stamp(q.last_pull_timestamp)}, "
+            f"lastConsumeTimestamp={java_stamp(q.last_consume_timestamp)}]"
+        )
+        out.append(f"{q.topic:<64}  {q.broker_name:<32}  {q.queue_id:<4}  {info}\n")
+    out.append("\n\n#Consumer Pop Detail#\n")
+    out.append(f"{'#Topic':<32}  {'#Broker Name':<32}  {'#QID':<4}  {'#ProcessQueueInfo':<20}\n")
+    out.append("\n\n#Consumer RT&TPS#\n")
+    out.append(
+        f"{'#Topic':<64}  {'#Pull RT':>14} {'#Pull TPS':>14} {'#Consume RT':>14} {'#ConsumeOK TPS':>14} "
+        f"{'#ConsumeFailed TPS':>18} {'#ConsumeFailedMsgsInHour':>25}\n"
+    )
+    out += [
+        f"{r.topic:<32}  {r.pull_rt:14.2f} {r.pull_tps:14.2f} {r.consume_rt:14.2f} {r.consume_ok_tps:14.2f} "
+        f"{r.consume_failed_tps:18.2f} {r.consume_failed_msgs:25d}\n"
+        for r in c.rates
+    ]
+    out.append("\n\n#User Consume Info#\n")
+    if c.jstack is not None:
+        out.append(f"\n\n#Consumer jstack#\n{c.jstack}")
+    return "".join(out)
+
+
+def consumer_status_header() -> str:
+    return f"{'#Index':<10} {'#ClientId':<40} {'#Version':<20} #ConsumerRunningInfoFile\n"
+
+
+def consumer_status_row(index: int, c: ClientRunningInfo, path: str) -> str:
+    return f"{index:<10} {c.client_id:<40} {version_desc(c.version):<20} {path}\n"
+
+
+def consumer_status_analysis(result: GroupClients) -> str:
+    """The verdict after the listing: subscriptions alike, rebalance, queues in trouble."""
+    from admin.models import ProblemKind
+
+    answered = [c for c in result.clients if c.error is None]
+    if not answered:
+        return ""
+    if not result.same_subscriptions:
+        return "\n\nWARN: Different subscription in the same group of consumer!!!"
+    out = ["\n\nSame subscription in the same group of consumer", "\n\nRebalance OK\n"]
+    for c in answered:
+        for p in c.problems:
+            mq = _message_queue(p.topic, p.broker_name, p.queue_id)
+            if p.kind is ProblemKind.NOT_LOCKED:
+                out.append(f"{c.client_id} {mq} can't lock for a while, {p.for_ms}ms\n")
+            elif p.kind is ProblemKind.UNLOCK_FAILED:
+                out.append(f"{c.client_id} {mq} unlock {p.unlock_tries} times, still failed\n")
+            else:
+                out.append(f"{c.client_id} {mq} can't consume for a while, maybe blocked, {p.for_ms}ms\n")
     return "".join(out)

@@ -1,4 +1,5 @@
-"""``rmq group``: create, update, list, describe, lag, connections, delete, reset-offset, clone-offsets."""
+"""``rmq group``: create, update, list, describe, lag, connections, clients, delete, reset-offset,
+clone-offsets."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from cli.output import Fields, ProgressBar, Section, Table, ms_time
 
 if TYPE_CHECKING:
     from admin.models import (
+        ClientRunningInfo,
         GroupChange,
+        GroupClients,
         GroupConfig,
         GroupConnections,
         GroupDeletion,
@@ -161,6 +164,23 @@ def connections(
     """The group's online clients and their subscriptions."""
     conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.group_connections(group), _connections_sections, watch)
+
+
+@app.command("clients")
+def clients(
+    group: GroupArg,
+    client: Annotated[
+        str | None, typer.Option("--client", metavar="ID", help=r"Only this client \[default: every one].")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """What the group's online clients report: version, subscriptions, owned queues and rates."""
+    connect(namesrv, profile, timeout, output).show(
+        lambda s: s.group_clients(group, client), _clients_sections
+    )
 
 
 @app.command("delete")
@@ -354,6 +374,100 @@ def _connections_sections(c: GroupConnections) -> list[Section]:
             title="Subscriptions",
         ),
     ]
+
+
+def _client_sections(c: ClientRunningInfo) -> list[Section]:
+    head: list[tuple[str, object]] = [("address", c.address), ("broker", c.broker)]
+    if c.error is not None:
+        return [Fields([*head, ("error", c.error)], title=f"Client {c.client_id}")]
+    subs = ", ".join(f"{s.topic} ({s.expression})" for s in c.subscriptions)
+    return [
+        Fields(
+            [
+                *head,
+                ("version", c.client_version or c.version),
+                ("language", c.language),
+                ("consume type", c.consume_type),
+                ("orderly", c.orderly),
+                ("started", ms_time(c.start_timestamp)),
+                ("subscriptions", subs),
+            ],
+            title=f"Client {c.client_id}",
+        ),
+        Table(
+            [
+                "topic",
+                "broker",
+                "queue",
+                "commit offset",
+                "cached",
+                "cached MiB",
+                "locked",
+                "last pull",
+                "last consume",
+            ],
+            [
+                (
+                    q.topic,
+                    q.broker_name,
+                    q.queue_id,
+                    q.commit_offset,
+                    q.cached_count,
+                    q.cached_size_mib,
+                    q.locked,
+                    ms_time(q.last_pull_timestamp),
+                    ms_time(q.last_consume_timestamp),
+                )
+                for q in c.queues
+            ],
+            title="Queues",
+        ),
+        Table(
+            [
+                "topic",
+                "pull RT ms",
+                "pull TPS",
+                "consume RT ms",
+                "consume OK TPS",
+                "failed TPS",
+                "failed (1 h)",
+            ],
+            [
+                (
+                    r.topic,
+                    f"{r.pull_rt:.2f}",
+                    f"{r.pull_tps:.2f}",
+                    f"{r.consume_rt:.2f}",
+                    f"{r.consume_ok_tps:.2f}",
+                    f"{r.consume_failed_tps:.2f}",
+                    r.consume_failed_msgs,
+                )
+                for r in c.rates
+            ],
+            title="Rates (last minute)",
+        ),
+        *(
+            [
+                Table(
+                    ["topic", "broker", "queue", "problem", "for ms", "unlock tries"],
+                    [
+                        (p.topic, p.broker_name, p.queue_id, p.kind, p.for_ms, p.unlock_tries)
+                        for p in c.problems
+                    ],
+                    title="Problems",
+                )
+            ]
+            if c.problems
+            else []
+        ),
+    ]
+
+
+def _clients_sections(g: GroupClients) -> list[Section]:
+    head = Fields(
+        [("group", g.group), ("clients", len(g.clients)), ("same subscriptions", g.same_subscriptions)]
+    )
+    return [head, *(section for c in g.clients for section in _client_sections(c))]
 
 
 def _describe_sections(d: GroupDescription) -> list[Section]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -204,6 +205,34 @@ async def allocate_mq(s: AdminService, v: Values) -> str:
     return '{"result":{' + ",".join(parts) + "}}\n"
 
 
+async def update_topic_perm(s: AdminService, v: Values) -> str:
+    cluster, broker = _opt(v, "clusterName"), _opt(v, "brokerAddr")
+    if cluster is None and broker is None:
+        raise BadInput("give -b brokerAddr or -c clusterName")
+    changes = await s.topic_set_perm(_req(v, "topic"), _int(v, "perm") or 0, cluster, broker)
+    return R.topic_perm_change(changes, by_broker=broker is not None)
+
+
+def _config_file(v: Values) -> bytes:
+    name = _req(v, "filename")
+    try:
+        return Path(name).read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"the file path {name} does not exists") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {name}: {exc.strerror}") from None
+
+
+async def update_topic_list(s: AdminService, v: Values) -> str:
+    from admin.service.maintenance import load_topic_configs
+
+    configs = load_topic_configs(_config_file(v), _req(v, "filename"))
+    if not configs:
+        return ""
+    targets = await s.topic_create_list(configs, _opt(v, "clusterName"), _opt(v, "brokerAddr"))
+    return R.batch_submitted(targets, "topic")
+
+
 # -- groups -----------------------------------------------------------------------------------------
 async def update_sub_group(s: AdminService, v: Values) -> str:
     from admin.models import GroupSpec
@@ -275,6 +304,30 @@ async def consumer_connection(s: AdminService, v: Values) -> str:
     return R.consumer_connection(await s.group_connections(_req(v, "consumerGroup")))
 
 
+async def consumer_status(s: AdminService, v: Values) -> str:
+    group = _req(v, "consumerGroup")
+    jstack = _flag(v, "jstack")
+    client_id = _opt(v, "clientId")
+    if client_id is not None:
+        (client,) = (await s.group_clients(group, client_id, jstack)).clients
+        return R.consumer_running_info(client)
+    result = await s.group_clients(group, jstack=jstack, broker=_opt(v, "brokerAddr"))
+    now = int(time.time() * 1000)
+    out = [R.consumer_status_header()]
+    index = 1
+    for client in result.clients:
+        if client.error is not None:
+            sys.stderr.write(f"{client.client_id}: {client.error}\n")
+            continue
+        path = Path(str(now)) / client.client_id  # where Java writes it: relative to the working directory
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(R.consumer_running_info(client), encoding="utf-8")
+        out.append(R.consumer_status_row(index, client, str(path)))
+        index += 1
+    out.append(R.consumer_status_analysis(result))
+    return "".join(out)
+
+
 async def producer_connection(s: AdminService, v: Values) -> str:
     return R.producer_connection(await s.producer_connections(_req(v, "producerGroup"), _req(v, "topic")))
 
@@ -297,6 +350,28 @@ async def clone_group_offset(s: AdminService, v: Values) -> str:
     src, dst, topic = _req(v, "srcGroup"), _req(v, "destGroup"), _req(v, "topic")
     await s.group_clone_offsets(src, dst, topic)
     return f"clone group offset success. srcGroup[{src}], destGroup=[{dst}], topic[{topic}]"
+
+
+async def update_sub_group_list(s: AdminService, v: Values) -> str:
+    from admin.service.maintenance import load_group_configs
+
+    configs = load_group_configs(_config_file(v), _req(v, "filename"))
+    if not configs:
+        return ""
+    broker = _opt(v, "brokerAddr")
+    targets = await s.group_create_list(configs, _opt(v, "clusterName"), broker)
+    return R.batch_submitted(targets, "group" if broker is not None else "subscription group")
+
+
+async def get_consumer_config(s: AdminService, v: Values) -> str:
+    return R.consumer_config(await s.group_config_get(_req(v, "groupName")))
+
+
+async def skip_accumulated_message(s: AdminService, v: Values) -> str:
+    from admin.models import ResetKind, ResetTarget
+
+    reset = await s.group_reset_offset(_req(v, "group"), ResetTarget(ResetKind.LATEST), _req(v, "topic"))
+    return R.offset_table(reset)
 
 
 # -- messages ---------------------------------------------------------------------------------------
@@ -580,6 +655,33 @@ async def broker_consume_stats(s: AdminService, v: Values) -> str:
     return R.broker_consume_stats(mine, _int(v, "level", 0) or 0)
 
 
+# -- the store --------------------------------------------------------------------------------------
+async def query_cq(s: AdminService, v: Values) -> str:
+    index = _int(v, "index") or 0
+    body = await s.consume_queue_query(
+        _req(v, "topic"),
+        _int(v, "queue") or 0,
+        index,
+        _int(v, "count", 10) or 0,
+        _opt(v, "consumer"),
+        _opt(v, "broker"),
+    )
+    return R.consume_queue(body, index)
+
+
+def _store_chore(
+    chore: Callable[[AdminService], Callable[[str | None, str | None], Awaitable[object]]],
+) -> Handler:
+    """cleanExpiredCQ, deleteExpiredCommitLog, cleanUnusedTopic: on ``-b``, else every broker of
+    ``-c`` (or of every cluster); mqadmin prints ``success`` without a newline."""
+
+    async def handler(s: AdminService, v: Values) -> str:
+        await chore(s)(_opt(v, "cluster"), _opt(v, "brokerAddr"))
+        return "success"
+
+    return handler
+
+
 # -- the table --------------------------------------------------------------------------------------
 def _o(short: str | None, long: str, desc: str, required: bool = False, arg: bool = True) -> Opt:
     return Opt(short, long, arg, desc, required)
@@ -609,6 +711,12 @@ COMMANDS: tuple[Command, ...] = (
         _o("u", "unit", "is unit topic (true|false)"),
         _o("s", "hasUnitSub", "has unit sub (true|false)"),
     ), update_topic, one_of=("brokerAddr", "clusterName")),
+    Command("updateTopicList", "create or update topic in batch", (
+        _o("b", "brokerAddr", "create topic to which broker"),
+        _o("c", "clusterName", "create topic to which cluster"),
+        _o("f", "filename", "Path to a file with list of org.apache.rocketmq.common.TopicConfig "
+           "in json format", True),
+    ), update_topic_list, one_of=("brokerAddr", "clusterName")),
     Command("deleteTopic", "Delete topic from broker and NameServer.", (
         _TOPIC, _o("c", "clusterName", "delete topic from which cluster", True),
     ), delete_topic),
@@ -627,6 +735,12 @@ COMMANDS: tuple[Command, ...] = (
         _o("a", "notifyConsumerIdsChanged", "notify consumerId changed"),
         _o(None, "attributes", "attribute(+a=b,+c=d,-e)"),
     ), update_sub_group),
+    Command("updateSubGroupList", "Update or create subscription group in batch", (
+        _o("b", "brokerAddr", "create groups to which broker"),
+        _o("c", "clusterName", "create groups to which cluster"),
+        _o("f", "filename", "Path to a file with a list of "
+           "org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig in json format", True),
+    ), update_sub_group_list, one_of=("brokerAddr", "clusterName")),
     Command("deleteSubGroup", "Delete subscription group from broker.", (
         _o("b", "brokerAddr", "delete subscription group from which broker"),
         _o("c", "clusterName", "delete subscription group from which cluster"),
@@ -640,6 +754,12 @@ COMMANDS: tuple[Command, ...] = (
         _o("k", "key", "config key", True),
         _o("v", "value", "config value", True),
     ), update_broker_config),
+    Command("updateTopicPerm", "Update topic perm.", (
+        _o("b", "brokerAddr", "create topic to which broker"),
+        _o("c", "clusterName", "create topic to which cluster"),
+        _TOPIC,
+        _o("p", "perm", "set topic's permission(2|4|6), intro[2:W; 4:R; 6:RW]", True),
+    ), update_topic_perm),
     Command("topicRoute", "Examine topic route info.", (
         _TOPIC, _flag_opt("l", "list", "Use list format to print data"),
     ), topic_route),
@@ -709,6 +829,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("consumerConnection", "Query consumer's socket connection, client version and subscription.", (
         _o("g", "consumerGroup", "consumer group name", True), _o("b", "brokerAddr", "broker address"),
     ), consumer_connection),
+    Command("consumerStatus", "Query consumer's internal data structure.", (
+        _o("g", "consumerGroup", "consumer group name", True),
+        _o("i", "clientId", "The consumer's client id"),
+        _o("b", "brokerAddr", "broker address"),
+        _o("s", "jstack", "Run jstack command in the consumer progress", arg=False),
+    ), consumer_status),
     Command("consumerProgress", "Query consumer's progress, speed.", (
         _o("g", "groupName", "consumer group name"),
         _o("t", "topicName", "topic name"),
@@ -753,11 +879,26 @@ COMMANDS: tuple[Command, ...] = (
         _o("o", "offset", "Expect queue offset, not support old version broker"),
         _CLUSTER_LMQ,
     ), reset_offset_by_time),
+    Command("skipAccumulatedMessage", "Skip all messages that are accumulated (not consumed) currently.", (
+        _o("g", "group", "set the consumer group", True),
+        _o("t", "topic", "set the topic", True),
+        _o("f", "force", "set the force rollback by timestamp switch[true|false]"),
+        _CLUSTER_LMQ,
+    ), skip_accumulated_message),
     Command("updateOrderConf", "Create or update or delete order conf.", (
         _TOPIC,
         _o("v", "orderConf", "set order conf [eg. brokerName1:num;brokerName2:num]"),
         _o("m", "method", "option type [eg. put|get|delete", True),
     ), update_order_conf),
+    Command("cleanExpiredCQ", "Clean expired ConsumeQueue on broker.", (
+        _o("b", "brokerAddr", "Broker address"), _o("c", "cluster", "clustername"),
+    ), _store_chore(lambda s: s.broker_clean_expired_consume_queues)),
+    Command("deleteExpiredCommitLog", "Delete expired CommitLog files.", (
+        _o("b", "brokerAddr", "Broker address"), _o("c", "cluster", "clustername"),
+    ), _store_chore(lambda s: s.broker_delete_expired_commitlog)),
+    Command("cleanUnusedTopic", "Clean unused topic on broker.", (
+        _o("b", "brokerAddr", "Broker address"), _o("c", "cluster", "cluster name"),
+    ), _store_chore(lambda s: s.broker_clean_unused_topics)),
     Command("statsAll", "Topic and Consumer tps stats.", (
         _flag_opt("a", "activeTopic", "print active topic only"),
         _o("t", "topic", "print select topic only"),
@@ -770,6 +911,17 @@ COMMANDS: tuple[Command, ...] = (
     Command("getBrokerConfig", "Get broker config by cluster or special broker.", (
         _o("b", "brokerAddr", "get which broker"), _o("c", "clusterName", "get which cluster"),
     ), get_broker_config),
+    Command("getConsumerConfig", "Get consumer config by subscription group name.", (
+        _o("g", "groupName", "subscription group name", True),
+    ), get_consumer_config),
+    Command("queryCq", "Query cq command.", (
+        _o("t", "topic", "topic name", True),
+        _o("q", "queue", "queue num, ie. 1", True),
+        _o("i", "index", "start queue index.", True),
+        _o("c", "count", "how many."),
+        _o("b", "broker", "broker addr."),
+        _o("g", "consumer", "consumer group."),
+    ), query_cq),
     Command("sendMessage", "Send a message.", (
         _o("t", "topic", "Topic name", True),
         _o("p", "body", "UTF-8 string format of the message body", True),

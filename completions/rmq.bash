@@ -10,7 +10,7 @@ __rmq_cmds() {
         "cluster") echo "down list ps status up" ;;
         "completion") echo "install show" ;;
         "dlq") echo "browse export list resend" ;;
-        "group") echo "clone-offsets connections create delete describe lag list reset-offset update" ;;
+        "group") echo "clients clone-offsets connections create delete describe lag list reset-offset update" ;;
         "message") echo "consume get print query resend send track" ;;
         "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
@@ -59,6 +59,7 @@ __rmq_opts() {
         "dlq list") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "dlq resend") echo "--all --dry-run --yes -y -h --help --offset -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "group") echo "-h --help" ;;
+        "group clients") echo "-h --help --client -n --namesrv --profile --timeout --output -o" ;;
         "group clone-offsets") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "group connections") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
         "group create") echo "--orderly --no-broadcast --disabled -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
@@ -349,6 +350,13 @@ __rmq_kind() {
         "dlq resend|--timeout") echo "-" ;;
         "dlq resend|--output") echo "table json text" ;;
         "dlq resend|-o") echo "table json text" ;;
+        "group clients|--client") echo "-" ;;
+        "group clients|-n") echo "-" ;;
+        "group clients|--namesrv") echo "-" ;;
+        "group clients|--profile") echo "-" ;;
+        "group clients|--timeout") echo "-" ;;
+        "group clients|--output") echo "table json text" ;;
+        "group clients|-o") echo "table json text" ;;
         "group clone-offsets|-t") echo "@topics" ;;
         "group clone-offsets|--topic") echo "@topics" ;;
         "group clone-offsets|-n") echo "-" ;;
@@ -773,6 +781,7 @@ __rmq_arg() {
         "dlq browse") echo "@groups" ;;
         "dlq export") echo "@groups" ;;
         "dlq resend") echo "@groups" ;;
+        "group clients") echo "@groups" ;;
         "group clone-offsets") echo "@groups" ;;
         "group connections") echo "@groups" ;;
         "group create") echo "@groups" ;;

@@ -1,14 +1,22 @@
-"""Consumer groups: listings, connections, configuration, lag, and offset resets and clones."""
+"""Consumer groups: listings, connections, configuration, lag, the running state of their clients, and
+offset resets and clones."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.protocol.group_bodies import SubscriptionGroupConfig
 
 __all__ = [
     "ClientInfo",
+    "ClientRunningInfo",
     "GroupChange",
+    "GroupClients",
     "GroupConfig",
+    "GroupConfigAt",
     "GroupConnections",
     "GroupDeletion",
     "GroupDescription",
@@ -18,11 +26,15 @@ __all__ = [
     "GroupSummary",
     "OffsetClone",
     "OffsetReset",
+    "ProblemKind",
     "QueueLag",
+    "QueueProblem",
     "QueueReset",
+    "QueueRuntime",
     "ResetKind",
     "ResetTarget",
     "Subscription",
+    "TopicRates",
 ]
 
 
@@ -70,6 +82,92 @@ class GroupConnections:
     consume_from_where: str | None
     clients: list[ClientInfo]  # one per client id (the first broker that reported it)
     subscriptions: list[Subscription]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRuntime:
+    """One queue a client owns, as the client reports it (timestamps epoch ms, 0 = never)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    commit_offset: int  # the next offset the client will commit; -1 = none yet
+    cached_count: int  # pulled, not yet consumed
+    cached_size_mib: int
+    cached_min_offset: int
+    cached_max_offset: int
+    consuming_count: int  # orderly: handed to the listener, not yet committed
+    consuming_min_offset: int
+    consuming_max_offset: int
+    locked: bool  # orderly: the client holds the broker's lock on the queue
+    try_unlock_times: int
+    last_lock_timestamp: int
+    dropped: bool
+    last_pull_timestamp: int
+    last_consume_timestamp: int
+
+
+class ProblemKind(StrEnum):
+    NOT_LOCKED = "not-locked"  # an orderly queue whose broker lock the client has not held for a while
+    UNLOCK_FAILED = "unlock-failed"  # a dropped orderly queue the client still fails to unlock
+    BLOCKED = "blocked"  # messages are cached but nothing was consumed for over a minute
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProblem:
+    """Something wrong with a push consumer's queue, as mqadmin consumerStatus points out."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    kind: ProblemKind
+    for_ms: int  # not-locked: since the last lock; blocked: since the last consumption; else 0
+    unlock_tries: int  # unlock-failed: attempts so far; else 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRates:
+    """A client's rates on one subscribed topic over the last minute."""
+
+    topic: str
+    pull_rt: float  # ms per pull
+    pull_tps: float  # messages pulled per second
+    consume_rt: float  # ms per listener call
+    consume_ok_tps: float
+    consume_failed_tps: float
+    consume_failed_msgs: int  # in the last hour
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRunningInfo:
+    """What one online client answered to GET_CONSUMER_RUNNING_INFO, or why it could not be asked."""
+
+    client_id: str
+    address: str
+    language: str
+    version: int  # RocketMQ's int version code of the connection
+    broker: str  # the broker that relayed the question
+    error: str | None  # set when the client could not be asked; the fields below are then empty
+    client_version: str | None  # the version name the client reports (e.g. V5_3_3)
+    consume_type: str | None  # PUSH, PULL or POP
+    orderly: bool
+    start_timestamp: int  # when the consumer started, epoch ms; 0 = not reported
+    namesrv_addr: str | None
+    properties: dict[str, str]  # everything the client reported about itself, settings included
+    subscriptions: list[Subscription]
+    queues: list[QueueRuntime]  # sorted by topic, broker name, queue id
+    rates: list[TopicRates]  # sorted by topic
+    problems: list[QueueProblem]  # push consumers only, in queue order
+    jstack: str | None  # the client's thread dump, when asked for
+
+
+@dataclass(frozen=True, slots=True)
+class GroupClients:
+    group: str
+    clients: list[ClientRunningInfo]  # sorted by client id
+    # False when push consumers running for over two minutes subscribe differently (clients that could
+    # not be asked are left out); True otherwise, as mqadmin consumerStatus judges it
+    same_subscriptions: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,3 +282,12 @@ class OffsetClone:
     destination: str
     topic: str | None
     addresses: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigAt:
+    """A subscription group's configuration on one broker."""
+
+    cluster: str | None
+    broker_name: str
+    config: SubscriptionGroupConfig

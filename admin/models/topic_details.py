@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from admin.models.names import TopicKind
 
+if TYPE_CHECKING:
+    from broker.protocol.bodies import TopicConfig
+
 __all__ = [
+    "PermChange",
     "QueueStatus",
     "RouteBroker",
     "RouteQueue",
@@ -95,3 +100,12 @@ class TopicChange:
     order: bool
     order_conf: str | None  # the ORDER_TOPIC_CONFIG value written to the NameServers
     attributes: dict[str, str] = field(default_factory=dict)  # what the first broker holds afterwards
+
+
+@dataclass(frozen=True, slots=True)
+class PermChange:
+    """A topic's permission written to a broker: the permission it had, the configuration it has now."""
+
+    address: str
+    old_perm: int
+    config: TopicConfig

@@ -16,13 +16,16 @@ from admin.service.acl import AclOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
 from admin.service.groups import GroupOps
+from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
 from admin.service.topics import TopicOps
 
 
-class AdminService(MetadataOps, ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps):
+class AdminService(
+    MetadataOps, ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps, MaintenanceOps
+):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 
 

@@ -1,21 +1,24 @@
-"""Consumer groups: list, describe, connections, lag, create, update, delete, offsets."""
+"""Consumer groups: list, describe, connections, running clients, lag, create, update, delete, offsets."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import RETRY_PREFIX, is_system_group
-from admin.service.base import Progress, ServiceBase, admin_call, gather
+from admin.service.base import Progress, ServiceBase, admin_call, admin_error, gather
 from admin.service.topics import tracked
 from broker.protocol.bodies import MessageQueue
 
 if TYPE_CHECKING:
     from admin.models.groups import (
         ClientInfo,
+        ClientRunningInfo,
         GroupChange,
+        GroupClients,
         GroupConfig,
         GroupConnections,
         GroupDeletion,
@@ -25,9 +28,12 @@ if TYPE_CHECKING:
         GroupSpec,
         OffsetClone,
         OffsetReset,
+        QueueProblem,
+        QueueRuntime,
         ResetTarget,
     )
     from broker.protocol.group_bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig
+    from broker.protocol.running_info import ConsumerRunningInfo
 
 
 def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
@@ -49,9 +55,117 @@ def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
     )
 
 
+_CONSUME_TYPES = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH", "CONSUME_POP": "POP"}
+_BLOCKED_AFTER_MS = 60_000  # cached messages and no consumption for this long: the listener is stuck
+_SETTLED_AFTER_MS = 120_000  # consumers started this long ago should agree on their subscriptions
+
+
 def _consume_type(conn: ConsumerConnection) -> str | None:
-    names = {0: "PULL", 1: "PUSH", 2: "POP"}
-    return names.get(int(conn.consumeType)) if conn.consumeType is not None else None
+    return _CONSUME_TYPES.get(conn.consumeType.name) if conn.consumeType is not None else None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _problems(queues: list[QueueRuntime], orderly: bool, now_ms: int) -> list[QueueProblem]:
+    """A push consumer's queues in trouble, judged as mqadmin consumerStatus does."""
+    from admin.models.groups import ProblemKind, QueueProblem
+
+    out = []
+    for q in queues:
+        where = (q.topic, q.broker_name, q.queue_id)
+        if orderly and not q.locked:
+            out.append(QueueProblem(*where, ProblemKind.NOT_LOCKED, now_ms - q.last_lock_timestamp, 0))
+        elif orderly and q.dropped and q.try_unlock_times > 0:
+            out.append(QueueProblem(*where, ProblemKind.UNLOCK_FAILED, 0, q.try_unlock_times))
+        elif not orderly and q.cached_count > 0 and now_ms - q.last_consume_timestamp > _BLOCKED_AFTER_MS:
+            out.append(QueueProblem(*where, ProblemKind.BLOCKED, now_ms - q.last_consume_timestamp, 0))
+    return out
+
+
+def _same_subscriptions(clients: list[ClientRunningInfo], now_ms: int) -> bool:
+    """False when push consumers running for a while subscribe differently (mqadmin's judgement: the
+    first client decides whether the group is push and settled)."""
+    answered = [c for c in clients if c.error is None]
+    if not answered:
+        return True
+    first = answered[0]
+    if first.consume_type != "PUSH" or now_ms - first.start_timestamp <= _SETTLED_AFTER_MS:
+        return True
+    return all(set(c.subscriptions) == set(first.subscriptions) for c in answered)
+
+
+def _running_view(
+    client: ClientInfo, info: ConsumerRunningInfo | None, error: str | None = None
+) -> ClientRunningInfo:
+    """One client's answer (``info``), or why it could not be asked (``error``)."""
+    from admin.models.groups import ClientRunningInfo, QueueRuntime, Subscription, TopicRates
+    from broker.protocol import running_info as RI
+
+    now_ms = _now_ms()
+
+    props = dict(info.properties) if info is not None else {}
+    start = props.get(RI.PROP_CONSUMER_START_TIMESTAMP, "")
+    queues = sorted(
+        (
+            QueueRuntime(
+                topic=mq.topic,
+                broker_name=mq.brokerName,
+                queue_id=mq.queueId,
+                commit_offset=q.commitOffset,
+                cached_count=q.cachedMsgCount,
+                cached_size_mib=q.cachedMsgSizeInMiB,
+                cached_min_offset=q.cachedMsgMinOffset,
+                cached_max_offset=q.cachedMsgMaxOffset,
+                consuming_count=q.transactionMsgCount,
+                consuming_min_offset=q.transactionMsgMinOffset,
+                consuming_max_offset=q.transactionMsgMaxOffset,
+                locked=q.locked,
+                try_unlock_times=q.tryUnlockTimes,
+                last_lock_timestamp=q.lastLockTimestamp,
+                dropped=q.droped,
+                last_pull_timestamp=q.lastPullTimestamp,
+                last_consume_timestamp=q.lastConsumeTimestamp,
+            )
+            for mq, q in (info.mqTable.items() if info is not None else ())
+        ),
+        key=lambda q: (q.topic, q.broker_name, q.queue_id),
+    )
+    rates = [
+        TopicRates(
+            topic, s.pullRT, s.pullTPS, s.consumeRT, s.consumeOKTPS, s.consumeFailedTPS, s.consumeFailedMsgs
+        )
+        for topic, s in sorted(info.statusTable.items() if info is not None else ())
+    ]
+    subs = sorted(
+        (
+            Subscription(s.topic or "", s.subString or "*", s.expressionType)
+            for s in (info.subscriptionSet if info is not None else ())
+        ),
+        key=lambda s: s.topic,
+    )
+    consume_type = _CONSUME_TYPES.get(props.get(RI.PROP_CONSUME_TYPE, ""))
+    orderly = props.get(RI.PROP_CONSUME_ORDERLY, "").lower() == "true"
+    return ClientRunningInfo(
+        client_id=client.client_id,
+        address=client.address,
+        language=client.language,
+        version=client.version,
+        broker=client.broker,
+        error=error,
+        client_version=props.get(RI.PROP_CLIENT_VERSION),
+        consume_type=consume_type,
+        orderly=orderly,
+        start_timestamp=int(start) if start.isdigit() else 0,
+        namesrv_addr=props.get(RI.PROP_NAMESERVER_ADDR),
+        properties=props,
+        subscriptions=subs,
+        queues=queues,
+        rates=rates,
+        problems=_problems(queues, orderly, now_ms) if consume_type == "PUSH" else [],
+        jstack=info.jstack if info is not None else None,
+    )
 
 
 def _connections(group: str, answers: dict[str, ConsumerConnection | None]) -> GroupConnections:
@@ -112,6 +226,15 @@ def _lag(group: str, stats: list[ConsumeStats]) -> GroupLag:
         inflight_total=sum(q.inflight for q in queues),
         consume_tps=round(sum(s.consumeTps for s in stats), 2),
     )
+
+
+def retry_values_problem(retry_max_times: int | None, retry_queue_nums: int | None) -> str | None:
+    """What is wrong with a group's retry settings (None: nothing, or not set)."""
+    if retry_max_times is not None and retry_max_times < -1:
+        return "retry max times must be -1 (no retry) or more"
+    if retry_queue_nums is not None and retry_queue_nums < 0:
+        return "retry queue numbers cannot be negative"
+    return None
 
 
 class GroupOps(ServiceBase):
@@ -182,6 +305,49 @@ class GroupOps(ServiceBase):
         result = _connections(group, answers)
         self._require(group, configs, result.online)
         return result
+
+    @admin_call
+    async def group_clients(
+        self, group: str, client_id: str | None = None, jstack: bool = False, broker: str | None = None
+    ) -> GroupClients:
+        """What the group's online clients report of themselves (GET_CONSUMER_RUNNING_INFO, asked of
+        every client at once through the broker it is connected to): settings, subscriptions, the
+        state of every queue they own and their rates.
+
+        With ``client_id`` only that client is asked and its failure is raised (a client not online
+        is refused by the broker); otherwise a client that cannot be asked is listed with ``error``.
+        ``broker`` (an address) asks only that broker, for the clients connected to it."""
+        from admin.models.groups import ClientInfo, GroupClients
+
+        masters = await (self._broker_targets(None, broker) if broker else self._all_masters())
+        if not masters:
+            raise NotFound("no broker is registered with the NameServer")
+        configs, answers = await asyncio.gather(
+            self._group_configs(masters), self._group_connections(group, masters)
+        )
+        online = _connections(group, answers).clients
+        self._require(group, configs, bool(online))
+        if client_id is not None:
+            known = [c for c in online if c.client_id == client_id]
+            # an unknown client is asked anyway, of any broker: its refusal says it is not online
+            client = known[0] if known else ClientInfo(client_id, "", "", 0, next(iter(masters)))
+            info = await self.api.consumer_running_info(masters[client.broker], group, client_id, jstack)
+            view = _running_view(client, info)
+            return GroupClients(group, [view], _same_subscriptions([view], _now_ms()))
+
+        async def ask(client: ClientInfo) -> ClientRunningInfo:
+            addr = masters[client.broker]
+            try:
+                info = await self.api.consumer_running_info(addr, group, client.client_id, jstack)
+            except Exception as exc:
+                mapped = admin_error(exc)
+                if mapped is None:
+                    raise
+                return _running_view(client, None, str(mapped))
+            return _running_view(client, info)
+
+        views = await gather(ask(c) for c in online)
+        return GroupClients(group, views, _same_subscriptions(views, _now_ms()))
 
     @admin_call
     async def producer_connections(self, group: str, topic: str) -> list[ClientInfo]:
@@ -272,10 +438,9 @@ class GroupOps(ServiceBase):
     ) -> GroupChange:
         from admin.models.groups import GroupChange
 
-        if spec.retry_max_times is not None and spec.retry_max_times < -1:
-            raise BadInput("retry max times must be -1 (no retry) or more")
-        if spec.retry_queue_nums is not None and spec.retry_queue_nums < 0:
-            raise BadInput("retry queue numbers cannot be negative")
+        problem = retry_values_problem(spec.retry_max_times, spec.retry_queue_nums)
+        if problem:
+            raise BadInput(problem)
         changes: dict[str, Any] = {
             "consumeEnable": spec.consume_enable,
             "consumeFromMinEnable": spec.consume_from_min_enable,

@@ -12,7 +12,7 @@ from admin.errors import BadInput
 from admin.metadata_file import GROUPS_KEY, TOPICS_KEY, Entry, MetadataFile
 from admin.models.names import TopicKind, is_system_group, topic_kind
 from admin.service.base import Progress, admin_call, gather
-from admin.service.groups import GroupOps
+from admin.service.groups import GroupOps, retry_values_problem
 from admin.service.topics import DEFAULT_PERM, DEFAULT_QUEUES, TopicOps, system_names, tracked
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.group_bodies import SubscriptionGroupConfig
@@ -73,7 +73,7 @@ class MetadataOps(TopicOps, GroupOps):
             if is_system_group(entry.name):
                 raise BadInput(f"{GROUPS_KEY}.{entry.name}: system groups are not applied")
             assert isinstance(entry.config, SubscriptionGroupConfig)
-            problem = _group_problem(entry.config)
+            problem = retry_values_problem(entry.config.retryMaxTimes, entry.config.retryQueueNums)
             if problem:
                 raise BadInput(f"{GROUPS_KEY}.{entry.name}: {problem}")
         targets = await self._broker_targets(cluster, broker)
@@ -134,14 +134,6 @@ def _topic_base(name: str) -> TopicConfig:
     return TopicConfig(
         topicName=name, readQueueNums=DEFAULT_QUEUES, writeQueueNums=DEFAULT_QUEUES, perm=DEFAULT_PERM
     )
-
-
-def _group_problem(config: SubscriptionGroupConfig) -> str | None:
-    if config.retryMaxTimes < -1:
-        return "retryMaxTimes must be -1 (no retry) or more"
-    if config.retryQueueNums < 0:
-        return "retryQueueNums cannot be negative"
-    return None
 
 
 def _differs(field: str, current: Any, wanted: Any) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from broker.client.remoting_client import RemotingClient, RemotingConnectError
 from broker.protocol.bodies import (
     ClusterInfo,
+    CreateTopicListRequestBody,
     GroupList,
     JsonBody,
     KVTable,
@@ -32,11 +33,13 @@ if TYPE_CHECKING:
         ConsumerConnection,
         ConsumeStats,
         ProducerConnection,
+        QueryConsumeQueueResponseBody,
         ResetOffsetBody,
         SubscriptionGroupConfig,
         TopicStatsTable,
     )
     from broker.protocol.message import MessageRecord
+    from broker.protocol.running_info import ConsumerRunningInfo
 
 B = TypeVar("B", bound=JsonBody)
 DEFAULT_TIMEOUT = 5.0
@@ -231,6 +234,28 @@ class AdminApi:
         table = doc.get("subscriptionGroupTable", {}) if isinstance(doc, dict) else {}
         return {str(k): G.SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
 
+    async def topic_config(self, broker_addr: str, topic: str) -> TopicConfig:
+        """One topic's configuration on a broker (TOPIC_NOT_EXIST when it has none)."""
+        header = H.GetTopicConfigRequestHeader(topic=topic)
+        return await self._body(broker_addr, RequestCode.GET_TOPIC_CONFIG, TopicConfig, header)
+
+    async def group_config(self, broker_addr: str, group: str) -> SubscriptionGroupConfig:
+        """One subscription group's configuration (SUBSCRIPTION_GROUP_NOT_EXIST when unknown)."""
+        header = H.GetSubscriptionGroupConfigRequestHeader(group=group)
+        return await self._body(
+            broker_addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, G.SubscriptionGroupConfig, header
+        )
+
+    async def create_topics(self, broker_addr: str, configs: Sequence[TopicConfig]) -> None:
+        """Create or update several topics at once; the broker applies all of them or none."""
+        body = CreateTopicListRequestBody(topicConfigList=list(configs)).to_json()
+        await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, body=body)
+
+    async def create_groups(self, broker_addr: str, configs: Sequence[SubscriptionGroupConfig]) -> None:
+        """Create or update several subscription groups at once; all of them or none."""
+        body = G.SubscriptionGroupList(groupConfigList=list(configs)).to_json()
+        await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, body=body)
+
     # == broker: state and statistics ============================================================
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         r = await self.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
@@ -256,6 +281,18 @@ class AdminApi:
         ok = (ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
         return None if r.code != ResponseCode.SUCCESS else G.ConsumerConnection.from_json(r.body or b"{}")
+
+    async def consumer_running_info(
+        self, broker_addr: str, group: str, client_id: str, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: the broker asks the client over its connection and relays the answer."""
+        from broker.protocol import running_info as RI
+
+        header = RI.GetConsumerRunningInfoRequestHeader(
+            consumerGroup=group, clientId=client_id, jstackEnable=jstack
+        )
+        r = await self.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
+        return RI.ConsumerRunningInfo.from_json(r.body or b"{}")
 
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
         header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
@@ -286,6 +323,31 @@ class AdminApi:
     ) -> None:
         header = H.CloneGroupOffsetRequestHeader(srcGroup=src, destGroup=dest, topic=topic)
         await self.call(broker_addr, RequestCode.CLONE_GROUP_OFFSET, header)
+
+    # == broker: store maintenance ===========================================================
+    async def query_consume_queue(
+        self, broker_addr: str, topic: str, queue_id: int, index: int, count: int, group: str | None = None
+    ) -> QueryConsumeQueueResponseBody:
+        """Units of one ConsumeQueue; an index outside the queue is QUERY_NOT_FOUND with the broker's
+        remark (RocketMQ answers it as a SUCCESS without a body)."""
+        header = H.QueryConsumeQueueRequestHeader(
+            topic=topic, queueId=queue_id, index=index, count=count, consumerGroup=group
+        )
+        r = await self.call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, header)
+        if not r.body:
+            raise RemoteError(
+                broker_addr, RequestCode.QUERY_CONSUME_QUEUE, ResponseCode.QUERY_NOT_FOUND, r.remark
+            )
+        return G.QueryConsumeQueueResponseBody.from_json(r.body)
+
+    async def clean_expired_consume_queue(self, broker_addr: str) -> None:
+        await self.call(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+
+    async def delete_expired_commitlog(self, broker_addr: str) -> None:
+        await self.call(broker_addr, RequestCode.DELETE_EXPIRED_COMMITLOG)
+
+    async def clean_unused_topic(self, broker_addr: str) -> None:
+        await self.call(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC)
 
     async def _offset(self, broker_addr: str, code: int, header: H.CommandHeader) -> int:
         r = await self.call(broker_addr, code, header)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
@@ -24,6 +25,7 @@ from broker.client.rebalance import REBALANCE_INTERVAL
 from broker.client.remoting_client import RemotingChannel, RemotingError
 from broker.protocol import headers as H
 from broker.protocol import properties as P
+from broker.protocol import running_info as RI
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
 from broker.protocol.codes import RequestCode
 from broker.protocol.remoting import RemotingCommand, make_response
@@ -118,7 +120,6 @@ class PushConsumer(ConsumerBase):
         self.suspend_current_queue_time = suspend_current_queue_time
         self.rebalance_interval = rebalance_interval
         self.persist_interval = persist_interval
-        self._namesrv_addr = namesrv_addr
         self._listener: Callable[[list[MessageExt]], Any] | None = None
         self._call: Callable[[list[MessageExt]], Awaitable[Any]] | None = None  # the listener, as started
         self._retry_topic = retry_topic(group)
@@ -214,6 +215,23 @@ class PushConsumer(ConsumerBase):
             await self.offsets.persist(table)
         return make_response(cmd)
 
+    # ---- running info
+
+    def _settings(self) -> dict[str, str]:
+        return {
+            **super()._settings(),
+            "consumeThreadMax": str(self.consume_thread_max),
+            "consumeMessageBatchMaxSize": str(self.consume_batch_max_size),
+            "pullBatchSize": str(self.pull_batch_size),
+            "pullThresholdForQueue": str(self.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(self.pull_threshold_size_for_queue // (1024 * 1024)),  # MiB
+            "consumeConcurrentlyMaxSpan": str(self.consume_concurrently_max_span),
+            "maxReconsumeTimes": str(-1 if self.max_reconsume_times is None else self.max_reconsume_times),
+            "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),
+            RI.PROP_CONSUME_ORDERLY: "true" if self._orderly else "false",
+            RI.PROP_THREADPOOL_CORE_SIZE: str(self.consume_thread_max),
+        }
+
     # ---- rebalance owner hooks
 
     async def _may_take(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
@@ -259,6 +277,7 @@ class PushConsumer(ConsumerBase):
                 self.suspend_timeout + 15.0,
             )
             try:
+                started = self._pull_started(pq)
                 result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
             except (MQClientError, RemotingError) as exc:
                 log.warning("pull from %s failed: %s", mq, exc)
@@ -266,6 +285,7 @@ class PushConsumer(ConsumerBase):
                     self.instance.pull_failed(mq)
                 await asyncio.sleep(PULL_DELAY_ON_ERROR)
                 continue
+            self._pulled(mq, started, len(result.messages))
             self.instance.pull_suggested(mq, result.suggest_broker_id)
             if pq.dropped:
                 return
@@ -301,6 +321,10 @@ class PushConsumer(ConsumerBase):
 
     # ---- consuming
 
+    def _consumed(self, mq: MessageQueue, started: float, msgs: list[MessageExt], ok: bool) -> None:
+        rt_ms = (time.monotonic() - started) * 1000
+        self.stats.consumed(mq.topic, rt_ms, len(msgs) if ok else 0, 0 if ok else len(msgs))
+
     def _restore_topic(self, msg: MessageExt) -> None:
         if msg.topic == self._retry_topic:  # first: other messages need not parse their properties
             original = msg.properties.get(P.RETRY_TOPIC)
@@ -326,6 +350,7 @@ class PushConsumer(ConsumerBase):
     async def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         if pq.dropped:
             return
+        started = time.monotonic()
         try:
             status = ConsumeConcurrentlyStatus(await self._call_listener(msgs))
         except Exception:
@@ -333,6 +358,7 @@ class PushConsumer(ConsumerBase):
                 "listener failed on %d message(s) of %s; they will be consumed again", len(msgs), mq
             )
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        self._consumed(mq, started, msgs, status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
         if pq.dropped:
             return
         later: list[MessageExt] = []
@@ -365,11 +391,13 @@ class PushConsumer(ConsumerBase):
                 msgs = pq.take(self.consume_batch_max_size)
                 if not msgs:
                     return
+                started = time.monotonic()
                 try:
                     status = ConsumeOrderlyStatus(await self._call_listener(msgs))
                 except Exception:
                     log.exception("orderly listener failed on %s; suspending the queue", mq)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                self._consumed(mq, started, msgs, status is ConsumeOrderlyStatus.SUCCESS)
                 if pq.dropped:
                     return
                 if status is ConsumeOrderlyStatus.SUCCESS or await self._give_up(msgs):
@@ -430,6 +458,6 @@ class PushConsumer(ConsumerBase):
         copy.properties[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
         copy.delay_time_level = 3 + msg.reconsume_times
         if self._inner_producer is None:
-            self._inner_producer = Producer(INNER_PRODUCER_GROUP, self._namesrv_addr)
+            self._inner_producer = Producer(INNER_PRODUCER_GROUP, self.namesrv_addr)
             await self._inner_producer.start()
         await self._inner_producer.send(copy)

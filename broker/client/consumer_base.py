@@ -4,15 +4,20 @@ task per owned queue."""
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
+import sys
+import threading
 import time
+import traceback
 from abc import ABC, abstractmethod
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.client.allocate import AllocateAveragely, AllocateStrategy
-from broker.client.instance import ClientInstance
+from broker.client.consume_stats import ConsumeStatsRecorder
+from broker.client.instance import ClientInstance, parse_namesrv_addr
 from broker.client.message import MQClientError
 from broker.client.offset_store import (
     READ_FAILED,
@@ -20,11 +25,12 @@ from broker.client.offset_store import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
-from broker.client.process_queue import ProcessQueue
+from broker.client.process_queue import ProcessQueue, now_ms
 from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
-from broker.client.remoting_client import RemotingError
+from broker.client.remoting_client import RemotingChannel, RemotingError
+from broker.protocol import running_info as RI
 from broker.protocol.bodies import (
     ConsumeFromWhere,
     ConsumerData,
@@ -33,6 +39,8 @@ from broker.protocol.bodies import (
     MessageModel,
     MessageQueue,
 )
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.remoting import RemotingCommand, make_response
 
 if TYPE_CHECKING:
     import ssl
@@ -74,6 +82,7 @@ class ConsumerBase(ABC):
         ssl_context: ssl.SSLContext | None,
     ) -> None:
         self.group = group
+        self.namesrv_addr = namesrv_addr
         self.message_model = message_model
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
@@ -94,6 +103,8 @@ class ConsumerBase(ABC):
         )
         self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
         self._running = False
+        self._started_ms = 0
+        self.stats = ConsumeStatsRecorder()
 
     @property
     def client_id(self) -> str:
@@ -135,6 +146,8 @@ class ConsumerBase(ABC):
 
     async def _connect(self, topics: list[str]) -> None:
         """Start the client, learn the routes of ``topics`` and introduce ourselves to their brokers."""
+        self._started_ms = now_ms()
+        self.instance.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         await self.instance.start()
         for topic in topics:
             try:
@@ -143,6 +156,51 @@ class ConsumerBase(ABC):
                 log.warning("no route for %s yet: %s", topic, exc)
         await self.instance.send_heartbeat()
         self._running = True
+
+    # ---- running info (GET_CONSUMER_RUNNING_INFO, asked by admin tools through a broker)
+
+    def _settings(self) -> dict[str, str]:
+        """The consumer's settings under the Java consumer's property names."""
+        settings = {
+            "consumerGroup": self.group,
+            "messageModel": self.message_model.name,
+            "consumeFromWhere": self.consume_from.value.name,
+            "allocateMessageQueueStrategy": type(self.rebalancer.strategy).__name__,
+            "namesrvAddr": self.namesrv_addr,
+            "clientId": self.client_id,
+        }
+        if self.consume_timestamp_ms is not None:
+            settings["consumeTimestamp"] = str(self.consume_timestamp_ms)
+        return settings
+
+    def running_info(self) -> RI.ConsumerRunningInfo:
+        """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions, the state of
+        every owned queue and the rates of every subscribed topic."""
+        subscriptions = list(self.rebalancer.subscriptions.values())
+        properties = self._settings()
+        properties[RI.PROP_CONSUME_TYPE] = self.consume_type.name
+        properties[RI.PROP_CONSUMER_START_TIMESTAMP] = str(self._started_ms)
+        properties[RI.PROP_NAMESERVER_ADDR] = "".join(f"{a};" for a in parse_namesrv_addr(self.namesrv_addr))
+        properties[RI.PROP_CLIENT_VERSION] = RI.CLIENT_VERSION_NAME
+        return RI.ConsumerRunningInfo(
+            properties=properties,
+            subscriptionSet=subscriptions,
+            mqTable={mq: pq.info(self.offsets.read_memory(mq)) for mq, pq in self.rebalancer.table.items()},
+            statusTable={s.topic: self.stats.status(s.topic) for s in subscriptions if s.topic},
+        )
+
+    async def _on_running_info(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        header = RI.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
+        if header.consumerGroup != self.group:
+            return make_response(
+                cmd,
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumerGroup}> not exist in this consumer",
+            )
+        info = self.running_info()
+        if header.jstackEnable:
+            info.jstack = thread_dump()
+        return make_response(cmd, body=info.to_json())
 
     async def persist_offsets(self) -> None:
         await self.offsets.persist(list(self.rebalancer.table))
@@ -193,6 +251,16 @@ class ConsumerBase(ABC):
 
     # ---- pull tasks
 
+    @staticmethod
+    def _pull_started(pq: ProcessQueue) -> float:
+        """Book a pull as it is sent (the queue's last pull time); returns its start, for its RT."""
+        pq.last_pull_ms = now_ms()
+        return time.monotonic()
+
+    def _pulled(self, mq: MessageQueue, started: float, messages: int) -> None:
+        """Book an answered pull in the topic's pull rates."""
+        self.stats.pulled(mq.topic, (time.monotonic() - started) * 1000, messages)
+
     def _start_pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         self._pulls[mq] = self.instance.spawn(self._pull_loop(mq, pq, offset), f"pull {mq}")
 
@@ -214,3 +282,17 @@ class ConsumerBase(ABC):
 
     @abstractmethod
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None: ...
+
+
+def thread_dump() -> str:
+    """What ``jstackEnable`` asks for, the Python way: every thread's stack, then every asyncio task's."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    out = io.StringIO()
+    for ident, frame in sys._current_frames().items():
+        out.write(f"Thread {names.get(ident, ident)} (most recent call last):\n")
+        out.writelines(traceback.format_stack(frame))
+    for task in asyncio.all_tasks():
+        out.write(f"Task {task.get_name()}:\n")
+        for frame in task.get_stack():  # a suspended coroutine's frame may have no line number
+            out.write(f"  {frame.f_code.co_filename}:{frame.f_lineno or '?'} in {frame.f_code.co_name}\n")
+    return out.getvalue()

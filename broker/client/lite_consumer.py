@@ -121,6 +121,15 @@ class LitePullConsumer(ConsumerBase):
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
+    def _settings(self) -> dict[str, str]:
+        return {
+            **super()._settings(),
+            "autoCommit": "true" if self.auto_commit else "false",
+            "autoCommitIntervalMillis": str(int(self.auto_commit_interval * 1000)),
+            "pullBatchSize": str(self.pull_batch_size),
+            "pullThresholdForQueue": str(self.pull_threshold_for_queue),
+        }
+
     async def _apply_assignment(self) -> None:
         if not await self.rebalancer.assign(set(self._assigned or [])):
             log.warning("some assigned queues of %s could not be started", self.group)
@@ -213,6 +222,7 @@ class LitePullConsumer(ConsumerBase):
                 self.suspend_timeout + 10.0,
             )
             try:
+                started = self._pull_started(pq)
                 result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
             except (MQClientError, RemotingError) as exc:
                 log.warning("pull from %s failed: %s", mq, exc)
@@ -220,6 +230,7 @@ class LitePullConsumer(ConsumerBase):
                     self.instance.pull_failed(mq)
                 await asyncio.sleep(PULL_DELAY_ON_ERROR)
                 continue
+            self._pulled(mq, started, len(result.messages))
             self.instance.pull_suggested(mq, result.suggest_broker_id)
             if pq.dropped:
                 return

@@ -11,8 +11,14 @@ import bisect
 import time
 
 from broker.client.message import MessageExt
+from broker.protocol.running_info import ProcessQueueInfo
 
 LOCK_MAX_LIVE = 30.0  # seconds a broker lock is trusted without renewal (Java's client default)
+MIB = 1024 * 1024
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class ProcessQueue:
@@ -27,6 +33,8 @@ class ProcessQueue:
         self.last_lock_time = 0.0
         self.consuming = False  # orderly: a consume task is running for this queue
         self.consume_lock = asyncio.Lock()
+        self.last_pull_ms = 0  # epoch ms of the last answered pull
+        self.last_consume_ms = 0  # epoch ms messages were last consumed (or polled)
 
     @property
     def count(self) -> int:
@@ -45,6 +53,26 @@ class ProcessQueue:
         if locked:
             self.last_lock_time = time.monotonic()
 
+    def info(self, commit_offset: int) -> ProcessQueueInfo:
+        """What GET_CONSUMER_RUNNING_INFO reports of this queue (Java's fillProcessQueueInfo)."""
+        taken = sorted(self._taken)
+        lock_ms = int((time.time() - (time.monotonic() - self.last_lock_time)) * 1000)
+        return ProcessQueueInfo(
+            commitOffset=commit_offset,
+            cachedMsgMinOffset=self._offsets[0] if self._offsets else 0,
+            cachedMsgMaxOffset=self._offsets[-1] if self._offsets else 0,
+            cachedMsgCount=len(self._offsets),
+            cachedMsgSizeInMiB=self.size_bytes // MIB,
+            transactionMsgMinOffset=taken[0] if taken else 0,
+            transactionMsgMaxOffset=taken[-1] if taken else 0,
+            transactionMsgCount=len(taken),
+            locked=self.locked,
+            lastLockTimestamp=lock_ms if self.last_lock_time else 0,
+            droped=self.dropped,
+            lastPullTimestamp=self.last_pull_ms,
+            lastConsumeTimestamp=self.last_consume_ms,
+        )
+
     def put(self, msgs: list[MessageExt]) -> bool:
         """Cache pulled messages; True when an orderly consume task should be started for them."""
         for msg in msgs:
@@ -62,6 +90,7 @@ class ProcessQueue:
         """Forget consumed messages; the offset to commit, or -1 when nothing was cached."""
         if not self._msgs:
             return -1
+        self.last_consume_ms = now_ms()
         for msg in msgs:
             if self._msgs.pop(msg.queue_offset, None) is not None:
                 del self._offsets[bisect.bisect_left(self._offsets, msg.queue_offset)]
@@ -84,6 +113,7 @@ class ProcessQueue:
         """Orderly: the taken messages are done; the offset to commit (-1 if nothing was taken)."""
         if not self._taken:
             return -1
+        self.last_consume_ms = now_ms()
         offset = max(self._taken) + 1
         for msg in self._taken.values():
             self.size_bytes -= len(msg.body)

@@ -350,6 +350,14 @@ class TopicConfig(JsonBody):
         return config
 
 
+@dataclass(slots=True)
+class CreateTopicListRequestBody(JsonBody):
+    """UPDATE_AND_CREATE_TOPIC_LIST (18). Attribute keys carry their ``+``/``-`` sign here, as in
+    UPDATE_AND_CREATE_TOPIC's ``attributes`` text."""
+
+    topicConfigList: list[TopicConfig] = field(default_factory=list)
+
+
 # ---------------------------------------------------------------------------------------------
 # routes and cluster
 

@@ -1,5 +1,6 @@
 """Bodies about consumer and producer groups: heartbeats, connections and subscriptions, consume and
-topic offset statistics, offset resets, queue locks and subscription group configurations.
+topic offset statistics, offset resets, queue locks, subscription group configurations, and the
+ConsumeQueue query answer (units seen through a group's subscription).
 
 They use the codec of :mod:`broker.protocol.bodies`, which also re-exports them; they live apart so that
 a command that sends none of them (``rmq topic list``) does not create their dataclasses.
@@ -22,6 +23,7 @@ from broker.protocol.codes import LanguageCode
 
 __all__ = [
     "Connection",
+    "ConsumeQueueData",
     "ConsumeStats",
     "ConsumerConnection",
     "ConsumerData",
@@ -32,9 +34,11 @@ __all__ = [
     "OffsetWrapper",
     "ProducerConnection",
     "ProducerData",
+    "QueryConsumeQueueResponseBody",
     "ResetOffsetBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
+    "SubscriptionGroupList",
     "TopicOffset",
     "TopicStatsTable",
     "UnlockBatchRequestBody",
@@ -178,3 +182,36 @@ class SubscriptionGroupConfig(JsonBody):
     consumeTimeoutMinute: int = 15
     subscriptionDataSet: list[dict[str, Any]] | None = None
     attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SubscriptionGroupList(JsonBody):
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225)."""
+
+    groupConfigList: list[SubscriptionGroupConfig] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# QUERY_CONSUME_QUEUE (321)
+
+
+@dataclass(slots=True)
+class ConsumeQueueData(JsonBody):
+    """One ConsumeQueue unit; the extension fields stay empty without a ConsumeQueue extension."""
+
+    physicOffset: int = 0
+    physicSize: int = 0
+    tagsCode: int = 0
+    extendDataJson: str | None = None
+    bitMap: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueResponseBody(JsonBody):
+    subscriptionData: SubscriptionData | None = None
+    filterData: str | None = None
+    queueData: list[ConsumeQueueData] | None = None
+    maxQueueIndex: int = 0
+    minQueueIndex: int = 0

@@ -497,6 +497,24 @@ DeleteTopicRequestHeader = TopicOnlyRequestHeader
 GetTopicStatsInfoRequestHeader = TopicOnlyRequestHeader
 QueryTopicConsumeByWhoRequestHeader = TopicOnlyRequestHeader
 RegisterTopicRequestHeader = TopicOnlyRequestHeader
+GetTopicConfigRequestHeader = TopicOnlyRequestHeader
+
+
+@dataclass(kw_only=True, slots=True)
+class GetSubscriptionGroupConfigRequestHeader(RpcRequestHeader):
+    group: str
+
+
+@dataclass(kw_only=True, slots=True)
+class QueryConsumeQueueRequestHeader(TopicRequestHeader):
+    """QUERY_CONSUME_QUEUE (321): ``count`` units of one queue from ``index``; with ``consumerGroup``
+    the answer also carries that group's subscription of the topic."""
+
+    topic: str
+    queueId: int
+    index: int
+    count: int
+    consumerGroup: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -711,4 +729,7 @@ REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
     RequestCode.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerRequestHeader,
     RequestCode.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
     RequestCode.REGISTER_TOPIC_IN_NAMESRV: RegisterTopicRequestHeader,
+    RequestCode.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
+    RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
+    RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
 }

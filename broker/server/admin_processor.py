@@ -1,5 +1,5 @@
-"""Broker metadata administration: topics (17, 215, 21), subscription groups (200, 207, 201),
-broker configuration (26, 25) and runtime information (28).
+"""Broker metadata administration: topics (17, 18, 215, 21, 351), subscription groups (200, 225, 207,
+201, 352), broker configuration (26, 25) and runtime information (28).
 
 Consumer-facing admin codes live in :mod:`broker.server.consumer_admin_processor`, message lookups
 in :mod:`broker.server.query_processor`; this processor hands their handlers out too, so the
@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import (
+    CreateTopicListRequestBody,
     DataVersion,
     KVTable,
     SubscriptionGroupConfig,
+    SubscriptionGroupList,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
     TopicFilterType,
@@ -27,6 +29,8 @@ from broker.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.config import BrokerConfig, settings_target
@@ -76,6 +80,21 @@ RUNTIME_SETTINGS = frozenset(
 )
 
 
+class _Refused(Exception):
+    """A topic or group configuration the broker will not take: the response code and remark."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def _modification(attributes: dict[str, str]) -> str | None:
+    """A TopicConfig's attribute map (keys signed ``+k``/``-k``) as UPDATE_AND_CREATE_TOPIC's text."""
+    items = [key if key.startswith("-") else f"{key}={value}" for key, value in attributes.items()]
+    return ",".join(items) or None
+
+
 def _runtime(boot_ms: int) -> str:
     seconds = max(0, int(time.time() - boot_ms / 1000))
     days, rest = divmod(seconds, 86400)
@@ -92,11 +111,15 @@ class AdminProcessor:
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: self.create_topic_list,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            RequestCode.GET_TOPIC_CONFIG: self.topic_config,
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.create_group,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: self.create_group_list,
             RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_group_config,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
@@ -107,43 +130,80 @@ class AdminProcessor:
     # == topics ================================================================================
     async def create_topic(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = CreateTopicRequestHeader.parse(request.ext_fields)
-        topics = self.broker.topics
-        problem = topic_name_problem(h.topic)
-        if problem is None and topics.is_system_topic(h.topic):
-            problem = f"The topic[{h.topic}] is conflict with system topic."
-        if problem is None and not (h.readQueueNums > 0 and h.writeQueueNums > 0):
-            problem = f"queue numbers must be positive, got read {h.readQueueNums} write {h.writeQueueNums}"
-        if problem is None and not 0 <= h.perm <= 7:
-            problem = f"perm {h.perm} is not within 0..7"
-        if problem is None and h.topicFilterType.upper() not in TopicFilterType.__members__:
-            problem = f"topicFilterType {h.topicFilterType!r} is not SINGLE_TAG or MULTI_TAG"
-        if problem is not None:
-            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
-        existing = topics.get(h.topic)
         try:
-            attributes = alter_topic_attributes(
+            config = self._checked_topic(
+                h.topic, h.readQueueNums, h.writeQueueNums, h.perm, h.topicFilterType,
+                h.topicSysFlag or 0, bool(h.order), h.attributes,
+            )  # fmt: skip
+        except _Refused as refused:
+            return make_response(request, refused.code, refused.remark)
+        self.broker.topics.put(config)
+        return make_response(request)
+
+    async def create_topic_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Every configuration is checked as UPDATE_AND_CREATE_TOPIC checks one, before any is applied."""
+        body = CreateTopicListRequestBody.from_json(request.body or b"")
+        try:
+            configs = [
+                self._checked_topic(
+                    c.topicName,
+                    c.readQueueNums,
+                    c.writeQueueNums,
+                    c.perm,
+                    c.topicFilterType.name,
+                    c.topicSysFlag,
+                    c.order,
+                    _modification(c.attributes),
+                )
+                for c in body.topicConfigList
+            ]
+        except _Refused as refused:
+            return make_response(request, refused.code, refused.remark)
+        for config in configs:
+            self.broker.topics.put(config)
+        return make_response(request)
+
+    def _checked_topic(
+        self, topic: str | None, read: int, write: int, perm: int, filter_type: str, sys_flag: int,
+        order: bool, attributes: str | None,
+    ) -> TopicConfig:  # fmt: skip
+        """The configuration to store for a create/update request, or :class:`_Refused`."""
+        topics = self.broker.topics
+        problem = topic_name_problem(topic)
+        if topic is None or problem is not None:
+            raise _Refused(ResponseCode.INVALID_PARAMETER, problem or "The specified topic is blank.")
+        if topics.is_system_topic(topic):
+            problem = f"The topic[{topic}] is conflict with system topic."
+        elif not (read > 0 and write > 0):
+            problem = f"queue numbers must be positive, got read {read} write {write}"
+        elif not 0 <= perm <= 7:
+            problem = f"perm {perm} is not within 0..7"
+        elif filter_type.upper() not in TopicFilterType.__members__:
+            problem = f"topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG"
+        if problem is not None:
+            raise _Refused(ResponseCode.INVALID_PARAMETER, problem)
+        existing = topics.get(topic)
+        try:
+            altered = alter_topic_attributes(
                 existing is None,
                 existing.attributes if existing else {},
-                h.attributes,
+                attributes,
                 mixed_allowed=self.broker.config.enable_mixed_message_type,
             )
         except MixedTypeRefused as exc:
-            return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
+            raise _Refused(ResponseCode.INVALID_PARAMETER, str(exc)) from None
         except TopicAttributeError as exc:  # RocketMQ answers these as SYSTEM_ERROR
-            return make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        topics.put(
-            TopicConfig(
-                topicName=h.topic,
-                readQueueNums=h.readQueueNums,
-                writeQueueNums=h.writeQueueNums,
-                perm=h.perm,
-                topicFilterType=TopicFilterType[h.topicFilterType.upper()],
-                topicSysFlag=h.topicSysFlag or 0,
-                order=bool(h.order),
-                attributes=attributes,
-            )
+            raise _Refused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+        return TopicConfig(
+            topicName=topic,
+            readQueueNums=read,
+            writeQueueNums=write,
+            perm=perm,
+            topicFilterType=TopicFilterType[filter_type.upper()],
+            topicSysFlag=sys_flag,
+            order=order,
+            attributes=altered,
         )
-        return make_response(request)
 
     async def delete_topic(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = DeleteTopicRequestHeader.parse(request.ext_fields)
@@ -169,6 +229,16 @@ class AdminProcessor:
         )
         return make_response(request, body=body.to_json())
 
+    async def topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """TopicConfigAndQueueMapping: the TopicConfig fields; no ``mappingDetail`` (no static topics)."""
+        h = GetTopicConfigRequestHeader.parse(request.ext_fields)
+        config = self.broker.topics.get(h.topic)
+        if config is None:
+            return make_response(
+                request, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}"
+            )
+        return make_response(request, body=config.to_json())
+
     # == groups ================================================================================
     async def create_group(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         config = SubscriptionGroupConfig.from_json(request.body or b"{}")
@@ -177,6 +247,26 @@ class AdminProcessor:
             return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
         self.broker.groups.put(config)
         return make_response(request)
+
+    async def create_group_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Every name is checked as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, before any is applied."""
+        configs = SubscriptionGroupList.from_json(request.body or b"").groupConfigList
+        for config in configs:
+            problem = group_name_problem(config.groupName)
+            if problem is not None:
+                return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+        for config in configs:
+            self.broker.groups.put(config)
+        return make_response(request)
+
+    async def group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """A lookup only: unlike a consumer's first pull it never auto-creates the group."""
+        h = GetSubscriptionGroupConfigRequestHeader.parse(request.ext_fields)
+        config = self.broker.groups.get(h.group)
+        if config is None:
+            remark = f"No group in this broker. group: {h.group}"
+            return make_response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark)
+        return make_response(request, body=config.to_json())
 
     async def delete_group(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.parse(request.ext_fields)

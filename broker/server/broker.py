@@ -35,6 +35,7 @@ from broker.server.ha.ha_service import HAService
 from broker.server.ha.processor import HAProcessor
 from broker.server.ha.sync_metadata import SlaveSynchronize
 from broker.server.long_polling import PullHoldService
+from broker.server.maintenance_processor import MaintenanceProcessor
 from broker.server.message_filter import FilterProcessor
 from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
@@ -198,6 +199,7 @@ class Broker:
             OffsetProcessor(self),
             ClientProcessor(self),
             AdminProcessor(self),
+            MaintenanceProcessor(self),
             EndTransactionProcessor(self),
             FilterProcessor(self),
             PopProcessor(self),

@@ -161,6 +161,12 @@ class ClientRegistry:
         info = self.consumers.get(group)
         return info.client_ids() if info is not None else []
 
+    def find_consumer(self, group: str, client_id: str) -> ClientChannelInfo | None:
+        """The connection of one online client of ``group`` (a client id may reconnect: the newest wins)."""
+        info = self.consumers.get(group)
+        found = [c for c in info.channels.values() if c.client_id == client_id] if info is not None else []
+        return max(found, key=lambda c: c.last_update, default=None)
+
     def subscription(self, group: str, topic: str) -> SubscriptionData | None:
         info = self.consumers.get(group)
         return info.subscriptions.get(topic) if info is not None else None

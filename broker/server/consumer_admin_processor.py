@@ -1,11 +1,12 @@
 """Consumer-side administration: topic stats (202), consume stats (208), connections (203, 204),
-who consumes a topic (300), offset reset (222, pushing 220) and offset cloning (314)."""
+who consumes a topic (300), offset reset (222, pushing 220), offset cloning (314) and a consumer's
+running info (307, asked of the client over its own connection)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
+from broker.client.remoting_client import Handler, RemotingChannel, RemotingError, RemotingTimeoutError
 from broker.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -29,11 +30,16 @@ from broker.protocol.headers import (
     ResetOffsetRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_request, make_response
+from broker.protocol.running_info import GetConsumerRunningInfoRequestHeader
 from broker.server.client_registry import ClientChannelInfo
 from broker.store.consume_queue import Boundary
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
+
+# How long a forwarded request waits for the client. Shorter than an admin tool's usual 5 s, so the tool
+# hears which client is silent instead of timing out itself.
+CLIENT_ANSWER_TIMEOUT = 3.0
 
 
 class ResetError(Exception):
@@ -53,6 +59,7 @@ class ConsumerAdminProcessor:
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by_who,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
         }
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
@@ -216,6 +223,34 @@ class ConsumerAdminProcessor:
             if broker.topics.get(topic) is not None:
                 broker.offsets.clone(h.srcGroup, h.destGroup, topic)
         return make_response(request)
+
+    # == asking a client ========================================================================
+    async def running_info(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        h = GetConsumerRunningInfoRequestHeader.parse(request.ext_fields)
+        return await self._call_consumer(request, h.consumerGroup, h.clientId)
+
+    async def _call_consumer(self, request: RemotingCommand, group: str, client_id: str) -> RemotingCommand:
+        """Forward ``request`` (same code, extFields and body) over the client's connection and answer
+        with the client's code, remark and body."""
+        info = self.broker.clients.find_consumer(group, client_id)
+        if info is None:
+            return make_response(
+                request, ResponseCode.CONSUMER_NOT_ONLINE, f"The Consumer <{group}> <{client_id}> not online"
+            )
+        forwarded = make_request(request.code, ext_fields=request.ext_fields, body=request.body)
+        try:
+            answer = await info.channel.invoke(forwarded, CLIENT_ANSWER_TIMEOUT)
+        except RemotingTimeoutError:
+            return make_response(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"consumer <{group}> <{client_id}> did not answer within {CLIENT_ANSWER_TIMEOUT:g} s",
+            )
+        except RemotingError as exc:
+            return make_response(
+                request, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> failed: {exc}"
+            )
+        return make_response(request, answer.code, answer.remark, body=answer.body)
 
 
 def _connection(info: ClientChannelInfo) -> Connection:

@@ -138,13 +138,18 @@ class ConsumeQueueTable:
         return sorted({t for t, _q in self.queues})
 
     def remove_topic(self, topic: str) -> None:
-        doomed = self.of_topic(topic)
-        self.queues = {k: v for k, v in self.queues.items() if k[0] != topic}
+        self.remove(self.of_topic(topic))
+
+    def remove(self, doomed: Sequence[ConsumeQueue]) -> None:
+        """Delete these queues' files, and their topic folders once empty."""
+        gone = {(cq.topic, cq.queue_id) for cq in doomed}
+        self.queues = {k: v for k, v in self.queues.items() if k not in gone}
         for cq in doomed:
             cq.destroy()
-        topic_dir = self.root / topic
-        if topic_dir.is_dir() and not any(topic_dir.iterdir()):
-            topic_dir.rmdir()
+        for topic in {cq.topic for cq in doomed}:
+            topic_dir = self.root / topic
+            if topic_dir.is_dir() and not any(topic_dir.iterdir()):
+                topic_dir.rmdir()
 
     def flush(self) -> None:
         for cq in list(self.queues.values()):

@@ -801,7 +801,26 @@ class MessageStore:
     def topic_queue_ids(self, topic: str) -> list[int]:
         return [cq.queue_id for cq in self.queues.of_topic(topic)]
 
+    def drop_expired_queues(self, keep: Callable[[str], bool]) -> int:
+        """Delete the ConsumeQueues whose every message lies below the CommitLog's first offset (their
+        CommitLog files are gone), except those of topics ``keep`` names; how many went. Their next
+        queue offsets stay, so a queue written again continues where it stopped."""
+        with self._write_lock:
+            floor = self.commitlog.min_offset
+            doomed = [
+                cq
+                for (topic, _qid), cq in self.queues.queues.items()
+                if not keep(topic) and cq.max_offset > 0 and _ends_below(cq, floor)
+            ]
+            self.queues.remove(doomed)
+        return len(doomed)
+
     def delete_topic(self, topic: str) -> None:
         with self._write_lock:
             self.queues.remove_topic(topic)
             self._queue_offsets = {k: v for k, v in self._queue_offsets.items() if k[0] != topic}
+
+
+def _ends_below(cq: ConsumeQueue, floor: int) -> bool:
+    last = cq.unit_at(cq.max_offset - 1)
+    return last is not None and last.commitlog_offset + last.size <= floor

@@ -123,7 +123,7 @@ def test_system_and_retry_names_and_bad_group_values_are_refused(
 ) -> None:
     for text, message in [
         ('{"topicConfigTable": {"TBW102": {}}}', "system topics are not applied"),
-        ('{"subscriptionGroupTable": {"g": {"retryMaxTimes": -5}}}', "retryMaxTimes must be -1"),
+        ('{"subscriptionGroupTable": {"g": {"retryMaxTimes": -5}}}', "retry max times must be -1"),
     ]:
         file = tmp_path / "bad.json"
         file.write_text(text)
