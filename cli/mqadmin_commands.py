@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 Values = dict[str, str | bool | None]
 Handler = Callable[["AdminService", Values], Awaitable[str]]
 BODY_DIR = Path("/tmp/rocketmq/msgbodys")  # where queryMsgById writes message bodies
+EXPORT_DIR = Path("/tmp/rocketmq/export")  # exportMetadata's default -f
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 _READ_ALL = 10_000_000  # printMsg reads whole queues
 
@@ -289,8 +290,12 @@ async def consumer_progress(s: AdminService, v: Values) -> str:
 
     group = _opt(v, "groupName")
     if group is not None:
-        lag = await s.group_lag(group, _opt(v, "topicName"))
-        return R.consumer_progress(lag, {} if _bool(v, "showClientIP") else None)
+        lag = s.group_lag(group, _opt(v, "topicName"))
+        if not _bool(v, "showClientIP"):
+            return R.consumer_progress(await lag)
+        clients = s.group_clients(group)  # who owns each queue, as its client reports
+        done, owners = await asyncio.gather(lag, clients)
+        return R.consumer_progress(done, owners.queue_owner_ips())
     retry = (await s.topic_list(kinds=frozenset({TopicKind.RETRY}))).topics
     groups = [t.name[len(RETRY_PREFIX) :] for t in retry]
     conns, lags = await asyncio.gather(
@@ -361,6 +366,31 @@ async def update_sub_group_list(s: AdminService, v: Values) -> str:
     broker = _opt(v, "brokerAddr")
     targets = await s.group_create_list(configs, _opt(v, "clusterName"), broker)
     return R.batch_submitted(targets, "group" if broker is not None else "subscription group")
+
+
+async def export_metadata(s: AdminService, v: Values) -> str:
+    """Java's ``exportMetadata``: a cluster's tables with queue numbers summed over its masters (one
+    broker's as they are), to ``<filePath>/topic.json``, ``subscriptionGroup.json`` or ``metadata.json``."""
+    import json
+
+    from admin.metadata_file import GROUPS_KEY, TOPICS_KEY
+
+    cluster, broker = _opt(v, "clusterName"), _opt(v, "brokerAddr")
+    doc = await s.metadata_export(cluster, broker, _flag(v, "specialTopic"), summed=broker is None)
+    if _flag(v, "topic"):
+        name, keep = "topic.json", {TOPICS_KEY}
+    elif _flag(v, "subscriptionGroup"):
+        name, keep = "subscriptionGroup.json", {GROUPS_KEY}
+    else:
+        name, keep = "metadata.json", {TOPICS_KEY, GROUPS_KEY}
+    path = Path(_opt(v, "filePath") or EXPORT_DIR) / name
+    body = {k: value for k, value in doc.items() if k in keep or k == "exportTime"}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(body, indent=2), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be written: {exc.strerror or exc}") from None
+    return f"export {path} success\n"
 
 
 async def get_consumer_config(s: AdminService, v: Values) -> str:
@@ -911,6 +941,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("getBrokerConfig", "Get broker config by cluster or special broker.", (
         _o("b", "brokerAddr", "get which broker"), _o("c", "clusterName", "get which cluster"),
     ), get_broker_config),
+    Command("exportMetadata", "Export metadata.", (
+        _o("c", "clusterName", "choose a cluster to export"),
+        _o("b", "brokerAddr", "choose a broker to export"),
+        _o("f", "filePath", "export metadata.json path | default /tmp/rocketmq/export"),
+        _flag_opt("t", "topic", "only export topic metadata"),
+        _flag_opt("g", "subscriptionGroup", "only export subscriptionGroup metadata"),
+        _flag_opt("s", "specialTopic", "need retryTopic and dlqTopic"),
+    ), export_metadata, one_of=("clusterName", "brokerAddr")),
     Command("getConsumerConfig", "Get consumer config by subscription group name.", (
         _o("g", "groupName", "subscription group name", True),
     ), get_consumer_config),

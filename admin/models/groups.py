@@ -169,6 +169,14 @@ class GroupClients:
     # not be asked are left out); True otherwise, as mqadmin consumerStatus judges it
     same_subscriptions: bool
 
+    def queue_owner_ips(self) -> dict[tuple[str, str, int], str]:
+        """(topic, broker name, queue id) -> the IP part of the client id that owns the queue."""
+        return {
+            (q.topic, q.broker_name, q.queue_id): c.client_id.partition("@")[0]
+            for c in self.clients
+            for q in c.queues
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class GroupConfig:

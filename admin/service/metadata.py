@@ -27,27 +27,46 @@ _EXPORTED_KINDS = {False: {TopicKind.NORMAL}, True: {TopicKind.NORMAL, TopicKind
 class MetadataOps(TopicOps, GroupOps):
     @admin_call
     async def metadata_export(
-        self, cluster: str | None = None, broker: str | None = None, special_topics: bool = False
+        self,
+        cluster: str | None = None,
+        broker: str | None = None,
+        special_topics: bool = False,
+        summed: bool = False,
     ) -> dict[str, Any]:
         """Topics and groups of the target brokers in ``mqadmin exportMetadata``'s shape. Queue numbers
-        are per broker, as ``topic create`` takes them (the Java tool sums them over a cluster's masters)."""
+        are per broker, as ``topic create`` takes them; ``summed`` adds them up over the brokers (topic
+        read/write queues, group retry queues), as the Java tool writes a cluster's export."""
         targets = await self._broker_targets(cluster, broker)
         topics, groups = await self._tables(targets)
         names = system_names(await self._cluster())
         kinds = _EXPORTED_KINDS[special_topics]
-        topic_table: dict[str, Any] = {}
+        topic_table: dict[str, TopicConfig] = {}
         for table in topics.values():
             for name, config in table.items():
                 if topic_kind(name, names) in kinds:
-                    topic_table.setdefault(name, _as_json(config))
-        group_table: dict[str, Any] = {}
+                    held = topic_table.get(name)
+                    if held is None:
+                        topic_table[name] = config
+                    elif summed:
+                        topic_table[name] = replace(
+                            config,
+                            readQueueNums=held.readQueueNums + config.readQueueNums,
+                            writeQueueNums=held.writeQueueNums + config.writeQueueNums,
+                        )
+        group_table: dict[str, SubscriptionGroupConfig] = {}
         for table in groups.values():
-            for name, config in table.items():
+            for name, group in table.items():
                 if not is_system_group(name):
-                    group_table.setdefault(name, _as_json(config))
+                    kept = group_table.get(name)
+                    if kept is None:
+                        group_table[name] = group
+                    elif summed:
+                        group_table[name] = replace(
+                            group, retryQueueNums=kept.retryQueueNums + group.retryQueueNums
+                        )
         return {
-            TOPICS_KEY: dict(sorted(topic_table.items())),
-            GROUPS_KEY: dict(sorted(group_table.items())),
+            TOPICS_KEY: {n: _as_json(c) for n, c in sorted(topic_table.items())},
+            GROUPS_KEY: {n: _as_json(c) for n, c in sorted(group_table.items())},
             "exportTime": int(time.time() * 1000),
         }
 

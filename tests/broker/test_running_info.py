@@ -273,6 +273,17 @@ async def test_mqadmin_consumer_status_details_one_client_and_lists_all(
             assert (tmp_path / path).read_text().startswith("#Consumer Properties#")
             assert "Same subscription in the same group of consumer" in out and "Rebalance OK" in out
 
+            await lite.commit()
+            code, out, _ = await asyncio.to_thread(
+                _mqadmin, cluster.namesrv, "consumerProgress", "-g", "cg-status", "-s", "true"
+            )
+            assert code == 0
+            assert out.splitlines()[0].split()[:6] == [
+                "#Topic", "#Broker", "Name", "#QID", "#Broker", "Offset"
+            ]  # fmt: skip
+            rows = [line.split() for line in out.splitlines() if line.startswith(TOPIC)]
+            assert len(rows) == 4 and {r[5] for r in rows} == {lite.client_id.partition("@")[0]}
+
             code, _, err = await asyncio.to_thread(
                 _mqadmin, cluster.namesrv, "consumerStatus", "-g", "cg-status", "-i", "10.0.0.1@nobody"
             )

@@ -207,3 +207,22 @@ def test_store_clean_ups(mqadmin: Mq, node: Cluster) -> None:
         one_line_error(mqadmin(command, "-b", "127.0.0.1:1"))
     assert "Orders" in mqadmin("topicList").out.splitlines()
     assert mqadmin("queryCq", "-t", TOPIC, "-q", "0", "-i", "0").code == 0
+
+
+def test_export_metadata(mqadmin: Mq, node: Cluster, tmp_path: Path) -> None:
+    run = mqadmin("exportMetadata", "-c", "DefaultCluster", "-f", tmp_path)
+    assert run.code == 0, run.err
+    assert run.out == f"export {tmp_path / 'metadata.json'} success\n"
+    doc = json.loads((tmp_path / "metadata.json").read_text())
+    assert doc["topicConfigTable"][TOPIC]["readQueueNums"] == 4
+    assert GROUP in doc["subscriptionGroupTable"] and "TBW102" not in doc["topicConfigTable"]
+    assert not any(t.startswith("%RETRY%") for t in doc["topicConfigTable"])
+
+    topics_only = mqadmin("exportMetadata", "-b", node.broker, "-t", "-s", "-f", tmp_path)
+    assert topics_only.out == f"export {tmp_path / 'topic.json'} success\n"
+    topic_doc = json.loads((tmp_path / "topic.json").read_text())
+    assert set(topic_doc) == {"topicConfigTable", "exportTime"}
+    assert f"%RETRY%{GROUP}" in topic_doc["topicConfigTable"]  # -s: retry and DLQ topics too
+
+    assert mqadmin("exportMetadata", "-f", tmp_path).code == 2  # neither -c nor -b
+    one_line_error(mqadmin("exportMetadata", "-c", "NoSuchCluster", "-f", tmp_path))
