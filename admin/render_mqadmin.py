@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from broker.protocol.javahash import java_hash
@@ -21,21 +23,26 @@ if TYPE_CHECKING:
         BrokerRuntime,
         ClientInfo,
         ClientRunningInfo,
+        ClusterConfigs,
         ClusterList,
         ConfigValues,
         GroupClients,
         GroupConfigAt,
         GroupConnections,
         GroupLag,
+        HARuntime,
         Messages,
         OffsetReset,
         PermChange,
+        ProducerInstance,
+        SendProbes,
         SendReceipt,
         TopicChange,
         TopicRoute,
         TopicStatus,
         TrackInfo,
     )
+    from broker.client.message import SendResult
     from broker.protocol.bodies import TopicConfig
     from broker.protocol.group_bodies import QueryConsumeQueueResponseBody
     from broker.protocol.message import MessageRecord
@@ -93,6 +100,11 @@ def hashmap_order(keys: Iterable[str], capacity: int = 16) -> list[str]:
 def java_map(values: Mapping[str, str], capacity: int = 16) -> str:
     """``HashMap.toString``: ``{k1=v1, k2=v2}`` in HashMap order."""
     return "{" + ", ".join(f"{k}={values[k]}" for k in hashmap_order(values, capacity)) + "}"
+
+
+def java_fixed(value: float) -> str:
+    """Java's ``String.format("%.2f")``, which spells a NaN ``NaN``."""
+    return "NaN" if math.isnan(value) else f"{value:.2f}"
 
 
 def _first_number(text: str | None) -> float:
@@ -348,6 +360,68 @@ def config_values(config: ConfigValues, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ha_status(runtimes: Sequence[HARuntime]) -> str:
+    """``haStatus``: per master its slaves (ack offset, diff, speed, in sync), per slave its client."""
+    out = []
+    for r in runtimes:
+        info = r.info
+        if info.master:
+            out.append(
+                f"\n#MasterAddr\t{r.address}\n#MasterCommitLogMaxOffset\t{info.masterCommitLogMaxOffset}\n"
+                f"#SlaveNum\t{len(info.haConnectionInfo)}\n#InSyncSlaveNum\t{info.inSyncSlaveNums}\n"
+            )
+            out.append("{:<32}  {:<16} {:>16} {:>16} {:>16} {:>16}\n".format(
+                "#SlaveAddr", "#SlaveAckOffset", "#Diff", "#TransferSpeed(KB/s)", "#Status",
+                "#TransferFromWhere",
+            ))  # fmt: skip
+            out += [
+                f"{c.addr:<32}  {c.slaveAckOffset:<16} {c.diff:>16} "
+                f"{c.transferredByteInSecond / 1024:>16.2f} "
+                f"{'OK' if c.inSync else 'Fall Behind':>16} {c.transferFromWhere:>16}\n"
+                for c in info.haConnectionInfo
+            ]
+            continue
+        c = info.haClientRuntimeInfo
+        out.append(
+            f"\n#MasterAddr\t{jstr(c.masterAddr or None)}\n#CommitLogMaxOffset\t{c.maxOffset}\n"
+            f"#TransferSpeed(KB/s)\t{c.transferredByteInSecond / 1024:.2f}\n"
+            f"#LastReadTime\t{human_time(c.lastReadTimestamp)}\n"
+            f"#LastWriteTime\t{human_time(c.lastWriteTimestamp)}\n#MasterFlushOffset\t{c.masterFlushOffset}\n"
+        )
+    return "".join(out)
+
+
+def _properties_capacity(size: int) -> int:
+    """The table size of a ``java.util.Properties`` (a ConcurrentHashMap of 16, doubled on reaching 12
+    entries) holding ``size`` keys."""
+    capacity = 16
+    while size >= capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def configs_json(configs: ClusterConfigs) -> str:
+    """``exportConfigs``' configs.json: fastjson's pretty JSON of its HashMaps (and of each broker's
+    Properties) in their iteration order, without a final newline."""
+
+    def ordered(values: Mapping[str, object], capacity: int = 16) -> dict[str, object]:
+        return {k: values[k] for k in hashmap_order(values, capacity)}
+
+    brokers = configs.broker_configs
+    scale = {
+        "namesrvSize": configs.namesrv_size,
+        "masterBrokerSize": configs.master_size,
+        "slaveBrokerSize": configs.slave_size,
+    }
+    doc = {
+        "brokerConfigs": ordered(
+            {name: ordered(c, _properties_capacity(len(c))) for name, c in brokers.items()}
+        ),
+        "clusterScale": ordered(scale),
+    }
+    return _fastjson(ordered(doc), 0)
+
+
 # -- groups -----------------------------------------------------------------------------------------
 def consumer_progress(lag: GroupLag, client_ips: Mapping[tuple[str, str, int], str] | None = None) -> str:
     """``consumerProgress -g``: per queue offsets and lag, then the totals. With ``client_ips``
@@ -419,6 +493,20 @@ def producer_connection(clients: Sequence[ClientInfo]) -> str:
         f"{i:04d}  {c.client_id:<32} {c.address:<22} {c.language:<8} {version_desc(c.version)}\n"
         for i, c in enumerate(clients, 1)
     )
+
+
+def producer_table(table: Mapping[str, Sequence[ProducerInstance]]) -> str:
+    """``producer``: a line per producer (``ProducerInfo.toString``), groups in HashMap order."""
+    out = []
+    for group in hashmap_order(table):
+        if not table[group]:
+            out.append(f"producer group ({group}) instances are empty\n")
+        out += [
+            f"producer group ({group}) instance : clientId={p.client_id},remoteIP={p.remote_address}, "
+            f"language={p.language}, version={p.version}, lastUpdateTimestamp={p.last_update}\n"
+            for p in table[group]
+        ]
+    return "".join(out)
 
 
 def offset_reset(reset: OffsetReset, timestamp_text: str) -> str:
@@ -720,4 +808,58 @@ def consumer_status_analysis(result: GroupClients) -> str:
                 out.append(f"{c.client_id} {mq} unlock {p.unlock_tries} times, still failed\n")
             else:
                 out.append(f"{c.client_id} {mq} can't consume for a while, maybe blocked, {p.for_ms}ms\n")
+    return "".join(out)
+
+
+# -- measured sends ---------------------------------------------------------------------------------
+def send_result_text(r: SendResult) -> str:
+    """Java's ``SendResult.toString``."""
+    mq = r.message_queue
+    return (
+        f"SendResult [sendStatus={r.status.name}, msgId={r.msg_id}, offsetMsgId={r.offset_msg_id}, "
+        f"messageQueue={_message_queue(mq.topic, mq.brokerName, mq.queueId)}, queueOffset={r.queue_offset}, "
+        f"recallHandle={jstr(r.recall_handle)}]"
+    )
+
+
+def send_msg_status(probes: SendProbes) -> str:
+    """``sendMsgStatus``: each send's round trip and result."""
+    return "".join(
+        f"rt={p.rt_ms}ms, SendResult={send_result_text(p.result) if p.result else jstr(p.error)}\n"
+        for p in probes.probes
+    )
+
+
+def send_rt(probes: SendProbes) -> str:
+    """``checkMsgSendRT``: per send the queue, whether it succeeded and its round trip; the mean."""
+    row = "{:<32}  {:<4}  {:<20}    {}\n"
+    out = [row.format("#Broker Name", "#QID", "#Send Result", "#RT")]
+    out += [row.format(p.broker_name, p.queue_id, jstr(p.result is not None), p.rt_ms) for p in probes.probes]
+    out.append(f"Avg RT: {java_fixed(probes.avg_rt_ms)}\n")
+    return "".join(out)
+
+
+def cluster_rt_header() -> str:
+    return "{:<24}  {:<24}  {:<4}  {:<8}  {:<8}\n".format(
+        "#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"
+    )
+
+
+def cluster_rt(rows: Iterable[tuple[str, SendProbes]], tlog: bool, machine_room: str, now_ms: int) -> str:
+    """``clusterRT``: per (cluster, broker) the mean round trip and the counts; with ``tlog`` the
+    ``time|room|cluster|broker|rt`` lines (time in GMT+8, the mean rounded half up)."""
+    out = []
+    if tlog:
+        china = dt.timezone(dt.timedelta(hours=8))
+        stamp = dt.datetime.fromtimestamp(now_ms / 1000, china).strftime("%Y-%m-%d %H:%M:%S")
+    for cluster, probes in rows:
+        rt = probes.avg_rt_ms
+        if not tlog:
+            out.append(
+                f"{cluster:<24}  {probes.topic:<24}  {java_fixed(rt):<8}  {probes.successes:<16}  "
+                f"{probes.failures:<16}\n"
+            )
+            continue
+        rounded = "NaN" if math.isnan(rt) else str(Decimal(rt).quantize(Decimal(1), ROUND_HALF_UP))
+        out.append(f"{stamp}|{machine_room}|{cluster}|{probes.topic}|{rounded}\n")
     return "".join(out)

@@ -2,7 +2,7 @@
 
 ``rmq broker [-c FILE] [--port N] ...`` still runs a broker in the foreground: the group's callback
 is :func:`cli.run.broker` itself, invoked only when no subcommand follows. The admin verbs are
-subcommands: ``rmq broker status|runtime|config get|config set``. Giving run options together with
+subcommands: ``rmq broker status|runtime|clean|config get|config set``. Giving run options together with
 a subcommand is a usage error rather than being silently ignored.
 """
 
@@ -15,11 +15,14 @@ import typer
 from cli import run
 from cli.connect import (
     BrokerOpt,
+    ClusterOpt,
     NamesrvOpt,
     OutOpt,
     ProfileOpt,
     TimeoutOpt,
     WatchOpt,
+    YesOpt,
+    confirm,
     connect,
     key_values,
 )
@@ -27,7 +30,7 @@ from cli.output import Fields, Section, Table
 from cli.server_group import server_group
 
 if TYPE_CHECKING:
-    from admin.models import BrokerInfo, BrokerRuntime, ConfigChange, ConfigValues
+    from admin.models import BrokerInfo, BrokerRuntime, CleanupReport, ConfigChange, ConfigValues
 
 app = server_group(run.broker, help="Run a broker (no subcommand), or inspect and configure one.")
 config_app = typer.Typer(help="Read or change a broker's configuration.", no_args_is_help=True)
@@ -60,6 +63,45 @@ def runtime(
     """Every runtime key the broker reports (mqadmin brokerStatus)."""
     conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.broker_runtime(broker), _runtime_sections, watch)
+
+
+@app.command("clean")
+def clean(
+    cluster: ClusterOpt = None,
+    broker: Annotated[
+        str | None, typer.Option("-b", "--broker", metavar="ADDR", help="Only this broker.")
+    ] = None,
+    commitlog: Annotated[
+        bool, typer.Option("--commitlog/--no-commitlog", help="Delete expired CommitLog files.")
+    ] = True,
+    consume_queues: Annotated[
+        bool,
+        typer.Option(
+            "--consume-queues/--no-consume-queues", help="Remove queues whose messages are all gone."
+        ),
+    ] = True,
+    unused_topics: Annotated[
+        bool,
+        typer.Option("--unused-topics/--no-unused-topics", help="Remove queues of topics without a config."),
+    ] = True,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Free disk now: the retention rules at once (files older than fileReservedTime; never the one
+    being written), then the ConsumeQueues left without messages or without a topic. On one broker
+    (-b), every broker of a cluster (-c), or every broker."""
+    from admin.errors import BadInput
+
+    if not (commitlog or consume_queues or unused_topics):
+        raise BadInput("nothing to clean: every step is turned off")
+    conn = connect(namesrv, profile, timeout, output)
+    where = broker or (f"cluster {cluster}" if cluster else "every broker")
+    confirm(f"delete expired files and unused queues on {where}", yes)
+    done = conn.run(lambda s: s.broker_clean(cluster, broker, commitlog, consume_queues, unused_topics))
+    conn.emit(done, _clean_sections)
 
 
 @config_app.command("get")
@@ -118,6 +160,20 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
             title="Broker",
         )
     ]
+
+
+def _clean_sections(done: CleanupReport) -> list[Section]:
+    rows = [
+        (
+            c.address,
+            ", ".join(c.steps),
+            f"{c.commitlog_min_offset_before} -> {c.commitlog_min_offset_after}",
+            c.commitlog_min_offset_after - c.commitlog_min_offset_before,
+            f"{c.disk_ratio_before:.1%} -> {c.disk_ratio_after:.1%}",
+        )
+        for c in done.brokers
+    ]
+    return [Table(["broker", "steps", "commitlog min", "bytes freed", "disk"], rows, title="Cleaned")]
 
 
 def _runtime_sections(r: BrokerRuntime) -> list[Section]:

@@ -92,7 +92,10 @@ def _execute(command: Command, values: dict[str, str | bool | None]) -> int:
 
     namesrv = values.get("namesrvAddr")
     conn = connect(namesrv if isinstance(namesrv, str) else None)
-    text = conn.run(lambda service: command.run(service, values))
+    try:
+        text = conn.run(lambda service: command.run(service, values))
+    except KeyboardInterrupt:  # how the `-i` loops end, as rmq's --watch does
+        return ExitCode.OK
     sys.stdout.write(text)
     sys.stdout.flush()
     return ExitCode.OK

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -89,6 +88,31 @@ def _int(v: Values, name: str, default: int | None = None) -> int | None:
         return int(value)
     except ValueError:
         raise BadInput(f"--{name}: {value!r} is not a number") from None
+
+
+def _count(v: Values, name: str, default: int) -> int:
+    """A count or size option: a number, not negative."""
+    value = _int(v, name, default)
+    assert value is not None
+    if value < 0:
+        raise BadInput(f"--{name} must not be negative, not {value}")
+    return value
+
+
+async def _every(interval: int | None, one_round: Callable[[], Awaitable[str]], head: str = "") -> str:
+    """``head`` and one round's text; with an interval (seconds), print them and then a round every
+    ``interval`` seconds until interrupted, as the Java tools' ``-i`` loops do."""
+    import asyncio
+
+    if interval is None:
+        return head + await one_round()
+    if interval <= 0:
+        raise BadInput(f"--interval must be a positive number of seconds, not {interval}")
+    sys.stdout.write(head)
+    while True:
+        sys.stdout.write(await one_round())
+        sys.stdout.flush()
+        await asyncio.sleep(interval)
 
 
 def _java_time(text: str) -> int:
@@ -337,6 +361,10 @@ async def producer_connection(s: AdminService, v: Values) -> str:
     return R.producer_connection(await s.producer_connections(_req(v, "producerGroup"), _req(v, "topic")))
 
 
+async def producer(s: AdminService, v: Values) -> str:
+    return R.producer_table(await s.producer_table(_req(v, "broker")))
+
+
 async def reset_offset_by_time(s: AdminService, v: Values) -> str:
     from admin.models import ResetKind, ResetTarget
 
@@ -385,12 +413,25 @@ async def export_metadata(s: AdminService, v: Values) -> str:
         name, keep = "metadata.json", {TOPICS_KEY, GROUPS_KEY}
     path = Path(_opt(v, "filePath") or EXPORT_DIR) / name
     body = {k: value for k, value in doc.items() if k in keep or k == "exportTime"}
+    _write_export(path, json.dumps(body, indent=2))
+    return f"export {path} success\n"
+
+
+async def export_configs(s: AdminService, v: Values) -> str:
+    """Java's ``exportConfigs``: chosen settings of each master and the cluster's size to
+    ``<filePath>/configs.json``; like Java it prints ``export … success`` without a newline."""
+    configs = await s.cluster_configs(_req(v, "clusterName"))
+    path = Path(_opt(v, "filePath") or EXPORT_DIR) / "configs.json"
+    _write_export(path, R.configs_json(configs))
+    return f"export {path} success"
+
+
+def _write_export(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(body, indent=2), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"{path}: cannot be written: {exc.strerror or exc}") from None
-    return f"export {path} success\n"
 
 
 async def get_consumer_config(s: AdminService, v: Values) -> str:
@@ -554,17 +595,13 @@ async def decode_message_id(s: AdminService, v: Values) -> str:
 
 # -- clusters, brokers, NameServers -----------------------------------------------------------------
 async def cluster_list(s: AdminService, v: Values) -> str:
-    import asyncio
-
-    interval = _int(v, "interval")
     cluster = _opt(v, "clusterName")
-    while True:
+
+    async def one_round() -> str:
         listing = await s.cluster_list(cluster)
-        text = R.cluster_list_more(listing) if _flag(v, "moreStats") else R.cluster_list(listing, _now())
-        if interval is None:
-            return text
-        os.write(1, text.encode())
-        await asyncio.sleep(interval)
+        return R.cluster_list_more(listing) if _flag(v, "moreStats") else R.cluster_list(listing, _now())
+
+    return await _every(_int(v, "interval"), one_round)
 
 
 def _now() -> int:
@@ -581,6 +618,15 @@ async def broker_status(s: AdminService, v: Values) -> str:
     return R.broker_status_cluster(
         [BrokerRuntime(b.address, b.runtime) for b in listing.brokers if b.reachable]
     )
+
+
+async def ha_status(s: AdminService, v: Values) -> str:
+    cluster, broker = _opt(v, "clusterName"), _opt(v, "brokerAddr")
+
+    async def one_round() -> str:
+        return R.ha_status(await s.broker_ha_runtime(cluster, broker))
+
+    return await _every(_int(v, "interval"), one_round)
 
 
 async def get_broker_config(s: AdminService, v: Values) -> str:
@@ -683,6 +729,50 @@ async def broker_consume_stats(s: AdminService, v: Values) -> str:
         if not isinstance(lag, BaseException)
     ]
     return R.broker_consume_stats(mine, _int(v, "level", 0) or 0)
+
+
+# -- measured sends ---------------------------------------------------------------------------------
+def _hello(size: int) -> bytes:
+    """sendMsgStatus' body: ``hello jodie`` once per started 11 bytes of ``size``."""
+    return b"hello jodie" * -(-size // 11)
+
+
+async def send_msg_status(s: AdminService, v: Values) -> str:
+    """Send to the topic named after the broker (every broker serves one), after one unmeasured send;
+    a failed send ends the command, as in Java."""
+    broker = _req(v, "brokerName")
+    size, count = _count(v, "messageSize", 128), _count(v, "count", 50)
+    if not any(broker in names for names in (await s.cluster_broker_names()).values()):
+        raise NotFound(f"broker {broker} not found")
+    (probes,) = await s.send_probes(
+        [broker], count, _hello(size), group="PID_SMSC", instance_name=f"PID_SMSC_{_now()}",
+        warmup=_hello(16), strict=True,
+    )  # fmt: skip
+    return R.send_msg_status(probes)
+
+
+async def check_msg_send_rt(s: AdminService, v: Values) -> str:
+    """The i-th message goes to queue ``i % queues`` of the topic; failures are rows, not errors."""
+    amount, size = _count(v, "amount", 100), _count(v, "size", 128)
+    (probes,) = await s.send_probes([_req(v, "topic")], amount, b"a" * size, group=str(_now()), spread=True)
+    return R.send_rt(probes)
+
+
+async def cluster_rt(s: AdminService, v: Values) -> str:
+    """Per broker of a cluster (or of every cluster), ``amount`` sends to the topic named after it."""
+    amount, size = _count(v, "amount", 100), _count(v, "size", 128)
+    tlog = _bool(v, "print log")
+    room = _opt(v, "machine room") or "noname"
+    clusters = await s.cluster_broker_names(_opt(v, "cluster"))
+    pairs = [(c, name) for c, names in clusters.items() for name in names]
+    group = str(_now())
+
+    async def one_round() -> str:
+        results = await s.send_probes([name for _, name in pairs], amount, b"a" * size, group=group)
+        rows = [(c, p) for (c, _), p in zip(pairs, results, strict=True)]
+        return R.cluster_rt(rows, tlog, room, _now())
+
+    return await _every(_int(v, "interval"), one_round, "" if tlog else R.cluster_rt_header())
 
 
 # -- the store --------------------------------------------------------------------------------------
@@ -800,6 +890,16 @@ COMMANDS: tuple[Command, ...] = (
     Command("brokerStatus", "Fetch broker runtime status data.", (
         _o("b", "brokerAddr", "Broker address"), _o("c", "clusterName", "which cluster"),
     ), broker_status, one_of=("brokerAddr", "clusterName")),
+    Command("haStatus", "Fetch ha runtime status data.", (
+        _o("c", "clusterName", "which cluster"),
+        _o("b", "brokerAddr", "which broker to fetch"),
+        _o("i", "interval", "the interval(second) of get info"),
+    ), ha_status, one_of=("brokerAddr", "clusterName")),
+    Command("sendMsgStatus", "Send msg to broker.", (
+        _o("b", "brokerName", "Broker Name e.g. clusterName_brokerName as DefaultCluster_broker-a", True),
+        _o("s", "messageSize", "Message Size, Default: 128"),
+        _o("c", "count", "send message count, Default: 50"),
+    ), send_msg_status),
     Command("queryMsgById", "Query Message by Id.", (
         _TOPIC,
         _o("i", "msgId", "Message Id", True),
@@ -856,6 +956,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("producerConnection", "Query producer's socket connection and client version.", (
         _o("g", "producerGroup", "producer group name", True), _TOPIC,
     ), producer_connection),
+    Command("producer", "Query producer's instances, connection, status, etc.", (
+        _o("b", "broker", "broker address", True),
+    ), producer),
     Command("consumerConnection", "Query consumer's socket connection, client version and subscription.", (
         _o("g", "consumerGroup", "consumer group name", True), _o("b", "brokerAddr", "broker address"),
     ), consumer_connection),
@@ -882,6 +985,14 @@ COMMANDS: tuple[Command, ...] = (
         _o("i", "interval", "specify intervals numbers, it is in seconds"),
         _o("c", "clusterName", "which cluster"),
     ), cluster_list),
+    Command("clusterRT", "List All clusters Message Send RT.", (
+        _o("a", "amount", "message amount | default 100"),
+        _o("s", "size", "message size | default 128 Byte"),
+        _o("c", "cluster", "cluster name | default display all cluster"),
+        _o("p", "print log", "print as tlog | default false"),
+        _o("m", "machine room", "machine room name | default noname"),
+        _o("i", "interval", "print interval | default 10 seconds"),
+    ), cluster_rt),
     Command("topicList", "Fetch all topic list from name server.", (
         _flag_opt("c", "clusterModel", "clusterModel"),
     ), topic_list),
@@ -949,6 +1060,10 @@ COMMANDS: tuple[Command, ...] = (
         _flag_opt("g", "subscriptionGroup", "only export subscriptionGroup metadata"),
         _flag_opt("s", "specialTopic", "need retryTopic and dlqTopic"),
     ), export_metadata, one_of=("clusterName", "brokerAddr")),
+    Command("exportConfigs", "Export configs.", (
+        _o("c", "clusterName", "choose a cluster to export", True),
+        _o("f", "filePath", "export configs.json path | default /tmp/rocketmq/export"),
+    ), export_configs),
     Command("getConsumerConfig", "Get consumer config by subscription group name.", (
         _o("g", "groupName", "subscription group name", True),
     ), get_consumer_config),
@@ -969,6 +1084,11 @@ COMMANDS: tuple[Command, ...] = (
         _o("i", "qid", "Send message to target queue"),
         _o("m", "msgTraceEnable", "Message Trace Enable, Default: false"),
     ), send_message),
+    Command("checkMsgSendRT", "Check message send response time.", (
+        _o("t", "topic", "topic name", True),
+        _o("a", "amount", "message amount | default 100"),
+        _o("s", "size", "message size | default 128 Byte"),
+    ), check_msg_send_rt),
     Command("consumeMessage", "Consume message.", (
         _o("t", "topic", "Topic name", True),
         _o("b", "brokerName", "Broker name"),

@@ -5,7 +5,7 @@ __rmq_cmds() {
         "") echo "acl bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic up wait" ;;
         "acl") echo "create delete get list update" ;;
         "bench") echo "consume produce" ;;
-        "broker") echo "config runtime status" ;;
+        "broker") echo "clean config runtime status" ;;
         "broker config") echo "get set" ;;
         "cluster") echo "down list ps status up" ;;
         "completion") echo "install show" ;;
@@ -38,6 +38,7 @@ __rmq_opts() {
         "bench consume") echo "--embedded --baseline --no-baseline -h --help --namesrv -n --broker --topic -t --queues --connections --inflight --size --pull-batch --prefill --duration --warmup --flush --client --output -o" ;;
         "bench produce") echo "--embedded --baseline --no-baseline -h --help --namesrv -n --broker --topic -t --queues --connections --inflight --producers --size --batch --duration --warmup --flush --client --output -o" ;;
         "broker") echo "--no-http -h --help -c --config -n --namesrv --port --store --set --http-port --grpc-port --log-level" ;;
+        "broker clean") echo "--commitlog --no-commitlog --consume-queues --no-consume-queues --unused-topics --no-unused-topics --yes -y -h --help -c --cluster -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "broker config") echo "-h --help" ;;
         "broker config get") echo "-h --help -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "broker config set") echo "-h --help -b --broker -c --cluster -n --namesrv --profile --timeout --output -o" ;;
@@ -239,6 +240,16 @@ __rmq_kind() {
         "broker|--http-port") echo "-" ;;
         "broker|--grpc-port") echo "-" ;;
         "broker|--log-level") echo "-" ;;
+        "broker clean|-c") echo "-" ;;
+        "broker clean|--cluster") echo "-" ;;
+        "broker clean|-b") echo "-" ;;
+        "broker clean|--broker") echo "-" ;;
+        "broker clean|-n") echo "-" ;;
+        "broker clean|--namesrv") echo "-" ;;
+        "broker clean|--profile") echo "-" ;;
+        "broker clean|--timeout") echo "-" ;;
+        "broker clean|--output") echo "table json text" ;;
+        "broker clean|-o") echo "table json text" ;;
         "broker config get|-b") echo "-" ;;
         "broker config get|--broker") echo "-" ;;
         "broker config get|-n") echo "-" ;;

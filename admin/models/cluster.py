@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.client.message import SendResult
+    from broker.protocol.ha import HARuntimeInfo
 
 __all__ = [
+    "BrokerCleanup",
     "BrokerInfo",
     "BrokerRuntime",
+    "CleanupReport",
+    "ClusterConfigs",
     "ClusterList",
     "ClusterStatus",
     "ClusterSummary",
     "ConfigChange",
     "ConfigValues",
+    "HARuntime",
     "HAStatus",
     "NamesrvState",
     "Readiness",
+    "SendProbe",
+    "SendProbes",
 ]
 
 
@@ -112,3 +124,78 @@ class Readiness:
     target: str  # the URL or NameServer polled
     detail: str  # why it is (not) ready
     waited_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCleanup:
+    """What ``broker clean`` did on one broker: the steps it ran, in order, and the CommitLog's first
+    offset and the disk's used ratio before and after (the CommitLog bytes freed are the difference)."""
+
+    address: str
+    steps: list[str]  # "commitlog", "consume-queues", "unused-topics"
+    commitlog_min_offset_before: int
+    commitlog_min_offset_after: int
+    disk_ratio_before: float
+    disk_ratio_after: float
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupReport:
+    brokers: list[BrokerCleanup]  # in the order of their addresses
+
+
+@dataclass(frozen=True, slots=True)
+class HARuntime:
+    """A broker's whole answer to GET_BROKER_HA_STATUS: each slave as a master sees it, or a slave's
+    replication client (``haStatus`` shows every field)."""
+
+    address: str
+    info: HARuntimeInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfigs:
+    """What ``exportConfigs`` writes: chosen settings of each master broker (by broker name) and the
+    cluster's size."""
+
+    broker_configs: dict[str, dict[str, str]]
+    namesrv_size: int
+    master_size: int
+    slave_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendProbe:
+    """One measured send: the queue picked ("" and 0 when none was), the round trip in ms, and the
+    broker's answer or why it failed."""
+
+    broker_name: str
+    queue_id: int
+    rt_ms: int
+    result: SendResult | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendProbes:
+    """Measured sends to one topic, in order."""
+
+    topic: str
+    probes: list[SendProbe]
+
+    @property
+    def successes(self) -> int:
+        return sum(1 for p in self.probes if p.result is not None)
+
+    @property
+    def failures(self) -> int:
+        return len(self.probes) - self.successes
+
+    @property
+    def avg_rt_ms(self) -> float:
+        """The mean round trip leaving out the first send (it opens the connection), divided as the Java
+        tools divide: by ``count - 1`` (NaN for a single send)."""
+        rest = len(self.probes) - 1
+        if rest == 0:
+            return math.nan
+        return sum(p.rt_ms for p in self.probes[1:]) / rest

@@ -27,6 +27,7 @@ __all__ = [
     "OffsetClone",
     "OffsetReset",
     "ProblemKind",
+    "ProducerInstance",
     "QueueLag",
     "QueueProblem",
     "QueueReset",
@@ -64,6 +65,17 @@ class ClientInfo:
     language: str
     version: int
     broker: str  # the broker that reported the connection
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerInstance:
+    """One producer connection as its broker lists it (GET_ALL_PRODUCER_INFO)."""
+
+    client_id: str
+    remote_address: str  # as the broker writes it: ``/host:port``
+    language: str
+    version: int
+    last_update: int  # epoch ms of its last heartbeat
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,25 +1,50 @@
 """Broker maintenance: one topic's or group's configuration per broker, topics and groups created in
 batches, a topic's permission, ConsumeQueue inspection and the store clean-ups (expired ConsumeQueues,
-expired CommitLog files, queues of topics without a configuration)."""
+expired CommitLog files, queues of topics without a configuration); a broker's producers and its
+replication runtime, a cluster's chosen settings, and measured test sends."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from admin.errors import BadInput, NotFound
+from admin.errors import BadInput, NotFound, OperationFailed
 from admin.service.base import ServiceBase, admin_call, gather, master_address
 from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import BodyError, JsonBody, TopicConfig, load_json
 from broker.protocol.codes import ResponseCode
 
 if TYPE_CHECKING:
-    from admin.models.groups import GroupConfigAt
+    from admin.models.cluster import CleanupReport, ClusterConfigs, HARuntime, SendProbe, SendProbes
+    from admin.models.groups import GroupConfigAt, ProducerInstance
     from admin.models.topic_details import PermChange
+    from broker.client.message import Message
+    from broker.client.producer import Producer
+    from broker.protocol.bodies import MessageQueue
     from broker.protocol.group_bodies import QueryConsumeQueueResponseBody, SubscriptionGroupConfig
 
 J = TypeVar("J", bound=JsonBody)
+# the broker settings exportConfigs keeps (ExportConfigsCommand.needBrokerProprties)
+EXPORTED_BROKER_KEYS = (
+    "brokerClusterName",
+    "brokerId",
+    "brokerName",
+    "brokerRole",
+    "fileReservedTime",
+    "filterServerNums",
+    "flushDiskType",
+    "maxMessageSize",
+    "messageDelayLevel",
+    "msgTraceTopicName",
+    "slaveReadEnable",
+    "traceOn",
+    "traceTopicEnable",
+    "useTLS",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+)
 
 
 def load_config_list(data: bytes, cls: type[J], what: str) -> list[J]:
@@ -179,23 +204,221 @@ class MaintenanceOps(ServiceBase):
     async def _on_brokers(
         self, call: Callable[[str], Awaitable[None]], cluster: str | None, broker: str | None
     ) -> list[str]:
-        """``call(address)`` on ``broker``, else on every broker (masters and slaves, as mqadmin does)
-        of ``cluster``, else of every cluster."""
+        """``call(address)`` on each of :meth:`_every_broker`; the addresses asked."""
+        addrs = await self._every_broker(cluster, broker)
+        await gather(call(a) for a in addrs)
+        return addrs
+
+    async def _every_broker(self, cluster: str | None, broker: str | None) -> list[str]:
+        """``broker``, else every broker (masters and slaves, as mqadmin does) of ``cluster``, else
+        of every cluster."""
+        if broker is not None:
+            return [broker]
+        info = await self._cluster()
+        if cluster is not None and cluster not in info.clusterAddrTable:
+            raise NotFound(f"cluster {cluster} not found")
+        clusters = [cluster] if cluster is not None else sorted(info.clusterAddrTable)
+        names = sorted({b for c in clusters for b in info.clusterAddrTable[c]})
+        addrs = [
+            a
+            for n in names
+            if (data := info.brokerAddrTable.get(n)) is not None
+            for _, a in sorted(data.brokerAddrs.items())
+        ]
+        if not addrs:
+            raise NotFound("no broker is registered with the NameServer")
+        return addrs
+
+    @admin_call
+    async def broker_clean(
+        self,
+        cluster: str | None = None,
+        broker: str | None = None,
+        commitlog: bool = True,
+        consume_queues: bool = True,
+        unused_topics: bool = True,
+    ) -> CleanupReport:
+        """The store clean-ups in the order that frees most (expired CommitLog files, then the
+        ConsumeQueues left without messages, then those of topics without a configuration), with the
+        CommitLog's first offset and the disk's used ratio before and after on each broker."""
+        from admin.models.cluster import BrokerCleanup, CleanupReport
+
+        steps = [
+            (name, call)
+            for name, call, wanted in (
+                ("commitlog", self.api.delete_expired_commitlog, commitlog),
+                ("consume-queues", self.api.clean_expired_consume_queue, consume_queues),
+                ("unused-topics", self.api.clean_unused_topic, unused_topics),
+            )
+            if wanted
+        ]
+
+        async def clean(addr: str) -> BrokerCleanup:
+            before = await self.api.runtime_info(addr)
+            for _name, call in steps:
+                await call(addr)
+            after = await self.api.runtime_info(addr)
+            return BrokerCleanup(
+                addr,
+                [name for name, _ in steps],
+                _number(before, "commitLogMinOffset", int),
+                _number(after, "commitLogMinOffset", int),
+                _number(before, "commitLogDiskRatio", float),
+                _number(after, "commitLogDiskRatio", float),
+            )
+
+        return CleanupReport(await gather(clean(a) for a in await self._every_broker(cluster, broker)))
+
+    # -- producers, replication, settings ---------------------------------------------------------
+    @admin_call
+    async def producer_table(self, broker: str) -> dict[str, list[ProducerInstance]]:
+        """Producer group -> the producers connected to ``broker`` (GET_ALL_PRODUCER_INFO), in the
+        broker's order."""
+        from admin.models.groups import ProducerInstance
+
+        table = await self.api.all_producers(broker)
+        return {
+            group: [
+                ProducerInstance(
+                    p.clientId or "", p.remoteIP or "", p.language.name, p.version, p.lastUpdateTimestamp
+                )
+                for p in producers
+            ]
+            for group, producers in table.data.items()
+        }
+
+    @admin_call
+    async def broker_ha_runtime(
+        self, cluster: str | None = None, broker: str | None = None
+    ) -> list[HARuntime]:
+        """The replication runtime of ``broker``, else of every master of ``cluster``."""
+        from admin.models.cluster import HARuntime
+        from broker.client.ha_api import ha_status
+
         if broker is not None:
             addrs = [broker]
         else:
-            info = await self._cluster()
-            if cluster is not None and cluster not in info.clusterAddrTable:
-                raise NotFound(f"cluster {cluster} not found")
-            clusters = [cluster] if cluster is not None else sorted(info.clusterAddrTable)
-            names = sorted({b for c in clusters for b in info.clusterAddrTable[c]})
-            addrs = [
-                a
-                for n in names
-                if (data := info.brokerAddrTable.get(n)) is not None
-                for _, a in sorted(data.brokerAddrs.items())
-            ]
-            if not addrs:
-                raise NotFound("no broker is registered with the NameServer")
-        await gather(call(a) for a in addrs)
-        return addrs
+            if cluster is None:
+                raise BadInput("give -b brokerAddr or -c clusterName")
+            addrs = list(self._masters(await self._cluster(), cluster).values())
+        infos = await gather(ha_status(self.api, a) for a in addrs)
+        return [HARuntime(a, info) for a, info in zip(addrs, infos, strict=True)]
+
+    @admin_call
+    async def cluster_configs(self, cluster: str) -> ClusterConfigs:
+        """The settings ``exportConfigs`` keeps of each master of ``cluster`` (one GET_BROKER_CONFIG
+        each), and how many NameServers, masters and slaves the cluster has."""
+        from admin.models.cluster import ClusterConfigs
+
+        info = await self._cluster()
+        if cluster not in info.clusterAddrTable:
+            raise NotFound(f"cluster {cluster} not found")
+        masters, slaves = [], 0
+        for name in sorted(info.clusterAddrTable[cluster]):
+            data = info.brokerAddrTable.get(name)
+            addrs = data.brokerAddrs if data is not None else {}
+            if 0 in addrs:
+                masters.append(addrs[0])
+                slaves += len(addrs) - 1
+        configs = await gather(self.api.broker_config(a) for a in masters)
+        chosen = [{k: c[k] for k in EXPORTED_BROKER_KEYS if k in c} for c in configs]
+        return ClusterConfigs(
+            {c.get("brokerName", a): c for a, c in zip(masters, chosen, strict=True)},
+            len(self.namesrv),
+            len(masters),
+            slaves,
+        )
+
+    @admin_call
+    async def cluster_broker_names(self, cluster: str | None = None) -> dict[str, list[str]]:
+        """Cluster -> its broker names, both sorted: one cluster, or every cluster."""
+        info = await self._cluster()
+        if cluster is not None and cluster not in info.clusterAddrTable:
+            raise NotFound(f"cluster {cluster} not found")
+        names = [cluster] if cluster is not None else sorted(info.clusterAddrTable)
+        return {c: sorted(info.clusterAddrTable[c]) for c in names}
+
+    # -- measured sends ---------------------------------------------------------------------------
+    @admin_call
+    async def send_probes(
+        self,
+        topics: Sequence[str],
+        count: int,
+        body: bytes,
+        *,
+        group: str,
+        instance_name: str | None = None,
+        warmup: bytes | None = None,
+        spread: bool = False,
+        strict: bool = False,
+    ) -> list[SendProbes]:
+        """Send ``count`` messages of ``body`` to each topic with one producer of ``group``, timing each
+        round trip. ``warmup``: one unmeasured message sent first; ``spread``: the i-th message goes to
+        queue ``i % queues`` (without retries, as with a queue selector); ``strict``: a failed send
+        ends the run (OperationFailed) instead of being counted."""
+        from admin.models.cluster import SendProbes
+        from broker.client.message import Message
+        from broker.client.producer import Producer
+
+        if count < 0:
+            raise BadInput(f"the message count must not be negative, not {count}")
+        await gather(self._route(t) for t in dict.fromkeys(topics))  # NotFound before anything is sent
+        producer = Producer(group, ";".join(self.namesrv), instance_name=instance_name)
+        # sign and encrypt as this service does (the producer opens its own connections)
+        producer.instance.remoting.rpc_hook = self._client.rpc_hook
+        producer.instance.remoting.ssl_context = self._client.ssl_context
+        await producer.start()
+        try:
+            out = []
+            for topic in topics:
+                if warmup is not None:
+                    await self._probe(producer, Message(topic, warmup), None, strict=True)
+                probes = [
+                    await self._probe(producer, Message(topic, body), i if spread else None, strict=strict)
+                    for i in range(count)
+                ]
+                out.append(SendProbes(topic, probes))
+            return out
+        finally:
+            await producer.shutdown()
+
+    @staticmethod
+    async def _probe(producer: Producer, msg: Message, index: int | None, *, strict: bool) -> SendProbe:
+        from admin.models.cluster import SendProbe
+        from broker.client.message import MQBrokerError, MQClientError
+        from broker.client.remoting_client import RemotingError
+
+        picked: list[MessageQueue] = []
+
+        def select(queues: Sequence[MessageQueue], _msg: Message, arg: Any) -> MessageQueue:
+            picked.append(queues[arg % len(queues)])
+            return picked[-1]
+
+        began = time.monotonic()
+        try:
+            if index is None:
+                result = await producer.send(msg)
+            else:
+                result = await producer.send(msg, selector=select, arg=index)
+        except (MQClientError, MQBrokerError, RemotingError) as exc:
+            if strict:
+                raise OperationFailed(f"send to {msg.topic} failed: {exc}") from None
+            rt = int((time.monotonic() - began) * 1000)
+            where = picked[-1] if picked else None
+            return SendProbe(
+                where.brokerName if where else "", where.queueId if where else 0, rt, None, str(exc)
+            )
+        rt = int((time.monotonic() - began) * 1000)
+        mq = result.message_queue
+        return SendProbe(mq.brokerName, mq.queueId, rt, result)
+
+
+N = TypeVar("N", int, float)
+
+
+def _number(runtime: dict[str, str], key: str, kind: type[N]) -> N:
+    """A figure of GET_BROKER_RUNTIME_INFO (values are text); 0 when a broker does not report it."""
+    try:
+        return kind(runtime.get(key, 0))
+    except ValueError:
+        return kind(0)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         ConsumerConnection,
         ConsumeStats,
         ProducerConnection,
+        ProducerTableInfo,
         QueryConsumeQueueResponseBody,
         ResetOffsetBody,
         SubscriptionGroupConfig,
@@ -299,6 +300,10 @@ class AdminApi:
         return await self._body(
             broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, G.ProducerConnection, header
         )
+
+    async def all_producers(self, broker_addr: str) -> ProducerTableInfo:
+        """GET_ALL_PRODUCER_INFO: every producer connection of the broker, by group."""
+        return await self._body(broker_addr, RequestCode.GET_ALL_PRODUCER_INFO, G.ProducerTableInfo)
 
     async def groups_consuming(self, broker_addr: str, topic: str) -> list[str]:
         header = H.QueryTopicConsumeByWhoRequestHeader(topic=topic)

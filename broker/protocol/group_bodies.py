@@ -34,6 +34,8 @@ __all__ = [
     "OffsetWrapper",
     "ProducerConnection",
     "ProducerData",
+    "ProducerInfo",
+    "ProducerTableInfo",
     "QueryConsumeQueueResponseBody",
     "ResetOffsetBody",
     "SubscriptionData",
@@ -109,6 +111,25 @@ class ConsumerConnection(JsonBody):
 @dataclass(slots=True)
 class ProducerConnection(JsonBody):
     connectionSet: list[Connection] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProducerInfo(JsonBody):
+    """One producer connection in GET_ALL_PRODUCER_INFO (328); ``remoteIP`` is Netty's
+    ``remoteAddress().toString()``: ``/host:port``."""
+
+    clientId: str | None = None
+    remoteIP: str | None = None
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = 0
+    lastUpdateTimestamp: int = 0
+
+
+@dataclass(slots=True)
+class ProducerTableInfo(JsonBody):
+    """GET_ALL_PRODUCER_INFO (328) answer: producer group -> its connections."""
+
+    data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Consumer-side administration: topic stats (202), consume stats (208), connections (203, 204),
-who consumes a topic (300), offset reset (222, pushing 220), offset cloning (314) and a consumer's
-running info (307, asked of the client over its own connection)."""
+every producer by group (328), who consumes a topic (300), offset reset (222, pushing 220), offset
+cloning (314) and a consumer's running info (307, asked of the client over its own connection)."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from broker.client.remoting_client import Handler, RemotingChannel, RemotingError, RemotingTimeoutError
@@ -15,6 +16,8 @@ from broker.protocol.bodies import (
     MessageQueue,
     OffsetWrapper,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
     ResetOffsetBody,
     TopicOffset,
     TopicStatsTable,
@@ -56,6 +59,7 @@ class ConsumerAdminProcessor:
             RequestCode.GET_CONSUME_STATS: self.consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
+            RequestCode.GET_ALL_PRODUCER_INFO: self.all_producers,
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by_who,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
@@ -152,6 +156,24 @@ class ConsumerAdminProcessor:
             )
         body = ProducerConnection(connectionSet=[_connection(c) for c in channels.values()])
         return make_response(request, body=body.to_json())
+
+    async def all_producers(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        # the registry stamps heartbeats on the monotonic clock; the body carries wall-clock ms
+        wall_minus_mono = time.time() - time.monotonic()
+        table = {
+            group: [
+                ProducerInfo(
+                    clientId=c.client_id,
+                    remoteIP=f"/{c.channel.remote_addr}",
+                    language=c.language,
+                    version=c.version,
+                    lastUpdateTimestamp=int((c.last_update + wall_minus_mono) * 1000),
+                )
+                for c in channels.values()
+            ]
+            for group, channels in self.broker.clients.producers.items()
+        }
+        return make_response(request, body=ProducerTableInfo(data=table).to_json())
 
     async def consumed_by_who(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = QueryTopicConsumeByWhoRequestHeader.parse(request.ext_fields)
