@@ -1,6 +1,7 @@
-"""fastjson-tolerant JSON: RocketMQ writes bare integer map keys (``{0:12}``) and some peers use
-single quotes. :func:`loads` accepts both; :func:`dumps_fastjson` writes the bare-key form for files
-and bodies that Java tools read back byte-for-byte.
+"""fastjson-tolerant JSON: RocketMQ writes bare integer map keys (``{0:12}``), some peers use
+single quotes, and fastjson reads unquoted field names (``[{topicName:"A"}]`` in a hand-written
+``updateTopicList`` file). :func:`loads` accepts all three; :func:`dumps_fastjson` writes the
+bare-key form for files and bodies that Java tools read back byte-for-byte.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-_BARE_KEY_CHARS = frozenset("0123456789-")
+_BARE_KEY_CHARS = frozenset("0123456789-_$.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class LenientJSONError(ValueError):

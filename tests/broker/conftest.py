@@ -36,10 +36,10 @@ def async_test(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     return run
 
 
-def small_store(path: Path) -> StoreConfig:
+def small_store(path: Path, commitlog_file_size: int = 1 << 20) -> StoreConfig:
     return StoreConfig(
         store_path=path,
-        mapped_file_size_commit_log=1 << 20,
+        mapped_file_size_commit_log=commitlog_file_size,
         mapped_file_size_consume_queue_units=1000,
         max_hash_slot_num=1000,
         max_index_num=4000,
@@ -54,8 +54,10 @@ def broker_config(**overrides: Any) -> BrokerConfig:
 
 
 @asynccontextmanager
-async def running_broker(store: Path, **overrides: Any) -> AsyncIterator[tuple[Broker, RemotingClient]]:
-    broker = Broker(broker_config(**overrides), small_store(store))
+async def running_broker(
+    store: Path, commitlog_file_size: int = 1 << 20, **overrides: Any
+) -> AsyncIterator[tuple[Broker, RemotingClient]]:
+    broker = Broker(broker_config(**overrides), small_store(store, commitlog_file_size))
     await broker.start()
     client = RemotingClient()
     try:

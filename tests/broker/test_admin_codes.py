@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.client.remoting_client import RemotingClient
 from broker.protocol.bodies import (
     CreateTopicListRequestBody,
     QueryConsumeQueueResponseBody,
@@ -28,9 +25,7 @@ from broker.protocol.headers import (
     QueryConsumeQueueRequestHeader,
 )
 from broker.protocol.javahash import tags_code
-from broker.server.broker import Broker
-from broker.store.config import StoreConfig
-from tests.broker.conftest import async_test, broker_config, call, heartbeat_body, running_broker, send
+from tests.broker.conftest import async_test, call, heartbeat_body, running_broker, send
 from tests.broker.test_admin import create
 
 DAY = 86400
@@ -215,29 +210,12 @@ async def test_query_consume_queue(tmp_path: Path) -> None:
 
 
 # -- clean-ups --------------------------------------------------------------------------------------
-@asynccontextmanager
-async def tiny_commitlog_broker(store: Path) -> AsyncIterator[tuple[Broker, RemotingClient]]:
-    """A broker whose CommitLog files hold about a dozen 1 KiB messages each."""
-    config = StoreConfig(
-        store_path=store,
-        mapped_file_size_commit_log=16 * 1024,
-        mapped_file_size_consume_queue_units=1000,
-        max_hash_slot_num=1000,
-        max_index_num=4000,
-    )
-    broker = Broker(broker_config(), config)
-    await broker.start()
-    client = RemotingClient()
-    try:
-        yield broker, client
-    finally:
-        await client.close()
-        await broker.stop()
+TINY_COMMITLOG = 16 * 1024  # CommitLog files of about a dozen 1 KiB messages each
 
 
 @async_test
 async def test_delete_expired_commitlog_then_clean_expired_consume_queues(tmp_path: Path) -> None:
-    async with tiny_commitlog_broker(tmp_path) as (broker, client):
+    async with running_broker(tmp_path, TINY_COMMITLOG) as (broker, client):
         for topic in ("Old", "Live"):
             await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create(topic, queues=1))
         for _ in range(4):

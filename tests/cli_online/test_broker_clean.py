@@ -14,9 +14,9 @@ from typer.testing import CliRunner, Result
 
 from broker.protocol.codes import RequestCode
 from cli.main import app
-from tests.broker.conftest import async_test, call, send
+from tests.broker.conftest import async_test, call, running_broker, send
 from tests.broker.test_admin import create
-from tests.broker.test_admin_codes import DAY, tiny_commitlog_broker
+from tests.broker.test_admin_codes import DAY, TINY_COMMITLOG
 
 
 def _rmq(*args: str) -> Result:
@@ -28,7 +28,7 @@ async def test_clean_frees_expired_files_and_reports_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RMQ_CONFIG", str(tmp_path / "config.toml"))
-    async with tiny_commitlog_broker(tmp_path / "store") as (broker, client):
+    async with running_broker(tmp_path / "store", TINY_COMMITLOG) as (broker, client):
         await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Old", queues=1))
         for _ in range(40):
             await send(client, broker, "Old", b"o" * 1024, queue_id=0)

@@ -8,6 +8,12 @@ def test_bare_integer_keys_and_single_quotes() -> None:
     assert loads("{'a':'x\"y', -1:2}") == {"a": 'x"y', "-1": 2}
 
 
+def test_unquoted_field_names_as_fastjson_reads_them() -> None:
+    text = '[{topicName:"A", readQueueNums: 4, $x_1.y:true}, 7, false]'
+    assert loads(text) == [{"topicName": "A", "readQueueNums": 4, "$x_1.y": True}, 7, False]
+    assert loads("[true, null]") == [True, None]  # words that no colon follows stay values
+
+
 def test_strings_that_look_like_keys_are_untouched() -> None:
     assert loads('{"a":"{0:1}","b":[1,2]}') == {"a": "{0:1}", "b": [1, 2]}
 
