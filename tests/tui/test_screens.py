@@ -176,3 +176,37 @@ def test_lookup_by_id_and_by_key_and_tracks(tui_cluster: TuiCluster) -> None:
             )
 
     run(scenario())
+
+
+def test_clients_screen_shows_what_each_client_reports(tui_cluster: TuiCluster) -> None:
+    from broker.client import ConsumeFrom, LitePullConsumer
+
+    async def scenario() -> None:
+        lite = LitePullConsumer("tui-lite", tui_cluster.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET)
+        lite.subscribe(TOPIC)
+        async with lite:
+            polled = 0
+            while polled < 1:
+                polled += len(await lite.poll(5.0))
+            app = app_for(tui_cluster.namesrv)
+            async with app.run_test(size=(140, 40)) as pilot:
+                await pilot.press("colon", *"group tui-lite", "enter")
+                await until(lambda: getattr(app.screen, "selected", None) == "tui-lite", pilot, what="group")
+                await pilot.press("c")
+                await until(
+                    lambda: (
+                        getattr(app.screen, "group", None) == "tui-lite" and app.screen.latest is not None
+                    ),
+                    pilot,
+                    what="the clients' answers",
+                )
+                clients = rows(app, "client-list")
+                assert list(clients) == [lite.client_id]
+                assert clients[lite.client_id][3:5] == ["PULL", "4"] and clients[lite.client_id][-1] == "ok"
+                queues = rows(app, "client-queues")
+                assert sorted(int(r[3]) for r in queues.values()) == [0, 1, 2, 3]
+                assert {r[1] for r in queues.values()} == {TOPIC}
+                await pilot.press("escape")
+                await until(lambda: getattr(app.screen, "selected", None) == "tui-lite", pilot, what="back")
+
+    run(scenario())

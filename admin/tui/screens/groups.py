@@ -1,5 +1,6 @@
 """Consumer groups: online clients, model, consume type, subscriptions; enter shows a group's lag in
-total and per queue, its consume TPS, and a sparkline of its lag over the last refreshes."""
+total and per queue, its consume TPS, and a sparkline of its lag over the last refreshes; ``c`` what
+its clients report of themselves (:mod:`admin.tui.screens.clients`)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,10 @@ class GroupsScreen(LiveScreen[GroupsView]):
     GroupsScreen #lag-history { height: 2; margin: 0 1; }
     GroupsScreen #lag { height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "toggle_system", "System")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "toggle_system", "System"),
+        Binding("c", "clients", "Clients"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
@@ -161,6 +165,13 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def action_toggle_system(self) -> None:
         self.show_system = not self.show_system
         self.redraw()
+
+    def action_clients(self) -> None:
+        """What the selected group's clients report of themselves (asked now, on a screen of its own)."""
+        from admin.tui.screens.clients import ClientsScreen
+
+        if self.selected is not None:
+            self.app.push_screen(ClientsScreen(self.selected))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "groups" and event.row_key.value is not None:
