@@ -2,8 +2,8 @@
 
 ``rmq broker [-c FILE] [--port N] ...`` still runs a broker in the foreground: the group's callback
 is :func:`cli.run.broker` itself, invoked only when no subcommand follows. The admin verbs are
-subcommands: ``rmq broker status|runtime|clean|config get|config set``. Giving run options together with
-a subcommand is a usage error rather than being silently ignored.
+subcommands: ``rmq broker status|runtime|producers|clean|config get|config set``. Giving run options
+together with a subcommand is a usage error rather than being silently ignored.
 """
 
 from __future__ import annotations
@@ -26,11 +26,18 @@ from cli.connect import (
     connect,
     key_values,
 )
-from cli.output import Fields, Section, Table
+from cli.output import Fields, Section, Table, ms_time
 from cli.server_group import server_group
 
 if TYPE_CHECKING:
-    from admin.models import BrokerInfo, BrokerRuntime, CleanupReport, ConfigChange, ConfigValues
+    from admin.models import (
+        BrokerInfo,
+        BrokerProducers,
+        BrokerRuntime,
+        CleanupReport,
+        ConfigChange,
+        ConfigValues,
+    )
 
 app = server_group(run.broker, help="Run a broker (no subcommand), or inspect and configure one.")
 config_app = typer.Typer(help="Read or change a broker's configuration.", no_args_is_help=True)
@@ -63,6 +70,20 @@ def runtime(
     """Every runtime key the broker reports (mqadmin brokerStatus)."""
     conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.broker_runtime(broker), _runtime_sections, watch)
+
+
+@app.command("producers")
+def producers(
+    broker: BrokerOpt = None,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Producers connected to a broker, by producer group: client, address, version, last heartbeat."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.producer_table(broker), _producers_sections, watch)
 
 
 @app.command("clean")
@@ -159,6 +180,27 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
             ],
             title="Broker",
         )
+    ]
+
+
+def _producers_sections(p: BrokerProducers) -> list[Section]:
+    from admin.render_mqadmin import version_desc
+
+    rows = [
+        (
+            group,
+            c.client_id,
+            c.remote_address.lstrip("/"),
+            c.language,
+            version_desc(c.version),
+            ms_time(c.last_update),
+        )
+        for group, clients in sorted(p.groups.items())
+        for c in clients
+    ]
+    title = f"Producers of {p.address}"
+    return [
+        Table(["group", "client id", "address", "language", "version", "last heartbeat"], rows, title=title)
     ]
 
 

@@ -362,7 +362,7 @@ async def producer_connection(s: AdminService, v: Values) -> str:
 
 
 async def producer(s: AdminService, v: Values) -> str:
-    return R.producer_table(await s.producer_table(_req(v, "broker")))
+    return R.producer_table((await s.producer_table(_req(v, "broker"))).groups)
 
 
 async def reset_offset_by_time(s: AdminService, v: Values) -> str:

@@ -5,7 +5,7 @@ __rmq_cmds() {
         "") echo "acl bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic up wait" ;;
         "acl") echo "create delete get list update" ;;
         "bench") echo "consume produce" ;;
-        "broker") echo "clean config runtime status" ;;
+        "broker") echo "clean config producers runtime status" ;;
         "broker config") echo "get set" ;;
         "cluster") echo "down list ps status up" ;;
         "completion") echo "install show" ;;
@@ -42,6 +42,7 @@ __rmq_opts() {
         "broker config") echo "-h --help" ;;
         "broker config get") echo "-h --help -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "broker config set") echo "-h --help -b --broker -c --cluster -n --namesrv --profile --timeout --output -o" ;;
+        "broker producers") echo "-h --help -b --broker --watch -n --namesrv --profile --timeout --output -o" ;;
         "broker runtime") echo "-h --help -b --broker --watch -n --namesrv --profile --timeout --output -o" ;;
         "broker status") echo "-h --help -b --broker --watch -n --namesrv --profile --timeout --output -o" ;;
         "cluster") echo "-h --help" ;;
@@ -268,6 +269,15 @@ __rmq_kind() {
         "broker config set|--timeout") echo "-" ;;
         "broker config set|--output") echo "table json text" ;;
         "broker config set|-o") echo "table json text" ;;
+        "broker producers|-b") echo "-" ;;
+        "broker producers|--broker") echo "-" ;;
+        "broker producers|--watch") echo "-" ;;
+        "broker producers|-n") echo "-" ;;
+        "broker producers|--namesrv") echo "-" ;;
+        "broker producers|--profile") echo "-" ;;
+        "broker producers|--timeout") echo "-" ;;
+        "broker producers|--output") echo "table json text" ;;
+        "broker producers|-o") echo "table json text" ;;
         "broker runtime|-b") echo "-" ;;
         "broker runtime|--broker") echo "-" ;;
         "broker runtime|--watch") echo "-" ;;

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from broker.protocol.group_bodies import SubscriptionGroupConfig
 
 __all__ = [
+    "BrokerProducers",
     "ClientInfo",
     "ClientRunningInfo",
     "GroupChange",
@@ -76,6 +77,14 @@ class ProducerInstance:
     language: str
     version: int
     last_update: int  # epoch ms of its last heartbeat
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerProducers:
+    """The producers connected to one broker, by producer group (GET_ALL_PRODUCER_INFO)."""
+
+    address: str
+    groups: dict[str, list[ProducerInstance]]  # in the broker's order
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from broker.protocol.codes import ResponseCode
 
 if TYPE_CHECKING:
     from admin.models.cluster import CleanupReport, ClusterConfigs, HARuntime, SendProbe, SendProbes
-    from admin.models.groups import GroupConfigAt, ProducerInstance
+    from admin.models.groups import BrokerProducers, GroupConfigAt
     from admin.models.topic_details import PermChange
     from broker.client.message import Message
     from broker.client.producer import Producer
@@ -271,13 +271,14 @@ class MaintenanceOps(ServiceBase):
 
     # -- producers, replication, settings ---------------------------------------------------------
     @admin_call
-    async def producer_table(self, broker: str) -> dict[str, list[ProducerInstance]]:
-        """Producer group -> the producers connected to ``broker`` (GET_ALL_PRODUCER_INFO), in the
-        broker's order."""
-        from admin.models.groups import ProducerInstance
+    async def producer_table(self, broker: str | None = None) -> BrokerProducers:
+        """The producers connected to ``broker`` (else the only broker registered), by group
+        (GET_ALL_PRODUCER_INFO), in the broker's order."""
+        from admin.models.groups import BrokerProducers, ProducerInstance
 
-        table = await self.api.all_producers(broker)
-        return {
+        addr = await self._one_broker(broker)
+        table = await self.api.all_producers(addr)
+        groups = {
             group: [
                 ProducerInstance(
                     p.clientId or "", p.remoteIP or "", p.language.name, p.version, p.lastUpdateTimestamp
@@ -286,6 +287,7 @@ class MaintenanceOps(ServiceBase):
             ]
             for group, producers in table.data.items()
         }
+        return BrokerProducers(addr, groups)
 
     @admin_call
     async def broker_ha_runtime(

@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from broker.client.message import Message
 from broker.client.producer import Producer
 from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
+from cli.main import app
 from tests.mqadmin.conftest import Cluster, Run
 
 Mq = Callable[..., Run]
@@ -94,8 +96,22 @@ def test_producer(mqadmin: Mq, node: Cluster, rt_topic: str) -> None:
     node.call(start())
     try:
         run = mqadmin("producer", "-b", node.broker)
+        listed = CliRunner().invoke(
+            app, ["broker", "producers", "-b", node.broker, "-n", node.namesrv, "-o", "json"]
+        )
+        table = CliRunner().invoke(
+            app, ["broker", "producers", "-b", node.broker, "-n", node.namesrv, "-o", "text"]
+        )
     finally:
         node.call(producer.shutdown())
+    assert listed.exit_code == 0, listed.output
+    doc = json.loads(listed.stdout)
+    assert doc["address"] == node.broker
+    (client,) = doc["groups"]["rt-producer-group"]
+    assert client["clientId"] == producer.client_id and client["language"] == "PYTHON"
+    assert client["remoteAddress"].startswith("/127.0.0.1:")
+    mine = [line for line in table.stdout.splitlines() if line.startswith("rt-producer-group")]
+    assert len(mine) == 1 and producer.client_id in mine[0] and "V5_" in mine[0]
     assert run.code == 0, run.err
     line = re.compile(
         r"producer group \((\S+)\) instance : clientId=(\S+),remoteIP=/127\.0\.0\.1:(\d+), "
@@ -103,10 +119,10 @@ def test_producer(mqadmin: Mq, node: Cluster, rt_topic: str) -> None:
     )
     rows = [line.fullmatch(row) for row in run.out.splitlines(keepends=True)]
     assert rows and all(rows), run.out
-    mine = [m for m in rows if m is not None and m[1] == "rt-producer-group"]
-    assert len(mine) == 1, run.out
-    assert mine[0][2] == producer.client_id and mine[0][4] == "PYTHON"
-    assert abs(int(mine[0][6]) - time.time() * 1000) < 60_000  # a wall-clock time, not a monotonic one
+    found = [m for m in rows if m is not None and m[1] == "rt-producer-group"]
+    assert len(found) == 1, run.out
+    assert found[0][2] == producer.client_id and found[0][4] == "PYTHON"
+    assert abs(int(found[0][6]) - time.time() * 1000) < 60_000  # a wall-clock time, not a monotonic one
 
     gone = mqadmin("producer", "--broker", node.broker)
     assert gone.code == 0 and "rt-producer-group" not in gone.out  # unregistered on shutdown
