@@ -341,7 +341,7 @@ async def consumer_status(s: AdminService, v: Values) -> str:
         (client,) = (await s.group_clients(group, client_id, jstack)).clients
         return R.consumer_running_info(client)
     result = await s.group_clients(group, jstack=jstack, broker=_opt(v, "brokerAddr"))
-    now = int(time.time() * 1000)
+    now = _now()
     out = [R.consumer_status_header()]
     index = 1
     for client in result.clients:

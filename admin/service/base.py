@@ -101,6 +101,7 @@ class ServiceBase:
             raise BadInput(f"the timeout must be positive, not {timeout:g}")
         self.namesrv = list(namesrv)
         self.timeout = timeout
+        self.security = security  # for clients the service opens besides its own (send probes)
         self._client = RemotingClient(
             connect_timeout=min(timeout, 3.0),
             rpc_hook=security.rpc_hook() if security is not None else None,  # ACL signing

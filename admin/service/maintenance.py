@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from admin.models.topic_details import PermChange
     from broker.client.message import Message
     from broker.client.producer import Producer
-    from broker.protocol.bodies import MessageQueue
+    from broker.protocol.bodies import ClusterInfo, MessageQueue
     from broker.protocol.group_bodies import QueryConsumeQueueResponseBody, SubscriptionGroupConfig
 
 J = TypeVar("J", bound=JsonBody)
@@ -173,9 +173,7 @@ class MaintenanceOps(ServiceBase):
         """``count`` ConsumeQueue units of one queue from ``index`` (with ``group``, also its
         subscription); on ``broker``, else on the first broker of the topic's route."""
         if broker is None:
-            route = await self._route(topic)
-            addrs = route.brokerDatas[0].brokerAddrs if route.brokerDatas else {}
-            broker = addrs.get(0)
+            broker = next(iter(self._route_masters(await self._route(topic)).values()), None)
             if broker is None:
                 raise NotFound(f"topic {topic} has no master broker in its route")
         return await self.api.query_consume_queue(broker, topic, queue_id, index, count, group)
@@ -215,10 +213,7 @@ class MaintenanceOps(ServiceBase):
         if broker is not None:
             return [broker]
         info = await self._cluster()
-        if cluster is not None and cluster not in info.clusterAddrTable:
-            raise NotFound(f"cluster {cluster} not found")
-        clusters = [cluster] if cluster is not None else sorted(info.clusterAddrTable)
-        names = sorted({b for c in clusters for b in info.clusterAddrTable[c]})
+        names = sorted({b for c in _clusters(info, cluster) for b in info.clusterAddrTable[c]})
         addrs = [
             a
             for n in names
@@ -335,10 +330,7 @@ class MaintenanceOps(ServiceBase):
     async def cluster_broker_names(self, cluster: str | None = None) -> dict[str, list[str]]:
         """Cluster -> its broker names, both sorted: one cluster, or every cluster."""
         info = await self._cluster()
-        if cluster is not None and cluster not in info.clusterAddrTable:
-            raise NotFound(f"cluster {cluster} not found")
-        names = [cluster] if cluster is not None else sorted(info.clusterAddrTable)
-        return {c: sorted(info.clusterAddrTable[c]) for c in names}
+        return {c: sorted(info.clusterAddrTable[c]) for c in _clusters(info, cluster)}
 
     # -- measured sends ---------------------------------------------------------------------------
     @admin_call
@@ -365,10 +357,14 @@ class MaintenanceOps(ServiceBase):
         if count < 0:
             raise BadInput(f"the message count must not be negative, not {count}")
         await gather(self._route(t) for t in dict.fromkeys(topics))  # NotFound before anything is sent
-        producer = Producer(group, ";".join(self.namesrv), instance_name=instance_name)
-        # sign and encrypt as this service does (the producer opens its own connections)
-        producer.instance.remoting.rpc_hook = self._client.rpc_hook
-        producer.instance.remoting.ssl_context = self._client.ssl_context
+        security = self.security  # the producer opens its own connections: sign and encrypt them alike
+        producer = Producer(
+            group,
+            ";".join(self.namesrv),
+            instance_name=instance_name,
+            credentials=security.credentials if security is not None else None,
+            ssl_context=security.ssl_context if security is not None else None,
+        )
         await producer.start()
         try:
             out = []
@@ -413,6 +409,15 @@ class MaintenanceOps(ServiceBase):
         rt = int((time.monotonic() - began) * 1000)
         mq = result.message_queue
         return SendProbe(mq.brokerName, mq.queueId, rt, result)
+
+
+def _clusters(info: ClusterInfo, cluster: str | None) -> list[str]:
+    """``[cluster]`` (NotFound when the NameServer does not know it), else every cluster, sorted."""
+    if cluster is None:
+        return sorted(info.clusterAddrTable)
+    if cluster not in info.clusterAddrTable:
+        raise NotFound(f"cluster {cluster} not found")
+    return [cluster]
 
 
 N = TypeVar("N", int, float)

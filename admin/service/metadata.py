@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from admin.metadata_file import GROUPS_KEY, TOPICS_KEY, Entry, MetadataFile
 from admin.models.names import TopicKind, is_system_group, topic_kind
 from admin.service.base import Progress, admin_call, gather
 from admin.service.groups import GroupOps, retry_values_problem
-from admin.service.topics import DEFAULT_PERM, DEFAULT_QUEUES, TopicOps, system_names, tracked
+from admin.service.topics import TopicOps, new_topic_config, system_names, tracked
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 
@@ -40,33 +41,25 @@ class MetadataOps(TopicOps, GroupOps):
         topics, groups = await self._tables(targets)
         names = system_names(await self._cluster())
         kinds = _EXPORTED_KINDS[special_topics]
-        topic_table: dict[str, TopicConfig] = {}
-        for table in topics.values():
-            for name, config in table.items():
-                if topic_kind(name, names) in kinds:
-                    held = topic_table.get(name)
-                    if held is None:
-                        topic_table[name] = config
-                    elif summed:
-                        topic_table[name] = replace(
-                            config,
-                            readQueueNums=held.readQueueNums + config.readQueueNums,
-                            writeQueueNums=held.writeQueueNums + config.writeQueueNums,
-                        )
-        group_table: dict[str, SubscriptionGroupConfig] = {}
-        for table in groups.values():
-            for name, group in table.items():
-                if not is_system_group(name):
-                    kept = group_table.get(name)
-                    if kept is None:
-                        group_table[name] = group
-                    elif summed:
-                        group_table[name] = replace(
-                            group, retryQueueNums=kept.retryQueueNums + group.retryQueueNums
-                        )
+        topic_table = _merged(
+            topics,
+            lambda name: topic_kind(name, names) in kinds,
+            lambda held, c: replace(
+                c,
+                readQueueNums=held.readQueueNums + c.readQueueNums,
+                writeQueueNums=held.writeQueueNums + c.writeQueueNums,
+            ),
+            summed,
+        )
+        group_table = _merged(
+            groups,
+            lambda name: not is_system_group(name),
+            lambda held, g: replace(g, retryQueueNums=held.retryQueueNums + g.retryQueueNums),
+            summed,
+        )
         return {
             TOPICS_KEY: {n: _as_json(c) for n, c in sorted(topic_table.items())},
-            GROUPS_KEY: {n: _as_json(c) for n, c in sorted(group_table.items())},
+            GROUPS_KEY: {n: _as_json(g) for n, g in sorted(group_table.items())},
             "exportTime": int(time.time() * 1000),
         }
 
@@ -97,8 +90,8 @@ class MetadataOps(TopicOps, GroupOps):
                 raise BadInput(f"{GROUPS_KEY}.{entry.name}: {problem}")
         targets = await self._broker_targets(cluster, broker)
         topics, groups = await self._tables(targets)
-        items = [_plan("topic", e, topics, _topic_base(e.name)) for e in doc.topics]
-        items += [_plan("group", e, groups, SubscriptionGroupConfig(groupName=e.name)) for e in doc.groups]
+        items = [_plan("topic", e, topics) for e in doc.topics]
+        items += [_plan("group", e, groups) for e in doc.groups]
         pending = [
             (item, entry)
             for item, entry in zip(items, [*doc.topics, *doc.groups], strict=True)
@@ -133,7 +126,7 @@ class MetadataOps(TopicOps, GroupOps):
                 config.order if "order" in given else None,
                 dict(config.attributes) if "attributes" in given else {},
             )
-            current = {b: topics[b].get(entry.name) or _topic_base(entry.name) for b in brokers}
+            current = {b: topics[b].get(entry.name) or new_topic_config(entry.name) for b in brokers}
             await self._write_topic(spec, current, brokers, None)
         else:
             wanted = {k: getattr(entry.config, k) for k in entry.given}
@@ -148,11 +141,18 @@ def _as_json(config: TopicConfig | SubscriptionGroupConfig) -> Any:
     return json.loads(config.to_json(standard=True))
 
 
-def _topic_base(name: str) -> TopicConfig:
-    """What ``topic create`` starts a new topic from."""
-    return TopicConfig(
-        topicName=name, readQueueNums=DEFAULT_QUEUES, writeQueueNums=DEFAULT_QUEUES, perm=DEFAULT_PERM
-    )
+def _merged(
+    tables: Tables, keep: Callable[[str], bool], add: Callable[[Any, Any], Any], summed: bool
+) -> dict[str, Any]:
+    """Name -> config over the brokers' tables for the names ``keep`` takes: the first broker's, or with
+    ``summed`` what ``add`` makes of every broker's (queue numbers added up)."""
+    out: dict[str, Any] = {}
+    for table in tables.values():
+        for name, config in table.items():
+            if keep(name):
+                held = out.get(name)
+                out[name] = config if held is None else add(held, config) if summed else held
+    return out
 
 
 def _differs(field: str, current: Any, wanted: Any) -> bool:
@@ -161,7 +161,7 @@ def _differs(field: str, current: Any, wanted: Any) -> bool:
     return bool(current != wanted)
 
 
-def _plan(kind: str, entry: Entry, tables: Tables, base: Any) -> MetadataItem:
+def _plan(kind: str, entry: Entry, tables: Tables) -> MetadataItem:
     from admin.models.metadata import FieldChange, MetadataAction, MetadataItem
 
     missing = [b for b, table in tables.items() if entry.name not in table]
@@ -171,9 +171,9 @@ def _plan(kind: str, entry: Entry, tables: Tables, base: Any) -> MetadataItem:
         current = table.get(entry.name)
         for field in sorted(entry.given):
             wanted = getattr(entry.config, field)
-            held = getattr(current if current is not None else base, field)
+            held = None if current is None else getattr(current, field)
             if current is None or _differs(field, held, wanted):
-                changed.setdefault(field, FieldChange(field, None if current is None else held, wanted))
+                changed.setdefault(field, FieldChange(field, held, wanted))
                 if broker_name not in writes:
                     writes.append(broker_name)
     if missing:

@@ -30,6 +30,12 @@ def system_names(cluster: ClusterInfo) -> frozenset[str]:
     return frozenset(cluster.brokerAddrTable) | clusters | {f"{c}_REPLY_TOPIC" for c in clusters}
 
 
+def new_topic_config(name: str) -> TopicConfig:
+    """What a new topic starts from before the fields asked for are set (mqadmin updateTopic's defaults)."""
+    queues = DEFAULT_QUEUES
+    return TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=DEFAULT_PERM)
+
+
 async def tracked(coros: Iterable[Awaitable[T]], label: str, progress: Progress | None) -> list[T]:
     """Like :func:`gather`, reporting each completion to ``progress``."""
     items = list(coros)
@@ -212,12 +218,7 @@ class TopicOps(ServiceBase):
         if await self._route_or_none(spec.name) is not None and broker is None:
             raise OperationFailed(f"topic {spec.name} already exists; update it instead")
         targets = await self._broker_targets(cluster, broker)
-        base = TopicConfig(
-            topicName=spec.name,
-            readQueueNums=DEFAULT_QUEUES,
-            writeQueueNums=DEFAULT_QUEUES,
-            perm=DEFAULT_PERM,
-        )
+        base = new_topic_config(spec.name)
         return await self._write_topic(spec, {name: base for name in targets}, targets, progress)
 
     @admin_call

@@ -33,7 +33,7 @@ class ProcessQueue:
         self.last_lock_time = 0.0
         self.consuming = False  # orderly: a consume task is running for this queue
         self.consume_lock = asyncio.Lock()
-        self.last_pull_ms = 0  # epoch ms of the last answered pull
+        self.last_pull_ms = 0  # epoch ms the last pull was sent
         self.last_consume_ms = 0  # epoch ms messages were last consumed (or polled)
 
     @property
