@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cli.errors import ExitCode
 
 if TYPE_CHECKING:
-    from cli.mqadmin_commands import Command, Opt
+    from cli.mqadmin_args import Command, Opt
 
 PROG = "mqadmin"
 HELP_WIDTH = 110
@@ -130,7 +130,7 @@ def parse(command: Command, args: Sequence[str]) -> dict[str, str | bool | None]
 
 
 def all_options(command: Command) -> list[Opt]:
-    from cli.mqadmin_commands import COMMON_OPTIONS
+    from cli.mqadmin_args import COMMON_OPTIONS
 
     return [*COMMON_OPTIONS, *command.options]
 
