@@ -1,4 +1,4 @@
-"""``rmq topic``: create, update, list, describe, route, status, delete."""
+"""``rmq topic``: create, update, list, describe, route, status, queue, delete."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from cli.output import Fields, ProgressBar, Section, Table, ms_time
 
 if TYPE_CHECKING:
     from admin.models import (
+        ConsumeQueuePage,
         TopicChange,
         TopicDeletion,
         TopicDescription,
@@ -166,6 +167,28 @@ def status(
     connect(namesrv, profile, timeout, output).show(lambda s: s.topic_status(topic), _status_sections, watch)
 
 
+@app.command("queue")
+def queue(
+    topic: TopicArg,
+    queue_id: Annotated[int, typer.Argument(metavar="QUEUE", help="Queue id.")],
+    broker_name: Annotated[
+        str | None, typer.Option("--broker-name", help="The broker holding the queue (when several do).")
+    ] = None,
+    start: Annotated[
+        int | None, typer.Option("--from", metavar="INDEX", help="First queue offset [the newest --limit].")
+    ] = None,
+    limit: Annotated[int, typer.Option("-l", "--limit", min=0, max=10_000, help="Units to show.")] = 20,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """ConsumeQueue units of one queue: CommitLog offset, size and tag hash of each message."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.topic_queue(topic, queue_id, broker_name, start, limit), _queue_sections, watch)
+
+
 @app.command("delete")
 def delete(
     topic: TopicArg,
@@ -271,6 +294,26 @@ def _status_sections(s: TopicStatus) -> list[Section]:
             title=f"Topic {s.topic}",
         ),
         Fields([("messages", s.total_messages), ("put TPS", s.put_tps)]),
+    ]
+
+
+def _queue_sections(p: ConsumeQueuePage) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("topic", p.topic),
+                ("broker", f"{p.broker_name} ({p.address})"),
+                ("queue", p.queue_id),
+                ("min offset", p.min_offset),
+                ("max offset", p.max_offset),
+            ],
+            title="ConsumeQueue",
+        ),
+        Table(
+            ["index", "commitlog offset", "size", "tags code"],
+            [(u.index, u.commitlog_offset, u.size, u.tags_code) for u in p.units],
+            title="Units",
+        ),
     ]
 
 

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from broker.protocol.bodies import TopicConfig
 
 __all__ = [
+    "ConsumeQueuePage",
+    "ConsumeQueueUnit",
     "PermChange",
     "QueueStatus",
     "RouteBroker",
@@ -58,6 +60,29 @@ class QueueStatus:
     @property
     def messages(self) -> int:
         return self.max_offset - self.min_offset
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeQueueUnit:
+    """One 20-byte ConsumeQueue entry: where the message sits in the CommitLog, and its tag hash."""
+
+    index: int  # the message's queue offset
+    commitlog_offset: int
+    size: int
+    tags_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeQueuePage:
+    """Consecutive units of one ConsumeQueue as its broker stores them."""
+
+    topic: str
+    broker_name: str
+    address: str
+    queue_id: int
+    min_offset: int
+    max_offset: int  # the next offset to be written
+    units: list[ConsumeQueueUnit]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import TopicKind, topic_kind
-from admin.models.topic_details import TopicChange, TopicDescription
+from admin.models.topic_details import ConsumeQueuePage, ConsumeQueueUnit, TopicChange, TopicDescription
 from admin.models.topics import TopicDeletion, TopicSummary
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
@@ -204,6 +204,47 @@ class TopicOps(ServiceBase):
             groups=sorted({g for gs in groups for g in gs}),
             attributes=dict(held[0].attributes) if held else {},
         )
+
+    @admin_call
+    async def topic_queue(
+        self,
+        topic: str,
+        queue_id: int,
+        broker_name: str | None = None,
+        start: int | None = None,
+        count: int = 20,
+    ) -> ConsumeQueuePage:
+        """``count`` ConsumeQueue units of one queue from ``start`` (default: the newest ``count``),
+        on the master of ``broker_name`` (needed when several brokers serve the topic)."""
+        route = await self._route(topic)
+        masters = self._route_masters(route)
+        if broker_name is None:
+            if len(masters) > 1:
+                raise BadInput(f"topic {topic} is on several brokers ({', '.join(masters)}): name one")
+            broker_name = next(iter(masters), None)
+        address = masters.get(broker_name or "")
+        if broker_name is None or address is None:
+            raise NotFound(f"topic {topic} has no master broker named {broker_name}")
+        queues = max((q.readQueueNums for q in route.queueDatas if q.brokerName == broker_name), default=0)
+        if not 0 <= queue_id < queues:
+            raise BadInput(f"{topic} has queues 0-{queues - 1} on {broker_name}, not {queue_id}")
+        low, high = await asyncio.gather(
+            self.api.min_offset(address, topic, queue_id), self.api.max_offset(address, topic, queue_id)
+        )
+        if start is None:
+            start = max(low, high - count)
+        elif not low <= start <= high:
+            raise BadInput(
+                f"index {start} is outside queue {queue_id} of {topic} on {broker_name} ({low}-{high})"
+            )
+        units: list[ConsumeQueueUnit] = []
+        if start < high and count > 0:
+            body = await self.api.query_consume_queue(address, topic, queue_id, start, count)
+            units = [
+                ConsumeQueueUnit(i, u.physicOffset, u.physicSize, u.tagsCode)
+                for i, u in enumerate(body.queueData or [], start=start)
+            ]
+        return ConsumeQueuePage(topic, broker_name, address, queue_id, low, high, units)
 
     # -- changes ----------------------------------------------------------------------------------
     @admin_call
