@@ -2,12 +2,13 @@
 
 ``rmq broker [-c FILE] [--port N] ...`` still runs a broker in the foreground: the group's callback
 is :func:`cli.run.broker` itself, invoked only when no subcommand follows. The admin verbs are
-subcommands: ``rmq broker status|runtime|producers|clean|config get|config set``. Giving run options
-together with a subcommand is a usage error rather than being silently ignored.
+subcommands: ``rmq broker status|runtime|producers|clean|read-ahead|config get|config set``. Giving
+run options together with a subcommand is a usage error rather than being silently ignored.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         ConfigChange,
         ConfigValues,
     )
+    from admin.models.broker_ops import ReadAheadChanges
 
 app = server_group(run.broker, help="Run a broker (no subcommand), or inspect and configure one.")
 config_app = typer.Typer(help="Read or change a broker's configuration.", no_args_is_help=True)
@@ -123,6 +125,35 @@ def clean(
     confirm(f"delete expired files and unused queues on {where}", yes)
     done = conn.run(lambda s: s.broker_clean(cluster, broker, commitlog, consume_queues, unused_topics))
     conn.emit(done, _clean_sections)
+
+
+class ReadAhead(StrEnum):
+    NORMAL = "normal"
+    RANDOM = "random"
+
+
+@app.command("read-ahead")
+def read_ahead(
+    mode: Annotated[
+        ReadAhead,
+        typer.Argument(
+            case_sensitive=False,
+            help="normal: the kernel reads CommitLog files ahead (default); random: it does not.",
+            show_default=False,
+        ),
+    ],
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Turn the read-ahead of CommitLog files off (random: consumers mostly read old messages) or
+    back on, on a broker or on every master and slave of a cluster, until the broker restarts."""
+    conn = connect(namesrv, profile, timeout, output)
+    random = mode is ReadAhead.RANDOM
+    conn.emit(conn.run(lambda s: s.broker_set_read_ahead(random, cluster, broker)), _read_ahead_sections)
 
 
 @config_app.command("get")
@@ -231,3 +262,9 @@ def change_sections(c: ConfigChange) -> list[Section]:
         Fields([("servers", ", ".join(c.addresses))], title="Changed"),
         Table(["key", "value"], list(c.values.items())),
     ]
+
+
+def _read_ahead_sections(r: ReadAheadChanges) -> list[Section]:
+    rows = [(c.address, c.master or "", c.remark) for c in r.brokers]
+    title = f"CommitLog read-ahead {'off (random)' if r.random else 'on (normal)'}"
+    return [Table(["broker", "master", "answer"], rows, title=title)]

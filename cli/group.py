@@ -1,8 +1,9 @@
 """``rmq group``: create, update, list, describe, lag, connections, clients, delete, reset-offset,
-clone-offsets."""
+clone-offsets, consume-mode."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         OffsetReset,
         ResetTarget,
     )
+    from admin.models.broker_ops import ConsumeModes
 
 app = typer.Typer(
     help="Create, inspect and delete consumer groups; move their offsets.", no_args_is_help=True
@@ -274,6 +276,49 @@ def clone_offsets(
     conn.emit(conn.run(lambda s: s.group_clone_offsets(source, destination, topic)), _clone_sections)
 
 
+class ConsumeMode(StrEnum):
+    PULL = "pull"
+    POP = "pop"
+
+
+@app.command("consume-mode")
+def consume_mode(
+    group: GroupArg,
+    topic: Annotated[str, typer.Option("-t", "--topic", metavar="TOPIC", help="The topic the group reads.")],
+    set_: Annotated[
+        ConsumeMode | None,
+        typer.Option(
+            "--set", case_sensitive=False, help="Make the group read the topic this way (pull|pop)."
+        ),
+    ] = None,
+    pop_share_queues: Annotated[
+        int,
+        typer.Option(
+            "--pop-share-queues",
+            metavar="N",
+            help="pop: each consumer also reads the queues of the N consumers after it (0: every queue).",
+        ),
+    ] = 0,
+    cluster: ClusterOpt = None,
+    broker: BrokerOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Show (or --set) how a group reads a topic when its consumers let the brokers balance:
+    pull (a queue per consumer) or pop (consumers share queues)."""
+    conn = connect(namesrv, profile, timeout, output)
+    if set_ is None:
+        modes = conn.run(lambda s: s.group_consume_mode(topic, group, cluster, broker))
+    else:
+        pop = set_ is ConsumeMode.POP
+        modes = conn.run(
+            lambda s: s.group_consume_mode_set(topic, group, pop, pop_share_queues, cluster, broker)
+        )
+    conn.emit(modes, _consume_mode_sections)
+
+
 # -- layouts for people ---------------------------------------------------------------------------
 def _config_fields(c: GroupConfig, title: str = "Settings") -> Fields:
     return Fields(
@@ -503,3 +548,18 @@ def _clone_sections(c: OffsetClone) -> list[Section]:
             title="Offsets cloned",
         )
     ]
+
+
+def _consume_mode_sections(m: ConsumeModes) -> list[Section]:
+    rows = [
+        (
+            b.broker_name,
+            b.address,
+            b.mode.lower(),
+            b.pop_share_queue_num if b.mode == "POP" else "",
+            "set" if b.stored else "default",
+        )
+        for b in m.brokers
+    ]
+    title = f"Consume mode of {m.group} on {m.topic}"
+    return [Table(["broker", "address", "mode", "pop share queues", "source"], rows, title=title)]

@@ -1,7 +1,64 @@
-"""mqadmin commands (placeholder)."""
+"""mqadmin commands for per-broker operations: setConsumeMode (how a group reads a topic: PULL or POP)
+and setCommitLogReadAheadMode (the kernel's read-ahead of CommitLog files)."""
 
 from __future__ import annotations
 
-from cli.mqadmin_args import Command
+from typing import TYPE_CHECKING
 
-COMMANDS: tuple[Command, ...] = ()
+from admin import render_mqadmin_broker as R
+from admin.errors import BadInput
+from cli.mqadmin_args import Command, Values, integer, o, opt, req
+
+if TYPE_CHECKING:
+    from admin.service import AdminService
+
+READ_AHEAD_MODES = {"0": False, "1": True}  # the -m value -> read-ahead off (MADV_RANDOM)
+
+
+def _usage(name: str) -> str:
+    from cli.mqadmin import usage
+
+    return usage(next(c for c in COMMANDS if c.name == name))
+
+
+async def set_consume_mode(s: AdminService, v: Values) -> str:
+    """Java's ``setConsumeMode``: the mode on ``-b`` or every master of ``-c``; neither prints help."""
+    topic, group, mode = req(v, "topicName"), req(v, "groupName"), req(v, "mode")
+    if mode not in ("PULL", "POP"):  # MessageRequestMode.valueOf: exact names
+        raise BadInput(f"--mode: {mode!r} is not a consume mode (PULL or POP)")
+    share = integer(v, "popShareQueueNum", 0) or 0
+    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    if broker is None and cluster is None:
+        return _usage("setConsumeMode")
+    return R.consume_mode_set(
+        await s.group_consume_mode_set(topic, group, mode == "POP", share, cluster, broker)
+    )
+
+
+async def set_read_ahead_mode(s: AdminService, v: Values) -> str:
+    """Java's ``setCommitLogReadAheadMode``: on ``-b``, else every master and slave of ``-c``."""
+    random = READ_AHEAD_MODES.get(req(v, "commitLogReadAheadMode"))
+    if random is None:
+        return "set the read mode error; 0 is default, 1 random read\n"  # and exit 0, as Java does
+    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    if broker is None and cluster is None:
+        return ""
+    return R.read_ahead(await s.broker_set_read_ahead(random, cluster, broker), by_cluster=broker is None)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("setConsumeMode", "Set consume message mode. pull/pop etc.", (
+        o("b", "brokerAddr", "create subscription group to which broker"),
+        o("c", "clusterName", "create subscription group to which cluster"),
+        o("t", "topicName", "topic name", True),
+        o("g", "groupName", "consumer group name", True),
+        o("m", "mode", "consume mode. PULL/POP", True),
+        o("q", "popShareQueueNum", "num of queue which share in pop mode"),
+    ), set_consume_mode),
+    Command("setCommitLogReadAheadMode", "Set read ahead mode for all commitlog files.", (
+        o("b", "brokerAddr", "set which broker"),
+        o("c", "clusterName", "set which cluster"),
+        o("m", "commitLogReadAheadMode",
+          "set the CommitLog read ahead mode; 0 is default, 1 random read", True),
+    ), set_read_ahead_mode),
+)  # fmt: skip

@@ -1,7 +1,8 @@
 """Broker maintenance: one topic's or group's configuration per broker, topics and groups created in
 batches, a topic's permission, ConsumeQueue inspection and the store clean-ups (expired ConsumeQueues,
 expired CommitLog files, queues of topics without a configuration); a broker's producers and its
-replication runtime, a cluster's chosen settings, and measured test sends."""
+replication runtime, a cluster's chosen settings, and measured test sends; how a group reads a topic
+(PULL or POP) and the CommitLog read-ahead mode."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from admin.errors import BadInput, NotFound, OperationFailed
 from admin.service.base import ServiceBase, admin_call, gather, master_address
 from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import BodyError, JsonBody, TopicConfig, load_json
-from broker.protocol.codes import ResponseCode
+from broker.protocol.codes import RequestCode, ResponseCode
 
 if TYPE_CHECKING:
+    from admin.models.broker_ops import ConsumeModes, ReadAheadChanges
     from admin.models.cluster import CleanupReport, ClusterConfigs, HARuntime, SendProbe, SendProbes
     from admin.models.groups import BrokerProducers, GroupConfigAt
     from admin.models.topic_details import PermChange
@@ -331,6 +333,99 @@ class MaintenanceOps(ServiceBase):
         """Cluster -> its broker names, both sorted: one cluster, or every cluster."""
         info = await self._cluster()
         return {c: sorted(info.clusterAddrTable[c]) for c in _clusters(info, cluster)}
+
+    # -- consume modes and read-ahead --------------------------------------------------------------
+    @admin_call
+    async def group_consume_mode_set(
+        self,
+        topic: str,
+        group: str,
+        pop: bool,
+        pop_share_queue_num: int = 0,
+        cluster: str | None = None,
+        broker: str | None = None,
+    ) -> ConsumeModes:
+        """Make ``group`` read ``topic`` in POP (``pop``) or PULL mode on one broker or a cluster's
+        masters (SET_MESSAGE_REQUEST_MODE); consumers that let the broker balance follow at their next
+        rebalance."""
+        from admin.models.broker_ops import ConsumeMode, ConsumeModes
+        from broker.protocol.request_mode import MessageRequestMode, SetMessageRequestModeRequestBody
+
+        mode = MessageRequestMode.POP if pop else MessageRequestMode.PULL
+        body = SetMessageRequestModeRequestBody(topic, group, mode, pop_share_queue_num).to_json()
+        targets = await self._broker_targets(cluster, broker)
+        await gather(
+            self.api.call(a, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body) for a in targets.values()
+        )
+        return ConsumeModes(
+            topic,
+            group,
+            [ConsumeMode(name, a, mode.name, pop_share_queue_num, True) for name, a in targets.items()],
+        )
+
+    @admin_call
+    async def group_consume_mode(
+        self, topic: str, group: str, cluster: str | None = None, broker: str | None = None
+    ) -> ConsumeModes:
+        """How ``group`` reads ``topic`` on each master of the topic's route (or of ``cluster``, or on
+        ``broker``): one GET_ALL_MESSAGE_REQUEST_MODE each."""
+        from admin.models.broker_ops import ConsumeMode, ConsumeModes
+        from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
+
+        if cluster is None and broker is None:
+            targets = self._route_masters(await self._route(topic))
+        else:
+            targets = await self._broker_targets(cluster, broker)
+        answers = await gather(
+            self.api.call(a, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE) for a in targets.values()
+        )
+        modes = []
+        for (name, addr), answer in zip(targets.items(), answers, strict=True):
+            table = MessageRequestModeSerializeWrapper.from_json(answer.body or b"{}").messageRequestModeMap
+            entry = table.get(topic, {}).get(group)
+            if entry is None:
+                modes.append(ConsumeMode(name, addr, "PULL", 0, False))
+            else:
+                modes.append(ConsumeMode(name, addr, entry.mode.name, entry.popShareQueueNum, True))
+        return ConsumeModes(topic, group, modes)
+
+    @admin_call
+    async def broker_set_read_ahead(
+        self, random: bool, cluster: str | None = None, broker: str | None = None
+    ) -> ReadAheadChanges:
+        """Turn the kernel's read-ahead of CommitLog files off (``random``, MADV_RANDOM) or back on
+        (MADV_NORMAL) on ``broker``, else on every master and slave of ``cluster`` (of every cluster)."""
+        from admin.models.broker_ops import ReadAheadChange, ReadAheadChanges
+        from broker.protocol.headers import SetCommitLogReadModeRequestHeader
+
+        header = SetCommitLogReadModeRequestHeader(READ_AHEAD_MODE=1 if random else 0)
+        targets = [(broker, None)] if broker is not None else await self._masters_and_slaves(cluster)
+        answers = await gather(
+            self.api.call(a, RequestCode.SET_COMMITLOG_READ_MODE, header) for a, _ in targets
+        )
+        return ReadAheadChanges(
+            random,
+            [
+                ReadAheadChange(addr, master, answer.remark or "")
+                for (addr, master), answer in zip(targets, answers, strict=True)
+            ],
+        )
+
+    async def _masters_and_slaves(self, cluster: str | None) -> list[tuple[str, str | None]]:
+        """(address, its master) of every broker of ``cluster`` (else of every cluster): each master
+        (master None) followed by its slaves, brokers by name."""
+        info = await self._cluster()
+        out: list[tuple[str, str | None]] = []
+        for name in sorted({b for c in _clusters(info, cluster) for b in info.clusterAddrTable[c]}):
+            data = info.brokerAddrTable.get(name)
+            master = data.brokerAddrs.get(0) if data is not None else None
+            if data is None or master is None:
+                continue  # a slave without its master is left alone, as mqadmin does
+            out.append((master, None))
+            out += [(a, master) for bid, a in sorted(data.brokerAddrs.items()) if bid != 0]
+        if not out:
+            raise NotFound("no master broker is registered with the NameServer")
+        return out
 
     # -- measured sends ---------------------------------------------------------------------------
     @admin_call

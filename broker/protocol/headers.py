@@ -682,6 +682,13 @@ class AddWritePermOfBrokerResponseHeader(CommandHeader):
     addTopicCount: int
 
 
+@dataclass(kw_only=True, slots=True)
+class SetCommitLogReadModeRequestHeader(CommandHeader):
+    """SET_COMMITLOG_READ_MODE: 0 reads ahead (MADV_NORMAL), 1 does not (MADV_RANDOM)."""
+
+    READ_AHEAD_MODE: int
+
+
 # The request header of each code the broker and NameServer serve (send codes: see
 # decode_send_message_header; codes without own fields are absent).
 REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
@@ -732,4 +739,5 @@ REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
     RequestCode.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
     RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
     RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
+    RequestCode.SET_COMMITLOG_READ_MODE: SetCommitLogReadModeRequestHeader,
 }

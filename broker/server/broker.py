@@ -28,6 +28,7 @@ from broker.server.admin_processor import AdminProcessor
 from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.config import BrokerConfig
+from broker.server.consume_mode_processor import ConsumeModeProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.end_transaction_processor import EndTransactionProcessor
 from broker.server.ha.ha_client import HAClient
@@ -203,6 +204,7 @@ class Broker:
             EndTransactionProcessor(self),
             FilterProcessor(self),
             PopProcessor(self),
+            ConsumeModeProcessor(self),
             HAProcessor(self),
             self.timer,
         ):

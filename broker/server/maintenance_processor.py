@@ -1,5 +1,5 @@
 """Store maintenance and inspection codes: QUERY_CONSUME_QUEUE (321), CLEAN_EXPIRED_CONSUMEQUEUE (306),
-DELETE_EXPIRED_COMMITLOG (329) and CLEAN_UNUSED_TOPIC (316).
+DELETE_EXPIRED_COMMITLOG (329), CLEAN_UNUSED_TOPIC (316) and SET_COMMITLOG_READ_MODE (2004).
 
 They answer as RocketMQ's AdminBrokerProcessor does (SUCCESS without a body for the three clean-ups).
 The store is blocking, so reads run on the broker's reader threads and clean-ups on its writer thread,
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.headers import QueryConsumeQueueRequestHeader
+from broker.protocol.headers import QueryConsumeQueueRequestHeader, SetCommitLogReadModeRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 LMQ_PREFIX = "%LMQ%"  # light message queues have no topic configuration and are never "unused"
 _MAX_EXT_ADDR = -(2**31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCodes at or below it address the extension
+READ_AHEAD_MODES = {0: True, 1: False}  # SET_COMMITLOG_READ_MODE: MADV_NORMAL reads ahead, MADV_RANDOM not
 
 
 class MaintenanceProcessor:
@@ -35,6 +36,7 @@ class MaintenanceProcessor:
             RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.clean_expired_consume_queue,
             RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commitlog,
             RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
+            RequestCode.SET_COMMITLOG_READ_MODE: self.set_read_ahead_mode,
         }
 
     # == QUERY_CONSUME_QUEUE ===================================================================
@@ -110,3 +112,20 @@ class MaintenanceProcessor:
             await broker.write(broker.store.delete_topic, topic)
         log.info("cleanUnusedTopic removed %s", unused or "nothing")
         return make_response(request)
+
+    # == read-ahead ============================================================================
+    async def set_read_ahead_mode(
+        self, request: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand:
+        """Read-ahead on (0, MADV_NORMAL) or off (1, MADV_RANDOM) for every CommitLog file; the remark
+        is what mqadmin prints."""
+        mode = SetCommitLogReadModeRequestHeader.parse(request.ext_fields).READ_AHEAD_MODE
+        enabled = READ_AHEAD_MODES.get(mode)
+        if enabled is None:
+            return make_response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                f"set commitlog readahead mode param value error: {mode} (0 is default, 1 random read)",
+            )
+        await self.broker.write(self.broker.store.set_read_ahead, enabled)
+        return make_response(request, remark=f"set commitlog readahead mode success, mode: {mode}")

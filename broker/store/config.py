@@ -69,6 +69,7 @@ class StoreConfig:
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
+    data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property

@@ -14,6 +14,9 @@ from pathlib import Path
 from broker.store.errors import CorruptFileError
 
 _PWRITE_MIN = 64  # CommitLog records and batches; not 20-byte ConsumeQueue units
+# madvise advice for a map: the kernel's default read-ahead, or none (random reads)
+ADVICE_NORMAL = getattr(mmap, "MADV_NORMAL", 0)
+ADVICE_RANDOM = getattr(mmap, "MADV_RANDOM", 1)
 
 
 def offset_to_name(offset: int) -> str:
@@ -88,6 +91,14 @@ class MappedFile:
             self.flushed = wrote
         return self.flushed
 
+    def advise(self, advice: int) -> bool:
+        """madvise the whole map; False where the platform has no madvise or the file is closed."""
+        try:
+            self.mm.madvise(advice)
+        except (AttributeError, ValueError, OSError):
+            return False
+        return True
+
     def close(self) -> None:
         try:
             self.mm.close()
@@ -108,6 +119,7 @@ class MappedFileQueue:
         self.read_only = read_only
         self.files: list[MappedFile] = []
         self._starts: list[int] = []
+        self.advice: int | None = None  # madvise'd on every file, those mapped later included
 
     def load(self) -> None:
         """Map every file of the directory; a name that is not a 20-digit offset is refused."""
@@ -131,6 +143,8 @@ class MappedFileQueue:
                     f"{mf.path}: offset is not a multiple of the file size {self.file_size}"
                 )
             mf.wrote = mf.flushed = self.file_size
+            if self.advice is not None:
+                mf.advise(self.advice)
             files.append(mf)
         self._set(files)
 
@@ -159,8 +173,15 @@ class MappedFileQueue:
     def create_file(self, start: int) -> MappedFile:
         self.directory.mkdir(parents=True, exist_ok=True)
         mf = MappedFile(self.directory / offset_to_name(start), self.file_size, create=True)
+        if self.advice is not None:
+            mf.advise(self.advice)
         self._set([*self.files, mf])
         return mf
+
+    def set_advice(self, advice: int) -> int:
+        """madvise every file now and every file created later; how many files took the advice."""
+        self.advice = advice
+        return sum(mf.advise(advice) for mf in self.files)
 
     def writable_file(self, start_if_empty: int = 0) -> MappedFile:
         """The last file if it has room, else a new one after it."""

@@ -54,7 +54,7 @@ from broker.store.dispatch import (
 from broker.store.errors import NotAStoreError
 from broker.store.flush import FlushService
 from broker.store.index_service import IndexService
-from broker.store.mapped_file import MappedFile
+from broker.store.mapped_file import ADVICE_NORMAL, ADVICE_RANDOM, MappedFile
 from broker.store.retention import Retention, RetentionReport
 from broker.store.store_lock import StoreLock
 
@@ -213,6 +213,8 @@ class MessageStore:
         self.commitlog = CommitLog(
             self.root / "commitlog", config.mapped_file_size_commit_log, read_only=read_only
         )
+        if not config.data_read_ahead_enable:
+            self.commitlog.files.advice = ADVICE_RANDOM
         self.queues = ConsumeQueueTable(
             self.root / "consumequeue", config.mapped_file_size_consume_queue_units, read_only=read_only
         )
@@ -608,6 +610,15 @@ class MessageStore:
                 self.clean_expired()
             except Exception:  # a failed clean-up must not stop the broker; it is retried
                 log.exception("store clean-up failed")
+
+    def set_read_ahead(self, enabled: bool) -> int:
+        """Let the kernel read ahead in the CommitLog maps (MADV_NORMAL) or not (MADV_RANDOM, for
+        brokers whose consumers mostly read old messages at random), for every file now and every file
+        created later; how many files took the advice (0 where the platform has no madvise)."""
+        self.config.data_read_ahead_enable = enabled
+        advised = self.commitlog.files.set_advice(ADVICE_NORMAL if enabled else ADVICE_RANDOM)
+        log.info("CommitLog read-ahead %s on %d files", "on" if enabled else "off", advised)
+        return advised
 
     def clean_expired(self, *, manual: bool = False) -> RetentionReport:
         """Apply the retention rules once (also run every ``clean_resource_interval_ms``)."""

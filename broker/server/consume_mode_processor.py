@@ -1,0 +1,232 @@
+"""Broker-side load balancing: SET_MESSAGE_REQUEST_MODE (401) stores how a group reads a topic in
+``config/messageRequestMode.json``, GET_ALL_MESSAGE_REQUEST_MODE (402) answers every stored mode, and
+QUERY_ASSIGNMENT (400) hands a consumer that lets the broker balance (RocketMQ 5 clients) its queues and
+their mode, as RocketMQ's QueryAssignmentProcessor does.
+
+A topic's queues come from its route on the NameServers (every broker's readable queues), cached for
+half a minute as RocketMQ's TopicRouteInfoManager does; without a NameServer answer this broker's own
+queues of the topic stand in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from broker.client.allocate import AllocateAveragely, AllocateAveragelyByCircle, AllocateStrategy
+from broker.client.api import ClientAPI
+from broker.client.message import MQClientError
+from broker.client.remoting_client import Handler, RemotingChannel, RemotingClient, RemotingError
+from broker.client.route import subscribe_queues
+from broker.protocol import lenient_json
+from broker.protocol.bodies import BodyError, MessageModel, MessageQueue
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.remoting import RemotingCommand, make_response
+from broker.protocol.request_mode import (
+    MessageQueueAssignment,
+    MessageRequestMode,
+    MessageRequestModeSerializeWrapper,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+    SetMessageRequestModeRequestBody,
+)
+from broker.server.maintenance_processor import LMQ_PREFIX
+from broker.server.topic_config import PERM_READ, RETRY_PREFIX
+from broker.store.config_files import ConfigFile
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+MODE_FILE = "messageRequestMode.json"
+ROUTE_TTL_SECONDS = 30.0  # RocketMQ's loadBalancePollNameServerInterval
+ROUTE_TIMEOUT_SECONDS = 3.0
+STRATEGIES: dict[str, AllocateStrategy] = {
+    s.name: s for s in (AllocateAveragely(), AllocateAveragelyByCircle())
+}
+
+
+class RequestModeTable:
+    """topic -> group -> mode, kept in ``messageRequestMode.json`` (fastjson's layout)."""
+
+    def __init__(self, config_dir: Path) -> None:
+        self.file = ConfigFile(config_dir / MODE_FILE)
+        self.modes: dict[str, dict[str, SetMessageRequestModeRequestBody]] = {}
+
+    def load(self) -> None:
+        data = self.file.load()
+        if data is None:
+            return
+        try:
+            self.modes = MessageRequestModeSerializeWrapper.from_obj(data).messageRequestModeMap
+        except BodyError as exc:
+            log.warning("%s: %s; starting without saved consume modes", self.file.path, exc)
+
+    def get(self, topic: str, group: str) -> SetMessageRequestModeRequestBody | None:
+        return self.modes.get(topic, {}).get(group)
+
+    def put(self, body: SetMessageRequestModeRequestBody) -> None:
+        assert body.topic is not None and body.consumerGroup is not None
+        self.modes.setdefault(body.topic, {})[body.consumerGroup] = body
+
+    def document(self) -> bytes:
+        return MessageRequestModeSerializeWrapper(self.modes).to_json()
+
+    def persist(self) -> None:
+        self.file.save(lenient_json.dumps_fastjson(json.loads(self.document()), pretty=True))
+
+
+class ConsumeModeProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.table = RequestModeTable(broker.store_config.store_path / "config")
+        self.table.load()
+        self._persisting = asyncio.Lock()  # one writer of the file at a time
+        self._routes: dict[str, tuple[float, list[MessageQueue]]] = {}
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.QUERY_ASSIGNMENT: self.query_assignment,
+            RequestCode.SET_MESSAGE_REQUEST_MODE: self.set_mode,
+            RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: self.all_modes,
+        }
+
+    # == modes ================================================================================
+    async def set_mode(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        body = SetMessageRequestModeRequestBody.from_json(request.body or b"")
+        topic, group = body.topic, body.consumerGroup
+        if not topic or not group:
+            return make_response(
+                request, ResponseCode.INVALID_PARAMETER, "the body needs both topic and consumerGroup"
+            )
+        if topic.startswith(RETRY_PREFIX):
+            return make_response(
+                request, ResponseCode.NO_PERMISSION, "retry topic is not allowed to set mode"
+            )
+        if self.broker.topics.get(topic) is None:
+            return make_response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        if self.broker.groups.get(group) is None:
+            return make_response(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist",
+            )
+        self.table.put(body)
+        async with self._persisting:
+            await self.broker.read(self.table.persist)
+        log.info("consume mode of %s@%s set to %s (popShareQueueNum %d)",
+                 topic, group, body.mode.name, body.popShareQueueNum)  # fmt: skip
+        return make_response(request)
+
+    async def all_modes(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        return make_response(request, body=self.table.document())
+
+    def mode_of(self, topic: str, group: str) -> SetMessageRequestModeRequestBody:
+        """The stored mode, else RocketMQ's default (defaultMessageRequestMode): PULL."""
+        stored = self.table.get(topic, group)
+        return stored if stored is not None else SetMessageRequestModeRequestBody(topic, group)
+
+    # == assignments ==========================================================================
+    async def query_assignment(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        body = QueryAssignmentRequestBody.from_json(request.body or b"")
+        topic, group = body.topic, body.consumerGroup
+        if not topic or not group or not body.clientId or body.messageModel is None:
+            return make_response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                "the body needs topic, consumerGroup, clientId and messageModel",
+            )
+        strategy = STRATEGIES.get(body.strategyName or "")
+        if strategy is None:
+            return make_response(
+                request,
+                ResponseCode.INVALID_PARAMETER,
+                f"unsupported allocate strategy [{body.strategyName}], use one of {', '.join(STRATEGIES)}",
+            )
+        mode = self.mode_of(topic, group)
+        queues = await self._queues(topic)
+        if queues is None:
+            if topic.startswith(RETRY_PREFIX):  # no retry topic yet: nothing to balance, not an error
+                return make_response(request, body=QueryAssignmentResponseBody().to_json())
+            return make_response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        if body.messageModel is MessageModel.CLUSTERING:
+            online = self.broker.clients.consumer_group(group)
+            clients = sorted(online.client_ids()) if online is not None else []
+            if not clients:
+                return make_response(
+                    request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online"
+                )
+            if mode.mode is MessageRequestMode.POP:
+                queues = allocate_for_pop(
+                    strategy, group, body.clientId, queues, clients, mode.popShareQueueNum
+                )
+            else:
+                queues = strategy.allocate(group, body.clientId, queues, clients)
+        assigned = [MessageQueueAssignment(q, mode.mode) for q in dict.fromkeys(queues)]  # a set in Java
+        return make_response(request, body=QueryAssignmentResponseBody(assigned).to_json())
+
+    async def _queues(self, topic: str) -> list[MessageQueue] | None:
+        """The topic's readable queues in sorted order, None when it has none anywhere."""
+        if topic.startswith(LMQ_PREFIX):
+            return [MessageQueue(topic, self.broker.config.broker_name, 0)]
+        cached = self._routes.get(topic)
+        if cached is not None and time.monotonic() - cached[0] < ROUTE_TTL_SECONDS:
+            return cached[1]
+        queues = await self._route_queues(topic) or self._local_queues(topic)
+        if not queues:
+            self._routes.pop(topic, None)
+            return None
+        self._routes[topic] = (time.monotonic(), queues)
+        return queues
+
+    async def _route_queues(self, topic: str) -> list[MessageQueue] | None:
+        addrs = self.broker.config.namesrv_addrs
+        if not addrs:
+            return None
+        # a short-lived connection: queries come every ~20 s per topic and are answered from the cache
+        client = RemotingClient(
+            connect_timeout=ROUTE_TIMEOUT_SECONDS, ssl_context=self.broker.config.outbound_tls()
+        )
+        try:
+            route = await ClientAPI(client, ROUTE_TIMEOUT_SECONDS).route(addrs, topic)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("no route of %s for an assignment: %s", topic, exc)
+            return None
+        finally:
+            await client.close()
+        return subscribe_queues(topic, route) if route is not None else None
+
+    def _local_queues(self, topic: str) -> list[MessageQueue]:
+        config = self.broker.topics.get(topic)
+        if config is None or not config.perm & PERM_READ:
+            return []
+        name = self.broker.config.broker_name
+        return [MessageQueue(topic, name, i) for i in range(config.readQueueNums)]
+
+
+def allocate_for_pop(
+    strategy: AllocateStrategy,
+    group: str,
+    client_id: str,
+    queues: list[MessageQueue],
+    clients: list[str],
+    share: int,
+) -> list[MessageQueue]:
+    """POP assignments: with no sharing limit every client pops every queue (queue id -1 stands for
+    "all queues of this broker"); else each takes its own share plus those of the ``share`` clients
+    after it; with more clients than queues each still gets one queue, round robin."""
+    if share <= 0 or share >= len(clients) - 1:
+        return list(dict.fromkeys(MessageQueue(q.topic, q.brokerName, -1) for q in queues))
+    if len(clients) > len(queues):
+        return [queues[clients.index(client_id) % len(queues)]] if client_id in clients else []
+    result = strategy.allocate(group, client_id, queues, clients)
+    if client_id in clients:
+        index = clients.index(client_id)
+        for step in range(1, share + 1):
+            result += strategy.allocate(group, clients[(index + step) % len(clients)], queues, clients)
+    return result
