@@ -1,10 +1,11 @@
-"""``rmq acl list|get|create|update|delete``: plain ACL accounts on the brokers (over the wire, as
-4.x mqadmin's getAclConfig / updateAclConfig / deleteAclConfig do) or in a local ACL file (``-f``:
-the NameServer's file, or the first admin account before a broker runs).
+"""``rmq acl list|get|create|update|delete|white-list|version``: plain ACL accounts, the global white
+list and the ACL data version on the brokers (over the wire, as 4.x mqadmin's getAclConfig,
+updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and clusterAclConfigVersion do) or in a local
+ACL file (``-f``: the NameServer's file, or the first admin account before a broker runs). Changes go
+to every broker of the cluster, slaves included.
 
 Secrets are read from an environment variable, a file or a hidden prompt, never from the command
-line, and never printed. :func:`update_acl_config`, :func:`delete_acl_config` and
-:func:`get_acl_config` are what the mqadmin aliases call.
+line, and never printed.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from cli.connect import (
     confirm,
     connect,
 )
-from cli.output import Fields, Section, Table
+from cli.output import Fields, Section, Table, ms_time
 
 if TYPE_CHECKING:
-    from admin.service.acl import AccountChange, AclView
+    from admin.service.acl import AccountChange, AclVersionView, AclView, AclWhiteList
 
 app = typer.Typer(help="Plain ACL accounts (AccessKey, permissions, white lists).", no_args_is_help=True)
 
@@ -67,6 +68,17 @@ TopicPermsOpt = Annotated[
 GroupPermsOpt = Annotated[
     list[str] | None,
     typer.Option("--group-perm", metavar="GROUP=PERM", help="A group's permission (repeatable; replaces)."),
+]
+SetWhiteOpt = Annotated[
+    str | None,
+    typer.Option("--set", metavar="PATTERNS", help='Replace the list (comma-separated; "" empties it).'),
+]
+AddWhiteOpt = Annotated[
+    list[str] | None, typer.Option("--add", metavar="PATTERN", help="Add an address pattern (repeatable).")
+]
+RemoveWhiteOpt = Annotated[
+    list[str] | None,
+    typer.Option("--remove", metavar="PATTERN", help="Remove an address pattern (repeatable)."),
 ]
 
 
@@ -119,36 +131,19 @@ def _change(
 def _upsert(
     conn: Conn,
     change: AccountChange,
-    create: bool | None,
+    create: bool,
     file: Path | None,
     where: tuple[str | None, str | None],
 ) -> AclChanged:
     from admin.service.acl import file_upsert
 
-    action = {True: "created", False: "updated", None: "saved"}[create]
+    action = "created" if create else "updated"
     if file is not None:
         file_upsert(file, change, create=create)
         return AclChanged(change.access_key, action, [str(file)])
     cluster, broker = where
     targets = conn.run(lambda s: s.acl_upsert(change, create=create, cluster=cluster, broker=broker))
     return AclChanged(change.access_key, action, targets)
-
-
-# == mqadmin aliases ===========================================================================
-def update_acl_config(conn: Conn, change: AccountChange, cluster: str | None, broker: str | None) -> None:
-    """mqadmin updateAclConfig: create or update an account on a broker (-b) or a cluster (-c)."""
-    conn.emit(_upsert(conn, change, None, None, (cluster, broker)), _changed_sections)
-
-
-def delete_acl_config(conn: Conn, access_key: str, cluster: str | None, broker: str | None) -> None:
-    """mqadmin deleteAclConfig."""
-    targets = conn.run(lambda s: s.acl_delete(access_key, cluster, broker))
-    conn.emit(AclChanged(access_key, "deleted", targets), _changed_sections)
-
-
-def get_acl_config(conn: Conn, cluster: str | None, broker: str | None) -> None:
-    """mqadmin getAclConfig: every broker's accounts (without secrets) and global white list."""
-    conn.emit(conn.run(lambda s: s.acl_list(cluster, broker)), _views_sections)
 
 
 # == rmq acl ===================================================================================
@@ -277,9 +272,62 @@ def acl_delete(
     confirm(f"delete ACL account {access_key}", yes)
     if file is not None:
         file_delete(file, access_key)
-        conn.emit(AclChanged(access_key, "deleted", [str(file)]), _changed_sections)
+        targets = [str(file)]
+    else:
+        targets = conn.run(lambda s: s.acl_delete(access_key, cluster, broker))
+    conn.emit(AclChanged(access_key, "deleted", targets), _changed_sections)
+
+
+@app.command("white-list")
+def acl_white_list(
+    set_to: SetWhiteOpt = None,
+    add: AddWhiteOpt = None,
+    remove: RemoveWhiteOpt = None,
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """The global white list (addresses that need no signature): show it, or change it with --set,
+    --add or --remove on every broker of the cluster (or in a file)."""
+    from admin.service.acl import WhiteEdit, file_white_list, file_white_update
+    from broker.acl.addresses import split_patterns
+
+    conn = connect(namesrv, profile, timeout, output)
+    changed = set_to is not None or bool(add) or bool(remove)
+    edit = WhiteEdit(None if set_to is None else split_patterns(set_to), add or [], remove or [])
+    lists: list[AclWhiteList]
+    if file is not None:
+        lists = [file_white_update(file, edit) if changed else file_white_list(file)]
+    elif changed:
+        lists = conn.run(lambda s: s.acl_white_update(edit, cluster, broker))
+    else:
+        lists = conn.run(lambda s: s.acl_white_lists(cluster, broker))
+    conn.emit(lists, _white_sections)
+
+
+@app.command("version")
+def acl_version(
+    file: FileOpt = None,
+    broker: BrokerOpt = None,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """The ACL data version of each broker (or of a file): how many changes were written, and when
+    the last one was; brokers that show different versions hold different ACLs."""
+    from admin.service.acl import file_version
+
+    conn = connect(namesrv, profile, timeout, output)
+    if file is not None:
+        conn.emit([file_version(file)], _version_sections)
         return
-    delete_acl_config(conn, access_key, cluster, broker)
+    conn.emit(conn.run(lambda s: s.acl_versions(cluster, broker)), _version_sections)
 
 
 # == rendering =================================================================================
@@ -304,8 +352,27 @@ def _views_sections(views: list[AclView]) -> list[Section]:
             for a in v.accounts
         ]  # fmt: skip
         sections.append(Table(_COLUMNS, rows, title=title))
-        sections.append(Fields([("global white addresses", ", ".join(v.global_white_addresses) or "-")]))
+        version = (
+            "-" if v.data_version is None else _version_text(v.data_version.counter, v.data_version.timestamp)
+        )
+        sections.append(Fields([
+            ("global white addresses", ", ".join(v.global_white_addresses) or "-"), ("data version", version),
+        ]))  # fmt: skip
     return sections
+
+
+def _version_text(counter: int, timestamp: int) -> str:
+    return f"{counter} (changed {ms_time(timestamp)})"
+
+
+def _white_sections(lists: list[AclWhiteList]) -> list[Section]:
+    rows = [(w.broker, w.address, ", ".join(w.global_white_addresses) or "-") for w in lists]
+    return [Table(["broker", "address", "global white addresses"], rows)]
+
+
+def _version_sections(rows: list[AclVersionView]) -> list[Section]:
+    table = [(r.cluster, r.broker, r.address, r.acl_file, r.counter, ms_time(r.timestamp)) for r in rows]
+    return [Table(["cluster", "broker", "address", "ACL file", "version", "last change"], table)]
 
 
 def _perms(perms: dict[str, str]) -> str:

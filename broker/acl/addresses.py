@@ -112,6 +112,18 @@ def compile_pattern(pattern: str | None) -> Matcher:
     return lambda host: any(m(host) for m in matchers)
 
 
+def split_patterns(text: str) -> list[str]:
+    """A comma-separated list of white-list patterns (commas inside ``{...}`` stay), blanks dropped."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items if item.strip()]
+
+
 def host_of(remote_addr: str) -> str:
     """``1.2.3.4:5678`` / ``[::1]:5678`` / ``::1:5678`` -> the host part."""
     host = remote_addr.rpartition(":")[0] if ":" in remote_addr else remote_addr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from broker.acl import config as acl_config
 from broker.acl.addresses import Matcher, compile_pattern
-from broker.acl.config import AclConfig, PlainAccount
+from broker.acl.config import AclConfig, DataVersion, PlainAccount
 from broker.acl.permissions import RETRY_PREFIX, Need, allows, describe, group_resource, perm_name, perm_of
 
 log = logging.getLogger(__name__)
@@ -66,12 +66,14 @@ class _Account:
 class _Compiled:
     white: tuple[Matcher, ...]
     accounts: dict[str, _Account]
+    data_version: DataVersion | None
 
     @classmethod
     def of(cls, config: AclConfig) -> _Compiled:
         return cls(
             tuple(compile_pattern(p) for p in config.global_white_addresses),
             {k: _Account.of(a) for k, a in config.accounts.items()},
+            config.data_version,
         )
 
 
@@ -86,9 +88,9 @@ class AclChecker:
         self._checked = time.monotonic()
 
     @property
-    def version(self) -> int:
-        """The file's modification time in nanoseconds (upstream's data version)."""
-        return self._stamp[0]
+    def data_version(self) -> DataVersion:
+        """The rules' data version: the file's, or (0, its modification time) when it has none."""
+        return self._current().data_version or DataVersion(0, self._stamp[0] // 1_000_000)
 
     def _stat(self) -> tuple[int, int]:
         st = os.stat(self.path)

@@ -1,4 +1,5 @@
-"""The plain ACL file: ``globalWhiteRemoteAddresses`` and ``accounts`` (upstream's plain_acl.yml).
+"""The plain ACL file: ``globalWhiteRemoteAddresses``, ``accounts`` and ``dataVersion`` (upstream's
+plain_acl.yml; every write through :func:`save` counts a new data version, as upstream's broker does).
 
 The file may be YAML (the subset of :mod:`broker.acl.yaml_lite`, so upstream's plain_acl.yml works
 as is), JSON (``.json``) or TOML (``.toml``, accounts as ``[[accounts]]`` tables); it is written back
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,10 +76,25 @@ class PlainAccount:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DataVersion:
+    """How many changes were written to the file, and when the last one was (epoch ms)."""
+
+    counter: int = 0
+    timestamp: int = 0
+
+    def next(self) -> DataVersion:
+        return DataVersion(self.counter + 1, int(time.time() * 1000))
+
+    def to_doc(self) -> dict[str, int]:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+
 @dataclass(slots=True)
 class AclConfig:
     global_white_addresses: list[str] = field(default_factory=list)
     accounts: dict[str, PlainAccount] = field(default_factory=dict)
+    data_version: DataVersion | None = None  # None: the file never had one
 
     def validate(self) -> None:
         for pattern in self.global_white_addresses:
@@ -89,10 +106,13 @@ class AclConfig:
             account.validate()
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "globalWhiteRemoteAddresses": list(self.global_white_addresses),
             "accounts": [a.to_doc() for a in self.accounts.values()],
         }
+        if self.data_version is not None:
+            doc["dataVersion"] = [self.data_version.to_doc()]  # upstream keeps a one-item list
+        return doc
 
 
 def parse_perm_list(items: Any, what: str, owner: str) -> dict[str, str]:
@@ -153,7 +173,10 @@ def config_from_doc(doc: Any) -> AclConfig:
     addresses = doc.get("globalWhiteRemoteAddresses") or []
     if not isinstance(addresses, list):
         raise AclConfigError("globalWhiteRemoteAddresses must be a list")
-    config = AclConfig(global_white_addresses=[_text(a) for a in addresses if _text(a)])
+    config = AclConfig(
+        global_white_addresses=[_text(a) for a in addresses if _text(a)],
+        data_version=_data_version(doc.get("dataVersion")),
+    )
     for entry in doc.get("accounts") or []:
         account = account_from_doc(entry)
         if account.access_key in config.accounts:
@@ -161,6 +184,18 @@ def config_from_doc(doc: Any) -> AclConfig:
         config.accounts[account.access_key] = account
     config.validate()
     return config
+
+
+def _data_version(items: Any) -> DataVersion | None:
+    if items is None or items == []:
+        return None
+    first = items[0] if isinstance(items, list) else None
+    if isinstance(first, dict):
+        try:
+            return DataVersion(int(first.get("counter", 0)), int(first.get("timestamp", 0)))
+        except (TypeError, ValueError):
+            pass
+    raise AclConfigError("dataVersion must be a list of {counter, timestamp}")
 
 
 def _format(path: Path) -> str:
@@ -193,19 +228,24 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a TOML basic string is JSON-compatible for what json.dumps escapes
 
 
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return f"[{', '.join(_toml_str(v) for v in value)}]"
+    return _toml_str(value)
+
+
 def dump_toml(doc: dict[str, Any]) -> str:
     addresses = ", ".join(_toml_str(a) for a in doc["globalWhiteRemoteAddresses"])
     lines = [f"globalWhiteRemoteAddresses = [{addresses}]", ""]
-    for account in doc["accounts"]:
-        lines.append("[[accounts]]")
-        for key, value in account.items():
-            if isinstance(value, bool):
-                lines.append(f"{key} = {'true' if value else 'false'}")
-            elif isinstance(value, list):
-                lines.append(f"{key} = [{', '.join(_toml_str(v) for v in value)}]")
-            else:
-                lines.append(f"{key} = {_toml_str(value)}")
-        lines.append("")
+    for name in ("accounts", "dataVersion"):  # arrays of tables
+        for table in doc.get(name, []):
+            lines.append(f"[[{name}]]")
+            lines.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -228,8 +268,10 @@ def load(path: Path) -> AclConfig:
 
 
 def save(path: Path, config: AclConfig) -> None:
-    """Validate, then replace the file atomically (mode 0600) in its own format."""
+    """Validate, count a new data version, then replace the file atomically (mode 0600) in its own
+    format."""
     config.validate()
+    config.data_version = (config.data_version or DataVersion()).next()
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -242,6 +284,7 @@ def save(path: Path, config: AclConfig) -> None:
 __all__ = [
     "AclConfig",
     "AclConfigError",
+    "DataVersion",
     "PlainAccount",
     "account_from_doc",
     "load",

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from broker.acl import signer
-from broker.acl.addresses import host_of
+from broker.acl.addresses import host_of, split_patterns
 from broker.acl.checker import AclChecker, Refusal
 from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
 from broker.acl.permissions import ADMIN_CODES, AclCode, needs_of
@@ -90,7 +91,7 @@ def make_server(
 ) -> RemotingServer:
     """The remoting server of ``settings``: TLS when tlsEnable, checked when aclEnable.
 
-    With ``identity`` (brokers) the ACL file can be managed over the wire (codes 50, 51, 52, 54).
+    With ``identity`` (brokers) the ACL file can be managed over the wire (codes 50 to 54).
     Raises SettingsError for a bad ACL file or TLS setting.
     """
     tls = settings.server_tls()
@@ -115,7 +116,8 @@ def public_doc(account: PlainAccount) -> dict[str, Any]:
 
 
 class AclManagement:
-    """UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO/_CONFIG."""
+    """UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG and
+    GET_BROKER_CLUSTER_ACL_INFO/_CONFIG."""
 
     def __init__(self, checker: AclChecker, identity: Identity) -> None:
         self.checker = checker
@@ -126,6 +128,7 @@ class AclManagement:
             AclCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update,
             AclCode.DELETE_ACL_CONFIG: self.delete,
             AclCode.GET_BROKER_CLUSTER_ACL_INFO: self.info,
+            AclCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.global_white,
             AclCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.config,
         }
 
@@ -162,11 +165,32 @@ class AclManagement:
 
         return self._change(request, change)
 
+    async def global_white(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Replace globalWhiteRemoteAddresses (``globalWhiteAddrs``, comma-separated; empty clears)."""
+        fields = request.ext_fields
+        addresses = fields.get("globalWhiteAddrs")
+        if addresses is None:
+            return make_response(
+                request, ResponseCode.INVALID_PARAMETER, "the globalWhiteAddrs field is missing"
+            )
+        target = fields.get("aclFileFullPath") or ""  # upstream may keep several files; we keep one
+        if target and Path(target).resolve() != self.checker.path.resolve():
+            message = f"aclFileFullPath {target} is not this broker's ACL file ({self.checker.path})"
+            return make_response(request, ResponseCode.INVALID_PARAMETER, message)
+
+        def change(config: AclConfig) -> None:
+            config.global_white_addresses = split_patterns(addresses)
+
+        return self._change(request, change)
+
     async def info(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         cluster, name, addr = self.identity()
+        version = self.checker.data_version.to_doc()
+        compact = (",", ":")  # as fastjson writes upstream's DataVersion
         response = make_response(request)
         response.ext_fields = {
-            "version": json.dumps({"timestamp": self.checker.version // 1_000_000, "counter": 0}),
+            "version": json.dumps(version, separators=compact),
+            "allAclFileVersion": json.dumps({str(self.checker.path.resolve()): version}, separators=compact),
             "brokerName": name,
             "brokerAddr": addr,
             "clusterName": cluster,
