@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.connect import (
-    BrokerOpt,
     ClusterOpt,
     Conn,
     NamesrvOpt,
     OutOpt,
     ProfileOpt,
+    TargetBrokerOpt,
     TimeoutOpt,
     YesOpt,
     confirm,
@@ -150,7 +150,7 @@ def _upsert(
 @app.command("list")
 def acl_list(
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -165,7 +165,7 @@ def acl_list(
 def acl_get(
     access_key: KeyArg,
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -211,7 +211,7 @@ def acl_create(
     topic_perm: TopicPermsOpt = None,
     group_perm: GroupPermsOpt = None,
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -238,7 +238,7 @@ def acl_update(
     topic_perm: TopicPermsOpt = None,
     group_perm: GroupPermsOpt = None,
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -258,7 +258,7 @@ def acl_delete(
     access_key: KeyArg,
     yes: YesOpt = False,
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -284,7 +284,7 @@ def acl_white_list(
     add: AddWhiteOpt = None,
     remove: RemoveWhiteOpt = None,
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -312,7 +312,7 @@ def acl_white_list(
 @app.command("version")
 def acl_version(
     file: FileOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,

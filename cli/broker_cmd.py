@@ -20,6 +20,7 @@ from cli.connect import (
     NamesrvOpt,
     OutOpt,
     ProfileOpt,
+    TargetBrokerOpt,
     TimeoutOpt,
     WatchOpt,
     YesOpt,
@@ -142,7 +143,7 @@ def read_ahead(
             show_default=False,
         ),
     ],
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
@@ -159,7 +160,7 @@ def read_ahead(
 @config_app.command("get")
 def config_get(
     keys: Annotated[list[str] | None, typer.Argument(metavar="[KEY]...", help="Only these settings.")] = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
@@ -173,7 +174,7 @@ def config_get(
 @config_app.command("set")
 def config_set(
     values: Annotated[list[str], typer.Argument(metavar="KEY=VALUE...", help="Settings to change.")],
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     cluster: Annotated[
         str | None, typer.Option("-c", "--cluster", help="Every broker of this cluster.")
     ] = None,

@@ -48,6 +48,14 @@ BrokerOpt = Annotated[
         "-b", "--broker", metavar="ADDR", help=r"Broker address \[default: the only broker registered]."
     ),
 ]
+# for commands that write to a set of brokers (topic create, acl, metadata apply, ...)
+TargetBrokerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "-b", "--broker", metavar="ADDR",
+        help=r"Only this broker \[default: the brokers of -c, or of the only cluster].",
+    ),
+]  # fmt: skip
 ClusterOpt = Annotated[str | None, typer.Option("-c", "--cluster", help="Cluster name.")]
 WatchOpt = Annotated[
     float | None,

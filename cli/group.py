@@ -10,12 +10,12 @@ import typer
 
 from admin.timeparse import parse_time
 from cli.connect import (
-    BrokerOpt,
     ClusterOpt,
     GroupArg,
     NamesrvOpt,
     OutOpt,
     ProfileOpt,
+    TargetBrokerOpt,
     TimeoutOpt,
     TopicOpt,
     WatchOpt,
@@ -61,7 +61,7 @@ def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
 def create(
     group: GroupArg,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     retry_max: RetryMaxOpt = None,
     retry_queues: RetryQueuesOpt = None,
     orderly: Annotated[bool, typer.Option("--orderly", help="Consume in order.")] = False,
@@ -93,7 +93,7 @@ def create(
 def update(
     group: GroupArg,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     retry_max: RetryMaxOpt = None,
     retry_queues: RetryQueuesOpt = None,
     orderly: Annotated[bool | None, _bool_opt("orderly", "Consume in order.")] = None,
@@ -189,7 +189,7 @@ def clients(
 def delete(
     group: GroupArg,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     keep_offsets: Annotated[bool, typer.Option("--keep-offsets", help="Keep the group's offsets.")] = False,
     yes: YesOpt = False,
     namesrv: NamesrvOpt = None,
@@ -300,7 +300,7 @@ def consume_mode(
         ),
     ] = 0,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import BrokerOpt, ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
+from cli.connect import ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TargetBrokerOpt, TimeoutOpt, connect
 from cli.output import Fields, ProgressBar, Section, Table, cell
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ _PROGRESS_MIN = 8  # items: fewer finish before a bar helps
 @app.command("export")
 def export(
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     special: Annotated[bool, typer.Option("--special", help="Also retry and dead-letter topics.")] = False,
     file: Annotated[
         Path | None,
@@ -61,7 +61,7 @@ def apply(
         typer.Argument(metavar="FILE", help="JSON or .toml: topicConfigTable and subscriptionGroupTable."),
     ],
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would change.")] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Like --dry-run, and exit 1 when anything would change.")

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.connect import (
-    BrokerOpt,
     ClusterOpt,
     NamesrvOpt,
     OutOpt,
     ProfileOpt,
+    TargetBrokerOpt,
     TimeoutOpt,
     TopicArg,
     WatchOpt,
@@ -64,7 +64,7 @@ def _spec(
 def create(
     topic: TopicArg,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     read_queues: ReadOpt = None,
     write_queues: WriteOpt = None,
     perm: PermOpt = None,
@@ -89,7 +89,7 @@ def create(
 def update(
     topic: TopicArg,
     cluster: ClusterOpt = None,
-    broker: BrokerOpt = None,
+    broker: TargetBrokerOpt = None,
     read_queues: ReadOpt = None,
     write_queues: WriteOpt = None,
     perm: PermOpt = None,
