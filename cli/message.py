@@ -1,4 +1,4 @@
-"""``rmq message``: send, consume, get, query, print, track, resend."""
+"""``rmq message``: send, consume, get, query, print, track, trace, resend."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
 
 if TYPE_CHECKING:
     from admin.models import MessageRange, Messages, MessageTracks, SendReceipt
+    from admin.models.traces import MessageTrace, TraceEntry
     from broker.protocol.message import MessageRecord
 
 app = typer.Typer(help="Send, consume, look up and print messages.", no_args_is_help=True)
@@ -150,6 +151,35 @@ def track(
     emit(conn.fmt, document, lambda: _track_sections(result))
 
 
+@app.command("trace")
+def trace(
+    msg_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The message's msgId (UNIQ_KEY), as its send returned it.", show_default=False
+        ),
+    ],
+    trace_topic: Annotated[
+        str | None,
+        typer.Option("--trace-topic", metavar="TOPIC", help="Trace topic [default: RMQ_SYS_TRACE_TOPIC]."),
+    ] = None,
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    max_num: Annotated[int, typer.Option("--max", help="At most this many trace messages.")] = 64,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """What traced clients recorded of a message: its send, each consumption, its transaction's end."""
+    from admin.service.messages import MAX_TIMESTAMP
+
+    lo = parse_time(begin) if begin else 0
+    hi = parse_time(end) if end else MAX_TIMESTAMP
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(conn.run(lambda s: s.message_trace(msg_id, trace_topic, lo, hi, max_num)), _trace_sections)
+
+
 @app.command("resend")
 def resend(
     msg_id: Annotated[
@@ -176,6 +206,45 @@ def _track_sections(result: MessageTracks) -> list[Section]:
         _message_fields(result.message),
         Table(["group", "track", "detail"], [(t.group, t.track_type, t.detail) for t in result.tracks]),
     ]
+
+
+def _trace_sections(result: MessageTrace) -> list[Section]:
+    first = next((e for e in result.entries if e.type == "Pub"), None)
+    summary: list[tuple[str, object]] = [
+        ("msg id", result.msg_id),
+        ("topic", result.topic),
+        ("tags", first.tags if first else None),
+        ("keys", first.keys if first else None),
+        ("trace topic", result.trace_topic),
+    ]
+    if result.undecodable:
+        summary.append(("undecodable trace messages", result.undecodable))
+    rows = [
+        (
+            e.type,
+            ms_time(e.timestamp),
+            e.group,
+            e.client_host,
+            e.store_host,
+            None if e.cost_ms is None else f"{e.cost_ms} ms",
+            None if e.success is None else "success" if e.success else "failed",
+            _trace_detail(e),
+        )
+        for e in result.entries
+    ]
+    columns = ["type", "time", "group", "client host", "store host", "cost", "status", "detail"]
+    return [Fields(summary, title="Message trace"), Table(columns, rows)]
+
+
+def _trace_detail(e: TraceEntry) -> str | None:
+    """What each record type adds: the message type, retries, how a consumption ended, the decision."""
+    if e.type == "SubBefore":
+        return f"retry {e.retry_times}" if e.retry_times else None
+    if e.type == "SubAfter":
+        return e.consume_result
+    if e.type == "EndTransaction":
+        return f"{e.transaction_state} (check)" if e.from_transaction_check else e.transaction_state
+    return e.msg_type
 
 
 def message_range(

@@ -1,7 +1,35 @@
-"""mqadmin commands (placeholder)."""
+"""mqadmin's message trace command: queryMsgTraceById, with RocketMQ's option letters and layout."""
 
 from __future__ import annotations
 
-from cli.mqadmin_args import Command
+from typing import TYPE_CHECKING
 
-COMMANDS: tuple[Command, ...] = ()
+from cli.mqadmin_args import Command, Values, integer, o, opt, req
+
+if TYPE_CHECKING:
+    from admin.service import AdminService
+
+
+async def query_msg_trace_by_id(s: AdminService, v: Values) -> str:
+    from admin.render_mqadmin_trace import query_msg_trace
+    from admin.service.messages import MAX_TIMESTAMP
+
+    trace = await s.message_trace(
+        req(v, "msgId"),
+        opt(v, "traceTopic"),
+        begin=integer(v, "beginTimestamp", 0) or 0,
+        end=integer(v, "endTimestamp", MAX_TIMESTAMP) or MAX_TIMESTAMP,
+        max_num=integer(v, "maxNum", 64) or 64,
+    )
+    return query_msg_trace(trace)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("queryMsgTraceById", "Query a message trace.", (
+        o("i", "msgId", "Message Id", True),
+        o("t", "traceTopic", "The name value of message trace topic"),
+        o("b", "beginTimestamp", "Begin timestamp(ms). default:0, eg:1676730526212"),
+        o("e", "endTimestamp", "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212"),
+        o("c", "maxNum", "The maximum number of messages returned by the query, default:64"),
+    ), query_msg_trace_by_id),
+)  # fmt: skip

@@ -21,10 +21,11 @@ from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
 from admin.service.topics import TopicOps
+from admin.service.traces import TraceOps
 
 
 class AdminService(
-    MetadataOps, ClusterOps, TopicOps, GroupOps, MessageOps, NamesrvOps, AclOps, MaintenanceOps
+    MetadataOps, ClusterOps, TopicOps, GroupOps, TraceOps, MessageOps, NamesrvOps, AclOps, MaintenanceOps
 ):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 

@@ -96,6 +96,8 @@ class PushConsumer(ConsumerBase):
         offset_dir: Path = DEFAULT_OFFSET_DIR,
         credentials: Credentials | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -108,6 +110,8 @@ class PushConsumer(ConsumerBase):
             offset_dir=offset_dir,
             credentials=credentials,
             ssl_context=ssl_context,
+            trace=trace,
+            trace_topic=trace_topic,
         )
         self.consume_thread_max = consume_thread_max
         self.consume_batch_max_size = consume_batch_max_size
@@ -186,6 +190,8 @@ class PushConsumer(ConsumerBase):
                 await self.rebalancer.unlock(mq)
         if self._inner_producer is not None:
             await self._inner_producer.shutdown()
+        if self.tracer is not None:
+            await self.tracer.close()
         await self.instance.close(consumer_group=self.group)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
@@ -336,6 +342,8 @@ class PushConsumer(ConsumerBase):
         for msg in msgs:
             self._restore_topic(msg)
         async with self._slots:
+            if self.tracer is not None:
+                return await self.tracer.consume(msgs, self._call)
             return await self._call(msgs)
 
     async def _consume_worker(self) -> None:

@@ -30,6 +30,7 @@ from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
 from broker.client.remoting_client import RemotingChannel, RemotingError
+from broker.client.trace_dispatch import tracer_for
 from broker.protocol import running_info as RI
 from broker.protocol.bodies import (
     ConsumeFromWhere,
@@ -80,6 +81,8 @@ class ConsumerBase(ABC):
         offset_dir: Path,
         credentials: Credentials | None,
         ssl_context: ssl.SSLContext | None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.group = group
         self.namesrv_addr = namesrv_addr
@@ -105,6 +108,7 @@ class ConsumerBase(ABC):
         self._running = False
         self._started_ms = 0
         self.stats = ConsumeStatsRecorder()
+        self.tracer = tracer_for(trace, trace_topic, group, "CONSUME", namesrv_addr, credentials, ssl_context)
 
     @property
     def client_id(self) -> str:

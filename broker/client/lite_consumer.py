@@ -55,6 +55,8 @@ class LitePullConsumer(ConsumerBase):
         offset_dir: Path = DEFAULT_OFFSET_DIR,
         credentials: Credentials | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -67,6 +69,8 @@ class LitePullConsumer(ConsumerBase):
             offset_dir=offset_dir,
             credentials=credentials,
             ssl_context=ssl_context,
+            trace=trace,
+            trace_topic=trace_topic,
         )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
@@ -112,6 +116,8 @@ class LitePullConsumer(ConsumerBase):
         await self.instance.stop_tasks()
         if self.auto_commit:
             await self.commit()
+        if self.tracer is not None:
+            await self.tracer.close()
         await self.instance.close(consumer_group=self.group)
 
     async def __aenter__(self) -> Self:
@@ -169,6 +175,8 @@ class LitePullConsumer(ConsumerBase):
                 offset = pq.remove(msgs)
                 if offset >= 0:
                     self._consumed[mq] = offset
+                if self.tracer is not None:
+                    self.tracer.polled(msgs)
                 return msgs
             self._arrived.clear()
             remaining = deadline - loop.time()

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import ssl
 
     from broker.acl.signer import Credentials
+    from broker.client.trace_dispatch import Tracer
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ class _Payload:
     batch: bool = False
     reconsume_times: int | None = None
     max_reconsume_times: int | None = None
+    traced: Sequence[Message] = ()  # what a Pub trace record describes (set only when tracing)
 
 
 class Producer:
@@ -140,6 +142,8 @@ class Producer:
         instance_name: str | None = None,
         credentials: Credentials | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.group = group
         self.send_timeout = send_timeout
@@ -156,6 +160,13 @@ class Producer:
         )
         self.selector = QueueSelector(send_latency_fault_enable)
         self._ids = UniqKeyGenerator()
+        self._tracer: Tracer | None = None
+        if trace or trace_topic is not None:
+            from broker.client.trace_dispatch import tracer_for  # it imports this module
+
+            self._tracer = tracer_for(
+                trace, trace_topic, group, "PRODUCE", namesrv_addr, credentials, ssl_context
+            )
 
     @property
     def client_id(self) -> str:
@@ -168,6 +179,8 @@ class Producer:
         await self.instance.start()
 
     async def shutdown(self) -> None:
+        if self._tracer is not None:
+            await self._tracer.close()
         await self.instance.close(producer_group=self.group)
 
     async def __aenter__(self) -> Self:
@@ -236,6 +249,7 @@ class Producer:
                 flag=0,
                 msg_id=",".join(m.properties[P.UNIQ_KEY] for m in group),
                 batch=True,
+                traced=group if self._tracer is not None else (),
             )
             result = await self._send(payload, timeout, None, None, None, None, oneway=False)
             assert result is not None
@@ -270,6 +284,8 @@ class Producer:
         if props.get(P.TRAN_MSG) == "true":
             sys_flag |= TRANSACTION_PREPARED_TYPE
         payload = _Payload(msg.topic, body, "", sys_flag, msg.flag, props[P.UNIQ_KEY])
+        if self._tracer is not None:
+            payload.traced = (msg,)
         if msg.topic.startswith(RETRY_PREFIX):
             reconsume = props.pop(P.RECONSUME_TIME, None)
             max_reconsume = props.pop(P.MAX_RECONSUME_TIMES, None)
@@ -356,7 +372,7 @@ class Producer:
         sent_to = mq  # the queue asked for, unless the broker stored elsewhere
         if answer.queueId != mq.queueId or mq.topic != payload.topic:
             sent_to = MessageQueue(payload.topic, mq.brokerName, answer.queueId)
-        return SendResult(
+        result = SendResult(
             status=status,
             msg_id=payload.msg_id,
             offset_msg_id=answer.msgId,
@@ -365,6 +381,9 @@ class Producer:
             transaction_id=answer.transactionId,
             recall_handle=answer.recallHandle,
         )
+        if self._tracer is not None and payload.traced:
+            self._tracer.published(payload.traced, result, addr, response.ext_fields, header.g)
+        return result
 
 
 class LocalTransactionState(IntEnum):
@@ -415,10 +434,14 @@ class TransactionProducer(Producer):
             state = await _call(local_transaction, msg)
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
-        await self._end(result, state)
+        addr = await self._end(result, state)
+        if self._tracer is not None:
+            transaction_id = result.transaction_id or result.msg_id
+            self._tracer.transaction_ended(msg, result.msg_id, addr, state.name, transaction_id, False)
         return TransactionSendResult(result, state)
 
-    async def _end(self, result: SendResult, state: LocalTransactionState) -> None:
+    async def _end(self, result: SendResult, state: LocalTransactionState) -> str:
+        """END_TRANSACTION for a half message; the broker address it went to."""
         header = H.EndTransactionRequestHeader(
             producerGroup=self.group,
             tranStateTableOffset=result.queue_offset,
@@ -431,6 +454,7 @@ class TransactionProducer(Producer):
         )
         addr = await self.instance.broker_addr(result.message_queue)
         await self.instance.api.end_transaction(addr, header)
+        return addr
 
     async def _on_check(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
         """CHECK_TRANSACTION_STATE: ask the checker, answer with END_TRANSACTION on the same connection."""
@@ -448,4 +472,8 @@ class TransactionProducer(Producer):
             fromTransactionCheck=True,
         )
         await channel.invoke_oneway(request(RequestCode.END_TRANSACTION, header, oneway=True))
+        if self._tracer is not None:
+            self._tracer.transaction_ended(
+                msg, header.msgId, channel.remote_addr, state.name, header.transactionId, True
+            )
         return None
