@@ -14,7 +14,7 @@ from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
 
 if TYPE_CHECKING:
     from admin.models import MessageRange, Messages, MessageTracks, SendReceipt
-    from admin.models.traces import MessageTrace, TraceEntry
+    from admin.models.traces import MessageTrace
     from broker.protocol.message import MessageRecord
 
 app = typer.Typer(help="Send, consume, look up and print messages.", no_args_is_help=True)
@@ -227,24 +227,13 @@ def _trace_sections(result: MessageTrace) -> list[Section]:
             e.client_host,
             e.store_host,
             None if e.cost_ms is None else f"{e.cost_ms} ms",
-            None if e.success is None else "success" if e.success else "failed",
-            _trace_detail(e),
+            e.status,
+            e.detail,
         )
         for e in result.entries
     ]
     columns = ["type", "time", "group", "client host", "store host", "cost", "status", "detail"]
     return [Fields(summary, title="Message trace"), Table(columns, rows)]
-
-
-def _trace_detail(e: TraceEntry) -> str | None:
-    """What each record type adds: the message type, retries, how a consumption ended, the decision."""
-    if e.type == "SubBefore":
-        return f"retry {e.retry_times}" if e.retry_times else None
-    if e.type == "SubAfter":
-        return e.consume_result
-    if e.type == "EndTransaction":
-        return f"{e.transaction_state} (check)" if e.from_transaction_check else e.transaction_state
-    return e.msg_type
 
 
 def message_range(

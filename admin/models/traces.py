@@ -31,6 +31,23 @@ class TraceEntry:
     from_transaction_check: bool | None  # EndTransaction answered a broker's check
     region_id: str | None
 
+    @property
+    def status(self) -> str | None:
+        """``success`` or ``failed`` where the record says (a send, a consumption, a recall)."""
+        return None if self.success is None else "success" if self.success else "failed"
+
+    @property
+    def detail(self) -> str | None:
+        """What each record type adds: the message type, retries, how a consumption ended, the decision."""
+        if self.type == "SubBefore":
+            return f"retry {self.retry_times}" if self.retry_times else None
+        if self.type == "SubAfter":
+            return self.consume_result
+        if self.type == "EndTransaction":
+            state = self.transaction_state
+            return f"{state} (check)" if self.from_transaction_check else state
+        return self.msg_type
+
 
 @dataclass(frozen=True, slots=True)
 class MessageTrace:

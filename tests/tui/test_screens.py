@@ -210,3 +210,38 @@ def test_clients_screen_shows_what_each_client_reports(tui_cluster: TuiCluster) 
                 await until(lambda: getattr(app.screen, "selected", None) == "tui-lite", pilot, what="back")
 
     run(scenario())
+
+
+def test_trace_screen_shows_a_traced_send_and_says_when_there_is_none(tui_cluster: TuiCluster) -> None:
+    from admin.models import TopicSpec
+    from admin.tui.screens.trace import TraceScreen
+    from broker.client import Message, Producer
+
+    async def scenario() -> None:
+        async with AdminService([tui_cluster.namesrv], 10) as service:
+            await service.topic_create(TopicSpec("Traced", 1, 1))
+        async with Producer("tui-traced", tui_cluster.namesrv, trace=True) as producer:
+            sent = await producer.send(Message("Traced", b"traced body", tags="T", keys=["k-1"]))
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(140, 40)) as pilot:
+            app.push_screen(MessageScreen(sent.offset_msg_id, "Traced"))
+            await until(
+                lambda: isinstance(app.screen, MessageScreen) and app.screen.latest is not None, pilot
+            )
+            await pilot.press("t")
+            await until(
+                lambda: isinstance(app.screen, TraceScreen) and app.screen.latest is not None,
+                pilot,
+                what="trace",
+            )
+            (pub,) = rows(app, "trace-entries").values()
+            assert pub[0] == "Pub" and pub[2] == "tui-traced" and pub[6] == "success"
+            assert "Traced" in str(app.screen.query_one("#trace-facts").render())
+            await pilot.press("escape")
+            app.pop_screen()
+            app.push_screen(TraceScreen(tui_cluster.uniq_keys[0]))  # sent without tracing
+            await until(lambda: isinstance(app.screen, TraceScreen) and app.screen.latest is not None, pilot)
+            assert rows(app, "trace-entries") == {}
+            assert "trace=True" in str(app.screen.query_one("#trace-facts").render())
+
+    run(scenario())

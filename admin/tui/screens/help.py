@@ -18,7 +18,7 @@ KEYS = """[b]Everywhere[/]
 [b]Topics[/]   s system  t retry  x DLQ topics (show/hide)
 [b]Groups[/]   s system groups (show/hide)  c the selected group's clients: queues, rates
 [b]Retry & DLQ[/]   enter browse  k DLQ/retry  space mark  e export{mutations}
-[b]Message[/]  b body as text / JSON / hex
+[b]Message[/]  b body as text / JSON / hex  t trace (send, consumptions, transaction end)
 """
 MUTATIONS = "\n  s resend marked (or the current) message   a resend all"
 

@@ -1,5 +1,5 @@
 """One message: where it is stored, its properties, its body as text, JSON or hex, and whether each
-group consuming its topic consumed it."""
+group consuming its topic consumed it; ``t`` opens its trace."""
 
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ class MessageScreen(LiveScreen[MessageTracks]):
     MessageScreen #tracks { width: 1fr; }
     MessageScreen #body-box { height: 1fr; border: round $accent; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("b", "body_mode", "Body text/JSON/hex")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "body_mode", "Body text/JSON/hex"),
+        Binding("t", "trace", "Trace"),
+    ]
     live: ClassVar[bool] = False
     pushed: ClassVar[bool] = True
 
@@ -72,6 +75,14 @@ class MessageScreen(LiveScreen[MessageTracks]):
             [(t.group, (t.group, t.track_type, t.detail or "")) for t in data.tracks],
         )
         self.query_one("#message-body", Static).update(body_view(m.body, self.body_mode))
+
+    def action_trace(self) -> None:
+        """Open the message's trace, found by its UNIQ_KEY (the msgId traced clients record)."""
+        from admin.tui.screens.trace import TraceScreen
+
+        if self.latest is not None:
+            m = self.latest.message
+            self.app.push_screen(TraceScreen(m.uniq_key or m.offset_msg_id))
 
     def action_body_mode(self) -> None:
         self.body_mode = BODY_MODES[(BODY_MODES.index(self.body_mode) + 1) % len(BODY_MODES)]
