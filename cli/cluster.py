@@ -1,8 +1,11 @@
-"""``rmq cluster``: the brokers of each cluster, and a health summary."""
+"""``rmq cluster``: the brokers of each cluster, a health summary, and the load figures of
+``mqadmin exportMetrics``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +15,7 @@ from cli.output import Section, Table
 
 if TYPE_CHECKING:
     from admin.models import BrokerInfo, ClusterStatus, HAStatus
+    from admin.models.broker_ops import BrokerMetrics, ClusterMetrics, MetricsTotals
 
 app = typer.Typer(help="Clusters: brokers, their load and health; a local one to run.", no_args_is_help=True)
 app.command("up")(cluster_local.up)
@@ -45,6 +49,72 @@ def status(
     """NameServers, a summary per cluster, and the brokers that do not answer."""
     conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.cluster_status(cluster), _status_sections, watch)
+
+
+@app.command("metrics")
+def metrics(
+    cluster: ClusterOpt = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "-f", "--file", metavar="FILE", help="Also write them as mqadmin exportMetrics' metrics.json."
+        ),
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Load of each master (rates, yesterday's and the last 24 hours' messages, half and delayed
+    messages, disk, topics, groups, client versions) and the cluster's sums."""
+    conn = connect(namesrv, profile, timeout, output)
+    result = conn.run(lambda s: s.cluster_metrics(cluster))
+    if file is not None:
+        from admin.errors import BadInput
+        from admin.render_mqadmin_broker import metrics_json
+
+        try:
+            file.write_text(metrics_json(result), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"{file}: cannot be written: {exc.strerror or exc}") from None
+        sys.stderr.write(f"wrote {file}\n")
+    conn.emit(result, _metrics_sections)
+
+
+LOAD_COLUMNS = ["broker", "address", "in TPS", "out TPS", "half TPS", "delay TPS",
+                "in yesterday", "out yesterday", "half 24h", "delay 24h"]  # fmt: skip
+BROKER_COLUMNS = ["broker", "CPUs", "memory KB", "commitlog disk", "queue disk", "avg msg bytes",
+                  "topics", "groups", "clients"]  # fmt: skip
+
+
+def _load_row(name: str, address: str, f: BrokerMetrics | MetricsTotals) -> tuple[object, ...]:
+    return (name, address, f.normal_in_tps, f.normal_out_tps, f.trans_in_tps, f.schedule_in_tps,
+            f.normal_one_day_in, f.normal_one_day_out, f.trans_one_day_in, f.schedule_one_day_in)  # fmt: skip
+
+
+def _broker_row(b: BrokerMetrics) -> tuple[object, ...]:
+    from admin.render_mqadmin import version_desc
+
+    size = None if b.message_average_size is None else round(b.message_average_size, 1)
+    clients = ", ".join(f"{c.language} {version_desc(c.version)}" for c in b.clients)
+    return (b.broker_name, b.cpu_num, b.total_mem_kbytes, _ratio_text(b.commitlog_disk_ratio),
+            _ratio_text(b.consume_queue_disk_ratio), size, b.topics, b.groups, clients)  # fmt: skip
+
+
+def _ratio_text(text: str | None) -> str | None:
+    """A ratio the broker reports as text, as a percentage like ``cluster list`` shows disk use."""
+    try:
+        return _ratio(float(text)) if text is not None else None
+    except ValueError:
+        return text
+
+
+def _metrics_sections(m: ClusterMetrics) -> list[Section]:
+    load = [_load_row(b.broker_name, b.address, b) for b in m.brokers] + [_load_row("total", "", m.totals)]
+    return [
+        Table(LOAD_COLUMNS, load, title=f"Cluster {m.cluster}: load (TPS over the last minute)"),
+        Table(BROKER_COLUMNS, [_broker_row(b) for b in m.brokers], title="Brokers"),
+    ]
 
 
 def _ratio(value: float | None) -> str | None:

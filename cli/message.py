@@ -51,6 +51,9 @@ def send(
     delay: Annotated[int, typer.Option("--delay", help="Delay level 1-18 (1s ... 2h); 0 = none.")] = 0,
     broker_name: BrokerNameOpt = None,
     queue: QueueOpt = None,
+    trace: Annotated[
+        bool, typer.Option("--trace", help="Also write its Pub trace record (see `rmq message trace`).")
+    ] = False,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
@@ -67,7 +70,7 @@ def send(
         topic, data, tags, keys or [], key_values(prop or [], "property"), delay, broker_name, queue
     )
     conn = connect(namesrv, profile, timeout, output)
-    conn.emit(conn.run(lambda s: s.message_send(msg)), _receipt_sections)
+    conn.emit(conn.run(lambda s: s.message_send(msg, trace)), _receipt_sections)
 
 
 @app.command("consume")

@@ -1,8 +1,10 @@
-"""mqadmin commands for per-broker operations: setConsumeMode (how a group reads a topic: PULL or POP)
-and setCommitLogReadAheadMode (the kernel's read-ahead of CommitLog files)."""
+"""mqadmin commands for per-broker operations: setConsumeMode (how a group reads a topic: PULL or POP),
+setCommitLogReadAheadMode (the kernel's read-ahead of CommitLog files) and exportMetrics (a cluster's
+load figures as a JSON file)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin import render_mqadmin_broker as R
@@ -46,6 +48,23 @@ async def set_read_ahead_mode(s: AdminService, v: Values) -> str:
     return R.read_ahead(await s.broker_set_read_ahead(random, cluster, broker), by_cluster=broker is None)
 
 
+async def export_metrics(s: AdminService, v: Values) -> str:
+    """Java's ``exportMetrics``: each master's load, settings and client versions, and the cluster's
+    sums, to ``<filePath>/metrics.json``; prints ``export … success`` without a newline, as Java does.
+
+    The half-message and delayed-message figures come from those topics' queues (put rate of the
+    last minute, messages stored in the last 24 hours), not from VIEW_BROKER_STATS_DATA, which
+    rmqkit brokers do not serve. ``messageAverageSize`` is the broker's putMessageAverageSize, else its
+    putMessageSizeTotal / putMessageTimesTotal (what RocketMQ computes it from). ``cpuNum`` and
+    ``totalMemKBytes`` appear only when a broker reports them (rmqkit brokers report neither)."""
+    from cli.mqadmin_commands import EXPORT_DIR, _write_export
+
+    metrics = await s.cluster_metrics(req(v, "clusterName"))
+    path = Path(opt(v, "filePath") or EXPORT_DIR) / "metrics.json"
+    _write_export(path, R.metrics_json(metrics))
+    return f"export {path} success"
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("setConsumeMode", "Set consume message mode. pull/pop etc.", (
         o("b", "brokerAddr", "create subscription group to which broker"),
@@ -61,4 +80,8 @@ COMMANDS: tuple[Command, ...] = (
         o("m", "commitLogReadAheadMode",
           "set the CommitLog read ahead mode; 0 is default, 1 random read", True),
     ), set_read_ahead_mode),
+    Command("exportMetrics", "Export metrics.", (
+        o("c", "clusterName", "choose a cluster to export", True),
+        o("f", "filePath", "export metrics.json path | default /tmp/rocketmq/export"),
+    ), export_metrics),
 )  # fmt: skip

@@ -468,7 +468,7 @@ async def send_message(s: AdminService, v: Values) -> str:
         broker_name=opt(v, "broker"),
         queue_id=integer(v, "qid"),
     )
-    return R.send_result(await s.message_send(msg))
+    return R.send_result(await s.message_send(msg, trace=boolean(v, "msgTraceEnable")))
 
 
 async def consume_message(s: AdminService, v: Values) -> str:

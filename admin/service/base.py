@@ -28,6 +28,7 @@ from broker.protocol.msgid import MessageIdError
 
 if TYPE_CHECKING:
     from broker.acl.client import ClientSecurity
+    from broker.client.producer import Producer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -119,6 +120,21 @@ class ServiceBase:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    def _producer(self, group: str, *, instance_name: str | None = None, trace: bool = False) -> Producer:
+        """An SDK producer on the service's NameServers; it opens its own connections, so it signs and
+        encrypts them as the service does."""
+        from broker.client.producer import Producer
+
+        security = self.security
+        return Producer(
+            group,
+            ";".join(self.namesrv),
+            instance_name=instance_name,
+            credentials=security.credentials if security is not None else None,
+            ssl_context=security.ssl_context if security is not None else None,
+            trace=trace,
+        )
 
     # -- shared lookups ---------------------------------------------------------------------------
     async def _cluster(self) -> ClusterInfo:

@@ -1,11 +1,12 @@
 """Broker maintenance: one topic's or group's configuration per broker, topics and groups created in
 batches, a topic's permission, ConsumeQueue inspection and the store clean-ups (expired ConsumeQueues,
 expired CommitLog files, queues of topics without a configuration); a broker's producers and its
-replication runtime, a cluster's chosen settings, and measured test sends; how a group reads a topic
-(PULL or POP) and the CommitLog read-ahead mode."""
+replication runtime, a cluster's chosen settings and load figures, and measured test sends; how a group
+reads a topic (PULL or POP) and the CommitLog read-ahead mode."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -18,7 +19,13 @@ from broker.protocol.bodies import BodyError, JsonBody, TopicConfig, load_json
 from broker.protocol.codes import RequestCode, ResponseCode
 
 if TYPE_CHECKING:
-    from admin.models.broker_ops import ConsumeModes, ReadAheadChanges
+    from admin.models.broker_ops import (
+        BrokerMetrics,
+        ClientVersion,
+        ClusterMetrics,
+        ConsumeModes,
+        ReadAheadChanges,
+    )
     from admin.models.cluster import CleanupReport, ClusterConfigs, HARuntime, SendProbe, SendProbes
     from admin.models.groups import BrokerProducers, GroupConfigAt
     from admin.models.topic_details import PermChange
@@ -28,6 +35,9 @@ if TYPE_CHECKING:
     from broker.protocol.group_bodies import QueryConsumeQueueResponseBody, SubscriptionGroupConfig
 
 J = TypeVar("J", bound=JsonBody)
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # where half (prepared) transactional messages are put
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # where delayed messages wait, one queue per delay level
+DAY_MS = 24 * 3600 * 1000
 # the broker settings exportConfigs keeps (ExportConfigsCommand.needBrokerProprties)
 EXPORTED_BROKER_KEYS = (
     "brokerClusterName",
@@ -329,6 +339,90 @@ class MaintenanceOps(ServiceBase):
         )
 
     @admin_call
+    async def cluster_metrics(self, cluster: str | None = None) -> ClusterMetrics:
+        """``exportMetrics``' figures of each master of ``cluster`` (the only cluster when None) and
+        their sums: runtime info, settings, topic and group tables, the two system topics' puts, and
+        the versions of the consumers online."""
+        from admin.models.broker_ops import ClusterMetrics, MetricsTotals
+        from admin.service.topics import system_names
+
+        targets = await self._broker_targets(cluster, None)
+        info = await self._cluster()
+        name = cluster if cluster is not None else next(iter(info.clusterAddrTable))
+        system = system_names(info)
+        brokers = await gather(self._broker_metrics(n, a, system) for n, a in targets.items())
+        # each total is the sum of the brokers' field of the same name
+        totals = MetricsTotals(
+            *(sum(getattr(b, f) for b in brokers) for f in MetricsTotals.__dataclass_fields__)
+        )
+        return ClusterMetrics(name, brokers, totals)
+
+    async def _broker_metrics(self, name: str, addr: str, system: frozenset[str]) -> BrokerMetrics:
+        from admin.models.broker_ops import BrokerMetrics
+        from admin.models.names import TopicKind, is_system_group, topic_kind
+        from admin.service.cluster import _first_float
+
+        since = int(time.time() * 1000) - DAY_MS
+        runtime, config, topics, groups, trans, schedule = await asyncio.gather(
+            self.api.runtime_info(addr),
+            self.api.broker_config(addr),
+            self.api.all_topic_config(addr),
+            self.api.all_group_config(addr),
+            self._puts_since(addr, TRANS_HALF_TOPIC, since),
+            self._puts_since(addr, SCHEDULE_TOPIC, since),
+        )
+        user_groups = sorted(g for g in groups if not is_system_group(g))
+        return BrokerMetrics(
+            name,
+            addr,
+            config.get("clientCallbackExecutorThreads"),
+            runtime.get("totalMemKBytes"),
+            runtime.get("commitLogDiskRatio"),
+            runtime.get("consumeQueueDiskRatio"),
+            _first_float(runtime.get("putTps")),
+            _first_float(runtime.get("getTransferredTps")),
+            trans[0],
+            schedule[0],
+            _day_count(runtime, "msgPut"),
+            _day_count(runtime, "msgGet"),
+            trans[1],
+            schedule[1],
+            _average_size(runtime),
+            sum(1 for t in topics if topic_kind(t, system) is TopicKind.NORMAL),
+            len(user_groups),
+            await self._client_versions(addr, user_groups),
+        )
+
+    async def _puts_since(self, addr: str, topic: str, since: int) -> tuple[float, int]:
+        """A topic's put rate over the last minute and how many of its messages the broker stored
+        since ``since`` (ms); nothing when the broker does not have the topic."""
+        try:
+            stats = await self.api.topic_stats(addr, topic)
+        except RemoteError as exc:
+            if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+                return 0.0, 0
+            raise
+        queues = [(q.queueId, o.maxOffset) for q, o in stats.offsetTable.items() if o.maxOffset > o.minOffset]
+        firsts = await gather(self.api.search_offset(addr, topic, q, since) for q, _ in queues)
+        return stats.topicPutTps, sum(hi - first for (_, hi), first in zip(queues, firsts, strict=True))
+
+    async def _client_versions(self, addr: str, groups: Sequence[str]) -> list[ClientVersion]:
+        """The (language, version) pairs among the consumers of ``groups`` connected to the broker."""
+        from admin.models.broker_ops import ClientVersion
+
+        async def connections(group: str) -> list[ClientVersion]:
+            try:
+                found = await self.api.consumer_connection(addr, group)
+            except RemoteError:  # a group the broker cannot answer for adds no client, as in mqadmin
+                return []
+            if found is None:
+                return []
+            return [ClientVersion(c.language.name, c.version) for c in found.connectionSet]
+
+        seen = {v for vs in await gather(connections(g) for g in groups) for v in vs}
+        return sorted(seen, key=lambda v: (v.language, v.version))
+
+    @admin_call
     async def cluster_broker_names(self, cluster: str | None = None) -> dict[str, list[str]]:
         """Cluster -> its broker names, both sorted: one cluster, or every cluster."""
         info = await self._cluster()
@@ -447,19 +541,11 @@ class MaintenanceOps(ServiceBase):
         ends the run (OperationFailed) instead of being counted."""
         from admin.models.cluster import SendProbes
         from broker.client.message import Message
-        from broker.client.producer import Producer
 
         if count < 0:
             raise BadInput(f"the message count must not be negative, not {count}")
         await gather(self._route(t) for t in dict.fromkeys(topics))  # NotFound before anything is sent
-        security = self.security  # the producer opens its own connections: sign and encrypt them alike
-        producer = Producer(
-            group,
-            ";".join(self.namesrv),
-            instance_name=instance_name,
-            credentials=security.credentials if security is not None else None,
-            ssl_context=security.ssl_context if security is not None else None,
-        )
+        producer = self._producer(group, instance_name=instance_name)
         await producer.start()
         try:
             out = []
@@ -513,6 +599,26 @@ def _clusters(info: ClusterInfo, cluster: str | None) -> list[str]:
     if cluster not in info.clusterAddrTable:
         raise NotFound(f"cluster {cluster} not found")
     return [cluster]
+
+
+def _day_count(runtime: dict[str, str], prefix: str) -> int:
+    """Messages put (``msgPut``) or got (``msgGet``) in the last whole day: the difference of the
+    broker's counters at today's and yesterday's midnight."""
+    return _number(runtime, f"{prefix}TotalTodayMorning", int) - _number(
+        runtime, f"{prefix}TotalYesterdayMorning", int
+    )
+
+
+def _average_size(runtime: dict[str, str]) -> float | None:
+    """putMessageAverageSize, else the broker's byte and message totals divided as RocketMQ does
+    (rmqkit brokers report only the totals); None when the broker reports neither."""
+    if "putMessageAverageSize" in runtime:
+        return _number(runtime, "putMessageAverageSize", float)
+    if "putMessageSizeTotal" not in runtime:
+        return None
+    return _number(runtime, "putMessageSizeTotal", int) / max(
+        _number(runtime, "putMessageTimesTotal", int), 1
+    )
 
 
 N = TypeVar("N", int, float)

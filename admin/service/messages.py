@@ -308,8 +308,9 @@ class MessageOps(ServiceBase):
 
     # -- sending ----------------------------------------------------------------------------------
     @admin_call
-    async def message_send(self, msg: OutgoingMessage) -> SendReceipt:
-        """Send one message with SEND_MESSAGE_V2 to a writable queue (random, or the one named)."""
+    async def message_send(self, msg: OutgoingMessage, trace: bool = False) -> SendReceipt:
+        """Send one message with SEND_MESSAGE_V2 to a writable queue (random, or the one named); with
+        ``trace``, through a traced SDK producer, so a Pub trace record follows it."""
         import random
 
         from admin.models.messages import SendReceipt
@@ -329,6 +330,8 @@ class MessageOps(ServiceBase):
         if not queues:
             raise OperationFailed(f"topic {msg.topic} has no writable queue matching the request")
         broker_name, queue_id = random.choice(queues)
+        if trace:
+            return await self._send_traced(msg, broker_name, queue_id)
         uniq = _uniq_keys().next()
         props = dict(msg.properties)
         props[P.UNIQ_KEY] = uniq
@@ -366,6 +369,27 @@ class MessageOps(ServiceBase):
             msg_id=answer.msgId,
             uniq_key=uniq,
             status=_SEND_STATUS[ResponseCode(r.code)],
+        )
+
+    async def _send_traced(self, msg: OutgoingMessage, broker_name: str, queue_id: int) -> SendReceipt:
+        from admin.models.messages import SendReceipt
+        from broker.client.message import Message
+        from broker.protocol.bodies import MessageQueue
+
+        outgoing = Message(
+            msg.topic, msg.body, tags=msg.tags, keys=msg.keys or None, properties=msg.properties,
+            delay_time_level=msg.delay_level,
+        )  # fmt: skip
+        async with self._producer(PRODUCER_GROUP, trace=True) as producer:  # leaving sends the trace
+            result = await producer.send(outgoing, queue=MessageQueue(msg.topic, broker_name, queue_id))
+        return SendReceipt(
+            topic=msg.topic,
+            broker_name=broker_name,
+            queue_id=result.message_queue.queueId,
+            queue_offset=result.queue_offset,
+            msg_id=result.offset_msg_id,
+            uniq_key=result.msg_id,
+            status=result.status.name,
         )
 
     # -- retry and dead-letter topics ---------------------------------------------------------------

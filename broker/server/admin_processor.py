@@ -69,6 +69,9 @@ RUNTIME_SETTINGS = frozenset(
         "allow_recall_when_broker_not_writeable",
         "enable_topic_message_type_check",
         "enable_mixed_message_type",
+        "server_load_balancer_enable",
+        "default_message_request_mode",
+        "default_pop_share_queue_num",
         "register_name_server_period",
         "region_id",
         "trace_on",
@@ -313,7 +316,11 @@ class AdminProcessor:
             trial[0].validate()
         except SettingsError as exc:
             return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
-        settings_target(broker.config, broker.store_config).apply(items, "UPDATE_BROKER_CONFIG")
+        # the values as validation left them (it normalizes some, e.g. modes to upper case)
+        tried = {id(broker.config): trial[0], id(broker.store_config): trial[1]}
+        for key, _ in items:
+            real, name = index[key]
+            setattr(real, name, getattr(tried[id(real)], name))
         self.config_version = DataVersion(counter=self.config_version.counter + 1)
         broker.registration.trigger()  # brokerPermission is part of every route
         return make_response(request)

@@ -88,6 +88,7 @@ class Broker:
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
         self.timer = TimerService(self)
+        self.request_modes = ConsumeModeProcessor(self)  # PULL/POP per topic@group; slaves copy them
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
         self.ha_client: HAClient | None = None  # slaves: replication from the master
         self.slave_sync: SlaveSynchronize | None = None
@@ -204,7 +205,7 @@ class Broker:
             EndTransactionProcessor(self),
             FilterProcessor(self),
             PopProcessor(self),
-            ConsumeModeProcessor(self),
+            self.request_modes,
             HAProcessor(self),
             self.timer,
         ):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.acl.settings import SecuritySettings
+from broker.protocol.request_mode import MessageRequestMode
 from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
 from broker.store.config import StoreConfig
 
@@ -69,6 +70,12 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     enable_property_filter: bool = False
     notify_consumer_ids_changed_enable: bool = True
     use_server_side_reset_offset: bool = True
+    # QUERY_ASSIGNMENT (clients that let the brokers balance): false hands every consumer all queues
+    server_load_balancer_enable: bool = True
+    # the mode of a topic@group nobody set with setConsumeMode: PULL or POP (retry topics stay PULL)
+    default_message_request_mode: str = "PULL"
+    # popShareQueueNum of that default when it is POP; -1 (any value < 1): every consumer pops every queue
+    default_pop_share_queue_num: int = -1
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     serialize_type: str = "JSON"
@@ -99,6 +106,11 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
         self.validate_security()
         if not self.broker_ip2:  # RocketMQ's brokerIP2 is brokerIP1 unless set
             self.broker_ip2 = self.broker_ip1
+        if self.default_message_request_mode.upper() not in MessageRequestMode.__members__:
+            raise SettingsError(
+                f"setting defaultMessageRequestMode: {self.default_message_request_mode!r} is not PULL or POP"
+            )
+        self.default_message_request_mode = self.default_message_request_mode.upper()
         if self.serialize_type.upper() not in ("JSON", "ROCKETMQ"):
             raise SettingsError(f"setting serializeType: {self.serialize_type!r} is not JSON or ROCKETMQ")
 

@@ -3,6 +3,11 @@
 QUERY_ASSIGNMENT (400) hands a consumer that lets the broker balance (RocketMQ 5 clients) its queues and
 their mode, as RocketMQ's QueryAssignmentProcessor does.
 
+A topic@group nobody set reads in ``defaultMessageRequestMode`` (PULL; POP with
+``defaultPopShareQueueNum``); with ``serverLoadBalancerEnable=false`` every consumer gets every queue.
+A slave copies its master's modes (broker/server/ha/sync_metadata.py), so consumers balanced by a slave
+see the same modes.
+
 A topic's queues come from its route on the NameServers (every broker's readable queues), cached for
 half a minute as RocketMQ's TopicRouteInfoManager does; without a NameServer answer this broker's own
 queues of the topic stand in.
@@ -127,9 +132,26 @@ class ConsumeModeProcessor:
         return make_response(request, body=self.table.document())
 
     def mode_of(self, topic: str, group: str) -> SetMessageRequestModeRequestBody:
-        """The stored mode, else RocketMQ's default (defaultMessageRequestMode): PULL."""
+        """The stored mode, else the broker's defaultMessageRequestMode (with defaultPopShareQueueNum
+        when that is POP); retry topics default to PULL whatever the setting."""
         stored = self.table.get(topic, group)
-        return stored if stored is not None else SetMessageRequestModeRequestBody(topic, group)
+        if stored is not None:
+            return stored
+        config = self.broker.config
+        if topic.startswith(RETRY_PREFIX) or config.default_message_request_mode != "POP":
+            return SetMessageRequestModeRequestBody(topic, group)
+        return SetMessageRequestModeRequestBody(
+            topic, group, MessageRequestMode.POP, config.default_pop_share_queue_num
+        )
+
+    async def replace_all(self, modes: dict[str, dict[str, SetMessageRequestModeRequestBody]]) -> bool:
+        """Make the table ``modes`` (a slave copying its master's); True when that changed it."""
+        if modes == self.table.modes:
+            return False
+        self.table.modes = modes
+        async with self._persisting:
+            await self.broker.read(self.table.persist)
+        return True
 
     # == assignments ==========================================================================
     async def query_assignment(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -141,20 +163,22 @@ class ConsumeModeProcessor:
                 ResponseCode.INVALID_PARAMETER,
                 "the body needs topic, consumerGroup, clientId and messageModel",
             )
-        strategy = STRATEGIES.get(body.strategyName or "")
-        if strategy is None:
-            return make_response(
-                request,
-                ResponseCode.INVALID_PARAMETER,
-                f"unsupported allocate strategy [{body.strategyName}], use one of {', '.join(STRATEGIES)}",
-            )
         mode = self.mode_of(topic, group)
         queues = await self._queues(topic)
         if queues is None:
             if topic.startswith(RETRY_PREFIX):  # no retry topic yet: nothing to balance, not an error
                 return make_response(request, body=QueryAssignmentResponseBody().to_json())
             return make_response(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        if body.messageModel is MessageModel.CLUSTERING:
+        # broadcasting, or balancing off (serverLoadBalancerEnable=false): every consumer gets every queue
+        if body.messageModel is MessageModel.CLUSTERING and self.broker.config.server_load_balancer_enable:
+            strategy = STRATEGIES.get(body.strategyName or "")
+            if strategy is None:
+                return make_response(
+                    request,
+                    ResponseCode.INVALID_PARAMETER,
+                    f"unsupported allocate strategy [{body.strategyName}], "
+                    f"use one of {', '.join(STRATEGIES)}",
+                )
             online = self.broker.clients.consumer_group(group)
             clients = sorted(online.client_ids()) if online is not None else []
             if not clients:

@@ -13,7 +13,7 @@ import pytest
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.bodies import MessageModel, MessageQueue, load_json
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.remoting import RemotingCommand
+from broker.protocol.remoting import RemotingCommand, make_request
 from broker.protocol.request_mode import (
     MessageRequestMode,
     MessageRequestModeSerializeWrapper,
@@ -22,6 +22,8 @@ from broker.protocol.request_mode import (
     SetMessageRequestModeRequestBody,
 )
 from broker.server.broker import Broker
+from broker.server.config import load_broker_settings
+from broker.settings import SettingsError
 from tests.broker.conftest import async_test, call, heartbeat_body, running_broker
 from tests.broker.test_admin import create
 
@@ -163,6 +165,61 @@ async def test_pop_mode_lets_consumers_share_queues(tmp_path: Path) -> None:
 
 
 @async_test
+async def test_default_mode_settings_apply_where_no_mode_was_set(tmp_path: Path) -> None:
+    settings = {"default_message_request_mode": "POP", "default_pop_share_queue_num": 1}
+    async with running_broker(tmp_path, **settings) as (broker, client):
+        await prepare(client, broker)
+        retry = f"%RETRY%{GROUP}"
+        await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create(retry, 2))
+        consumers = await online(broker, "c1", "c2", "c3")
+        try:
+            # POP by default, sharing with the next consumer, as if set with popShareQueueNum 1
+            assert (await assignment(client, broker, "c1"))[1] == [(0, POP), (1, POP), (2, POP)]
+            # retry topics stay PULL whatever the default
+            assert (await assignment(client, broker, "c1", topic=retry))[1] == [(0, MessageRequestMode.PULL)]
+            # a mode set explicitly wins over the default
+            assert (await set_mode(client, broker, MessageRequestMode.PULL)).code == 0
+            assert (await assignment(client, broker, "c1"))[1] == [
+                (0, MessageRequestMode.PULL),
+                (1, MessageRequestMode.PULL),
+            ]
+        finally:
+            for c in consumers:
+                await c.close()
+
+
+@async_test
+async def test_default_pop_share_queue_num_minus_one_pops_every_queue(tmp_path: Path) -> None:
+    async with running_broker(tmp_path, default_message_request_mode="POP") as (broker, client):
+        await prepare(client, broker)
+        consumers = await online(broker, "c1", "c2")
+        try:
+            assert (await assignment(client, broker, "c2"))[1] == [(-1, POP)]
+        finally:
+            for c in consumers:
+                await c.close()
+
+
+@async_test
+async def test_without_server_load_balancing_every_consumer_gets_every_queue(tmp_path: Path) -> None:
+    async with running_broker(tmp_path, server_load_balancer_enable=False) as (broker, client):
+        await prepare(client, broker)
+        # no consumer online and a strategy the broker does not know: nothing is balanced anyway
+        r, got = await assignment(client, broker, "c1", strategy="MY_OWN")
+        assert r.code == ResponseCode.SUCCESS and got == [(q, MessageRequestMode.PULL) for q in range(4)]
+        assert (await set_mode(client, broker, POP, 1)).code == 0
+        assert (await assignment(client, broker, "c1"))[1] == [(q, POP) for q in range(4)]
+
+
+def test_default_message_request_mode_setting_is_checked() -> None:
+    broker, _ = load_broker_settings(overrides=["defaultMessageRequestMode=pop"], env={})
+    assert broker.default_message_request_mode == "POP"
+    assert broker.default_pop_share_queue_num == -1 and broker.server_load_balancer_enable
+    with pytest.raises(SettingsError, match="defaultMessageRequestMode: 'PUSH' is not PULL or POP"):
+        load_broker_settings(overrides=["defaultMessageRequestMode=PUSH"], env={})
+
+
+@async_test
 async def test_query_assignment_refuses_bad_input_with_a_readable_remark(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as (broker, client):
         await prepare(client, broker)
@@ -215,3 +272,24 @@ async def test_read_ahead_mode_advises_every_commitlog_file(tmp_path: Path) -> N
             r = await call(client, broker, RequestCode.SET_COMMITLOG_READ_MODE, **ext)
             assert r.code == ResponseCode.INVALID_PARAMETER and r.remark, ext
         assert commitlog_advice(tmp_path) == [False, False]
+
+
+@async_test
+async def test_the_default_mode_changes_at_runtime_through_update_broker_config(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as (broker, client):
+        await prepare(client, broker)
+        consumers = await online(broker, "c1")
+        try:
+            assert (await assignment(client, broker, "c1"))[1][0][1] == MessageRequestMode.PULL
+            update = make_request(RequestCode.UPDATE_BROKER_CONFIG)
+            update.body = b"defaultMessageRequestMode=pop\n"
+            r = await client.invoke(broker.address, update, 5)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            assert (await assignment(client, broker, "c1"))[1] == [(-1, POP)]
+            update.body = b"defaultMessageRequestMode=SIDEWAYS\n"
+            refused = await client.invoke(broker.address, update, 5)
+            assert refused.code == ResponseCode.INVALID_PARAMETER and "SIDEWAYS" in (refused.remark or "")
+            assert (await assignment(client, broker, "c1"))[1] == [(-1, POP)]
+        finally:
+            for c in consumers:
+                await c.close()

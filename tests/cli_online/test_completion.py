@@ -42,7 +42,7 @@ def test_bash_script_completes_commands_options_and_choices() -> None:
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == [
         "group",
-        "create delete describe list route status update",
+        "create delete describe list queue route status update",
         "--cluster",
         "table json text",
         "get set",

@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,3 +214,30 @@ def test_query_msg_trace_by_id_takes_the_java_options(mqadmin: Callable[..., Run
         assert option in usage
     missing = mqadmin("queryMsgTraceById")
     assert missing.code == 2 and "Missing required option: i" in missing.err
+
+
+def _trace_types(rmq: Callable[..., Run], msg_id: str) -> list[str]:
+    """The record types of a message's trace once the broker has indexed its trace message."""
+    for _ in range(50):
+        run = rmq("message", "trace", msg_id, "-o", "json")
+        if run.code == 0:
+            return [e["type"] for e in json.loads(run.out)["entries"]]
+        time.sleep(0.1)
+    raise AssertionError(run.err)
+
+
+def test_traced_sends_from_the_tools_leave_a_pub_record(
+    mqadmin: Callable[..., Run], rmq: Callable[..., Run]
+) -> None:
+    untraced = mqadmin("sendMessage", "-t", TOPIC, "-p", "plain")  # first: indexed before the others
+    plain_id = untraced.out.splitlines()[1].split()[-1]
+    java = mqadmin("sendMessage", "-t", TOPIC, "-p", "from mqadmin", "-m", "true")
+    assert java.code == 0, java.err
+    java_id = java.out.splitlines()[1].split()[-1]
+    ours = rmq("message", "send", TOPIC, "from rmq", "--trace", "-o", "json")
+    assert ours.code == 0, ours.err
+    ours_id = json.loads(ours.out)["uniqKey"]
+
+    assert _trace_types(rmq, java_id) == ["Pub"]
+    assert _trace_types(rmq, ours_id) == ["Pub"]
+    assert rmq("message", "trace", plain_id).code == 1

@@ -1,6 +1,7 @@
-"""Slave metadata sync (SlaveSynchronize): topics, subscription groups, consumer offsets and delay
-offsets pulled from the master every slaveSyncIntervalMs, on (re)connection and when replicated
-messages name a topic this slave does not know yet."""
+"""Slave metadata sync (SlaveSynchronize): topics, subscription groups, consumer offsets, delay
+offsets and message request modes (PULL/POP per topic@group) pulled from the master every
+slaveSyncIntervalMs, on (re)connection and when replicated messages name a topic this slave does not
+know yet."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from broker.protocol.bodies import (
 )
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import make_request
+from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
 from broker.store.config_files import decode_delay_file, decode_offset_file
 
 if TYPE_CHECKING:
@@ -72,8 +74,12 @@ class SlaveSynchronize:
             else:
                 self._failing = False
 
-    async def _fetch(self, addr: str, code: int) -> Any:
+    async def _fetch(self, addr: str, code: int, *, optional: bool = False) -> Any:
+        """The body of the master's answer; None when ``optional`` and the master does not serve
+        ``code`` (a master older than the table)."""
         response = await self._client.invoke(addr, make_request(code), REQUEST_TIMEOUT)
+        if optional and response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            return None
         if response.code != ResponseCode.SUCCESS:
             raise ValueError(f"request {code} answered {response.code}: {response.remark}")
         return lenient_json.loads(response.body or b"{}")
@@ -81,11 +87,12 @@ class SlaveSynchronize:
     async def sync_all(self, addr: str) -> None:
         """One round: each table replaces the slave's copy when the master's differs."""
         broker = self.broker
-        topics_doc, groups_doc, offsets_doc, delay_doc = await asyncio.gather(
+        topics_doc, groups_doc, offsets_doc, delay_doc, modes_doc = await asyncio.gather(
             self._fetch(addr, RequestCode.GET_ALL_TOPIC_CONFIG),
             self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
             self._fetch(addr, RequestCode.GET_ALL_CONSUMER_OFFSET),
             self._fetch(addr, RequestCode.GET_ALL_DELAY_OFFSET),
+            self._fetch(addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, optional=True),
         )
         wrapper = TopicConfigSerializeWrapper.from_obj(topics_doc)
         topics = broker.topics
@@ -112,4 +119,9 @@ class SlaveSynchronize:
         delays = decode_delay_file(delay_doc)
         broker.schedule.offsets.update({k: v for k, v in delays.items() if k in broker.schedule.offsets})
         await broker.schedule.persist()
+        if modes_doc is not None:
+            # the master's table as a whole: modes it no longer has go (syncMessageRequestMode)
+            modes = MessageRequestModeSerializeWrapper.from_obj(modes_doc).messageRequestModeMap
+            if await broker.request_modes.replace_all(modes):
+                log.info("message request modes updated from master %s", addr)
         self.last_sync = asyncio.get_running_loop().time()
