@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin.errors import BadInput, NotFound
+from admin.errors import AdminError, BadInput, NotFound
 from admin.service.base import admin_call
 from admin.service.messages import MAX_TIMESTAMP, MessageOps
 from broker.client.trace import TRACE_TOPIC
@@ -25,9 +25,9 @@ class TraceOps(MessageOps):
         end: int = MAX_TIMESTAMP,
         max_num: int = 64,
     ) -> MessageTrace:
-        """As mqadmin queryMsgTraceById: the trace messages keyed by ``msg_id`` (the message's UNIQ_KEY)
-        in ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC), stored within [begin, end], and their records
-        of that message, oldest first."""
+        """As mqadmin queryMsgTraceById: the trace messages keyed by ``msg_id`` (the message's UNIQ_KEY;
+        an offset MessageId is looked up for it) in ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC),
+        stored within [begin, end], and their records of that message, oldest first."""
         from admin.models.traces import MessageTrace
         from broker.client.message import MessageExt
         from broker.client.trace import TraceFormatError, TraceType, decode
@@ -51,10 +51,24 @@ class TraceOps(MessageOps):
                 continue
             entries += [_entry(t, record) for t in traces if t.msg_id == wanted]
         if not entries and not undecodable:
+            uniq_key = await self._uniq_key_of(wanted)
+            if uniq_key is not None and uniq_key != wanted:  # the broker's id of a traced message
+                return await self.message_trace(uniq_key, trace_topic, begin, end, max_num)
             raise NotFound(f"no trace of message {wanted} in {topic}")
         entries.sort(key=lambda e: e.timestamp)
         topic_of = next((e.topic for e in entries if e.type == TraceType.Pub.value), None)
         return MessageTrace(wanted, topic, topic_of, entries, undecodable)
+
+    async def _uniq_key_of(self, msg_id: str) -> str | None:
+        """The UNIQ_KEY of the message an offset MessageId names (traces are keyed by it); None for
+        an id that is not one, or names no message."""
+        from broker.protocol import properties as P
+
+        try:
+            found = await self.message_get(msg_id)
+        except AdminError:
+            return None
+        return found.messages[0].properties.get(P.UNIQ_KEY) if found.messages else None
 
 
 def _entry(t: TraceRecord, carrier: MessageRecord) -> TraceEntry:

@@ -236,8 +236,9 @@ def test_traced_sends_from_the_tools_leave_a_pub_record(
     java_id = java.out.splitlines()[1].split()[-1]
     ours = rmq("message", "send", TOPIC, "from rmq", "--trace", "-o", "json")
     assert ours.code == 0, ours.err
-    ours_id = json.loads(ours.out)["uniqKey"]
+    ours_id, ours_offset_id = json.loads(ours.out)["uniqKey"], json.loads(ours.out)["msgId"]
 
     assert _trace_types(rmq, java_id) == ["Pub"]
     assert _trace_types(rmq, ours_id) == ["Pub"]
+    assert _trace_types(rmq, ours_offset_id) == ["Pub"]  # the broker's id leads to the same trace
     assert rmq("message", "trace", plain_id).code == 1
