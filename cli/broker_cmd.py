@@ -160,7 +160,7 @@ def read_ahead(
 @config_app.command("get")
 def config_get(
     keys: Annotated[list[str] | None, typer.Argument(metavar="[KEY]...", help="Only these settings.")] = None,
-    broker: TargetBrokerOpt = None,
+    broker: BrokerOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
@@ -174,7 +174,7 @@ def config_get(
 @config_app.command("set")
 def config_set(
     values: Annotated[list[str], typer.Argument(metavar="KEY=VALUE...", help="Settings to change.")],
-    broker: TargetBrokerOpt = None,
+    broker: BrokerOpt = None,
     cluster: Annotated[
         str | None, typer.Option("-c", "--cluster", help="Every broker of this cluster.")
     ] = None,

@@ -124,12 +124,16 @@ def query(
     output: OutOpt = None,
 ) -> None:
     """Messages of a topic by key or unique key (through the IndexFile), newest first."""
-    from admin.service.messages import MAX_TIMESTAMP
-
-    lo = parse_time(begin) if begin else 0
-    hi = parse_time(end) if end else MAX_TIMESTAMP
+    lo, hi = _window(begin, end)
     conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_query(topic, key, unique_key, lo, hi, max_num)), messages_sections)
+
+
+def _window(begin: str | None, end: str | None) -> tuple[int, int]:
+    """--begin/--end as epoch ms; open ends reach the first and the last message."""
+    from admin.service.messages import MAX_TIMESTAMP
+
+    return (parse_time(begin) if begin else 0, parse_time(end) if end else MAX_TIMESTAMP)
 
 
 @app.command("track")
@@ -159,7 +163,9 @@ def trace(
     msg_id: Annotated[
         str,
         typer.Argument(
-            metavar="ID", help="The message's msgId (UNIQ_KEY), as its send returned it.", show_default=False
+            metavar="ID",
+            help="The message's UNIQ_KEY (the msgId its send returned) or offset MessageId.",
+            show_default=False,
         ),
     ],
     trace_topic: Annotated[
@@ -175,10 +181,7 @@ def trace(
     output: OutOpt = None,
 ) -> None:
     """What traced clients recorded of a message: its send, each consumption, its transaction's end."""
-    from admin.service.messages import MAX_TIMESTAMP
-
-    lo = parse_time(begin) if begin else 0
-    hi = parse_time(end) if end else MAX_TIMESTAMP
+    lo, hi = _window(begin, end)
     conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_trace(msg_id, trace_topic, lo, hi, max_num)), _trace_sections)
 

@@ -112,7 +112,7 @@ def test_namesrv_keys_unchanged() -> None:
                 "Profile of ~/.config/rmq/config.toml [env RMQ_PROFILE].",
                 "Seconds to wait for each answer [profile, default 5].",
                 "table, json or text [profile, default table].",
-                "Broker address [default: the only broker registered].",
+                "Only this broker [default: the brokers of -c, or of the only cluster].",
             ],
         ),
         (("up",), ["Store folder [default: ~/.rmqkit/store].", "RocketMQ 5 gRPC port [default: 8081"]),
@@ -120,7 +120,13 @@ def test_namesrv_keys_unchanged() -> None:
         (("namesrv",), ["Listen port [default: 9876].", "[default: ~/.rmqkit/namesrv]"]),
         (("namesrv", "kv", "get"), ["Key [default: every key]."]),
         (("completion", "show"), ["bash, zsh or fish [default: from $SHELL]."]),
-        (("broker", "config", "get"), ["NameServer address(es) [env NAMESRV_ADDR, profile]."]),
+        (
+            ("broker", "config", "get"),
+            [
+                "NameServer address(es) [env NAMESRV_ADDR, profile].",
+                "Broker address [default: the only broker registered].",
+            ],
+        ),
     ],
 )
 def test_help_keeps_bracketed_text(command: tuple[str, ...], texts: list[str]) -> None:
