@@ -19,24 +19,35 @@ if TYPE_CHECKING:
     from broker.acl.client import ClientSecurity
 
 
-def _secret(profile: Profile, environ: Mapping[str, str]) -> str:
-    if profile.secret_key_env:
-        value = environ.get(profile.secret_key_env, "")
+def read_secret(env: str | None, path: Path | None, environ: Mapping[str, str], what: str) -> str | None:
+    """A secret from an environment variable, else from the first line of a file; None when neither is
+    named. ``what`` names it in the errors (an unset variable, an unreadable or empty file)."""
+    if env is not None:
+        value = environ.get(env, "")
         if not value:
-            raise BadInput(
-                f"profile {profile.name}: environment variable {profile.secret_key_env} is not set"
-            )
+            raise BadInput(f"environment variable {env} is not set")
         return value
-    if profile.secret_key_file:
-        path = Path(profile.secret_key_file).expanduser()
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"profile {profile.name}: cannot read secret_key_file {path}: {exc}") from None
-        if not lines or not lines[0].strip():
-            raise BadInput(f"profile {profile.name}: secret_key_file {path} is empty")
-        return lines[0].strip()
-    raise BadInput(f"profile {profile.name}: access_key needs secret_key_env or secret_key_file")
+    if path is None:
+        return None
+    path = path.expanduser()
+    try:
+        line = next(iter(path.read_text(encoding="utf-8").splitlines()), "").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {exc}") from None
+    if not line:
+        raise BadInput(f"{path} holds no {what}")
+    return line
+
+
+def _secret(profile: Profile, environ: Mapping[str, str]) -> str:
+    file = Path(profile.secret_key_file) if profile.secret_key_file else None
+    try:
+        secret = read_secret(profile.secret_key_env, file, environ, "secret key")
+    except BadInput as exc:
+        raise BadInput(f"profile {profile.name}: {exc}") from None
+    if secret is None:
+        raise BadInput(f"profile {profile.name}: access_key needs secret_key_env or secret_key_file")
+    return secret
 
 
 def client_security(profile: Profile | None, environ: Mapping[str, str]) -> ClientSecurity | None:

@@ -91,22 +91,11 @@ class AclChanged:
 
 def _read_secret(env: str | None, path: Path | None, required: bool) -> str | None:
     from admin.errors import BadInput
+    from admin.security import read_secret
 
-    if env is not None:
-        value = os.environ.get(env, "")
-        if not value:
-            raise BadInput(f"environment variable {env} is not set")
-        return value
-    if path is not None:
-        try:
-            line = next(iter(path.expanduser().read_text(encoding="utf-8").splitlines()), "").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read {path}: {exc}") from None
-        if not line:
-            raise BadInput(f"{path} holds no secret key")
-        return line
-    if not required:
-        return None
+    secret = read_secret(env, path, os.environ, "secret key")
+    if secret is not None or not required:
+        return secret
     if not os.isatty(0):
         raise BadInput("give the secret key with --secret-key-env or --secret-key-file")
     prompted: str = typer.prompt("SecretKey", hide_input=True, confirmation_prompt=True)

@@ -47,6 +47,7 @@ COMMANDS = {
     "retry": "cli.retry:app",
     "spark": "cli.spark:app",
     "acl": "cli.acl:app",
+    "auth": "cli.auth:app",
     "profile": "cli.profile:app",
     "wait": "cli.wait:app",
     "completion": "cli.completion:app",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from admin import render_mqadmin as R
 from admin.errors import BadInput, NotFound
-from cli import mqadmin_acl, mqadmin_broker_ops, mqadmin_trace
+from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_trace
 from cli.mqadmin_args import (
     Command,
     Handler,
@@ -996,7 +996,13 @@ _CORE: tuple[Command, ...] = (
         o("i", "messageId", "unique message ID"),
     ), decode_message_id),
 )  # fmt: skip
-COMMANDS = _CORE + mqadmin_acl.COMMANDS + mqadmin_trace.COMMANDS + mqadmin_broker_ops.COMMANDS
+COMMANDS = (
+    _CORE
+    + mqadmin_acl.COMMANDS
+    + mqadmin_trace.COMMANDS
+    + mqadmin_broker_ops.COMMANDS
+    + mqadmin_auth.COMMANDS
+)
 _BY_NAME = {c.name.lower(): c for c in COMMANDS}
 
 

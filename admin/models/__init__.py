@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 
 _AREAS = (
     "names", "topics", "topic_details", "groups", "cluster", "messages", "traces", "namesrv", "metadata",
-    "broker_ops",
+    "broker_ops", "auth",
 )  # fmt: skip
 
 if TYPE_CHECKING:
+    from admin.models.auth import *  # noqa: F403
     from admin.models.broker_ops import *  # noqa: F403
     from admin.models.cluster import *  # noqa: F403
     from admin.models.groups import *  # noqa: F403

@@ -13,6 +13,7 @@ the dataclasses it shows, which is most of what its start costs.
 from __future__ import annotations
 
 from admin.service.acl import AclOps
+from admin.service.auth import AuthOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
 from admin.service.groups import GroupOps
@@ -25,7 +26,16 @@ from admin.service.traces import TraceOps
 
 
 class AdminService(
-    MetadataOps, ClusterOps, TopicOps, GroupOps, TraceOps, MessageOps, NamesrvOps, AclOps, MaintenanceOps
+    MetadataOps,
+    ClusterOps,
+    TopicOps,
+    GroupOps,
+    TraceOps,
+    MessageOps,
+    NamesrvOps,
+    AuthOps,
+    AclOps,
+    MaintenanceOps,
 ):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 

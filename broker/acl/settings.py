@@ -6,10 +6,18 @@ fallback), ``tlsTrustCertPath`` with ``tlsClientAuth=optional|require`` asks for
 With tlsEnable a broker also opens its own connections (NameServer registration, slave to master)
 over TLS, presenting its certificate; ``tlsClientTrustCertPath`` verifies the far end, which is
 otherwise not verified (RocketMQ's default). None of these can change at runtime.
+
+RocketMQ 5's access control (brokers only; not with aclEnable): ``authenticationEnabled`` requires every
+request to be signed by an enabled user (username as AccessKey, password as SecretKey),
+``authorizationEnabled`` requires Normal users to hold a policy allowing what a request does.
+``initAuthenticationUser`` (JSON ``{"username": ..., "password": ...}``) is a Super user created at the
+first start; ``authenticationWhitelist`` / ``authorizationWhitelist`` list request codes (or gRPC method
+names), comma-separated, that skip the check.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +28,7 @@ from broker.settings import SettingsError
 if TYPE_CHECKING:
     import ssl
 
+    from broker.acl.auth_store import User
     from broker.acl.checker import AclChecker
 
 
@@ -33,16 +42,58 @@ class SecuritySettings:
     tls_trust_cert_path: Path | None = None
     tls_client_auth: str = "none"
     tls_client_trust_cert_path: Path | None = None
+    authentication_enabled: bool = False
+    authorization_enabled: bool = False
+    init_authentication_user: str = ""
+    authentication_whitelist: str = ""
+    authorization_whitelist: str = ""
 
     def validate_security(self) -> None:
+        if self.acl_enable and (self.authentication_enabled or self.authorization_enabled):
+            on = "authenticationEnabled" if self.authentication_enabled else "authorizationEnabled"
+            raise SettingsError(
+                f"settings aclEnable and {on}: choose one access control, plain ACL (aclEnable, aclFile) "
+                "or users and ACL policies (authenticationEnabled, authorizationEnabled)"
+            )
         if self.acl_enable and self.acl_file is None:
             raise SettingsError("setting aclEnable: true needs aclFile (the plain ACL file)")
+        self.init_user()
         if self.tls_enable:
             try:
                 self.server_tls()
                 self.outbound_tls()
             except TlsConfigError as exc:
                 raise SettingsError(f"setting tlsEnable: {exc}") from None
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.authentication_enabled or self.authorization_enabled
+
+    def init_user(self) -> User | None:
+        """The Super user of initAuthenticationUser (raises SettingsError for a bad value)."""
+        text = self.init_authentication_user.strip()
+        if not text:
+            return None
+        from broker.acl.auth_store import AuthInputError, User, UserType, check_name
+
+        what = 'setting initAuthenticationUser: expected {"username": "...", "password": "..."}'
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise SettingsError(f"{what}, not valid JSON") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("username"), str):
+            raise SettingsError(f"{what}, the username is missing")
+        password = doc.get("password")
+        if not isinstance(password, str) or not password.strip():
+            raise SettingsError(f"{what}, the password of {doc['username']} is missing")
+        try:
+            return User(check_name(doc["username"], "username"), password, UserType.SUPER)
+        except AuthInputError as exc:
+            raise SettingsError(f"setting initAuthenticationUser: {exc}") from None
+
+    def auth_whitelists(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The request codes (or gRPC method names) exempt from authentication and from authorization."""
+        return _names(self.authentication_whitelist), _names(self.authorization_whitelist)
 
     def outbound_tls(self) -> ssl.SSLContext | None:
         """The TLS context of connections this server opens, when tlsEnable is on."""
@@ -74,3 +125,7 @@ class SecuritySettings:
             raise SettingsError(f"setting aclFile: cannot read {self.acl_file}: {exc.strerror}") from None
         except AclConfigError as exc:
             raise SettingsError(f"setting aclFile: {exc}") from None
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(item.strip() for item in text.split(",") if item.strip())

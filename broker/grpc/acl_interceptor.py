@@ -1,5 +1,7 @@
-"""ACL for the gRPC API: the ``authorization`` header of RocketMQ 5 clients checked like a remoting
-signature (HMAC-SHA1 of ``x-mq-date-time``), then the permissions each request needs.
+"""Access control for the gRPC API: the ``authorization`` header of RocketMQ 5 clients checked like a
+remoting signature (HMAC-SHA1 of ``x-mq-date-time``), then the permissions each request needs, against
+the plain ACL file (aclEnable) or the broker's users and ACL policies (authenticationEnabled /
+authorizationEnabled), whichever the broker's remoting server checks.
 
 A refusal is answered with the method's own response carrying a v2 ``Status``: UNAUTHORIZED for
 missing, unknown or wrongly signed credentials, FORBIDDEN for a missing permission. The Telemetry
@@ -17,6 +19,7 @@ from grpc import aio  # type: ignore[import-untyped,unused-ignore]
 
 from broker.acl import signer
 from broker.acl.addresses import host_of
+from broker.acl.auth_checker import AuthChecker, from_plain
 from broker.acl.checker import AclChecker, Denial, Refusal
 from broker.acl.permissions import ANY, PUB, SUB, Need, group_resource
 from broker.grpc.schema import PB, Code
@@ -64,26 +67,57 @@ def peer_host(peer: str) -> str:
     return host_of(rest) if kind in ("ipv4", "ipv6") else peer
 
 
-class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
-    def __init__(self, checker: AclChecker) -> None:
-        self.checker = checker
+Decide = Callable[[str, Any, dict[str, str], str], Refusal | None]
+"""(method, request or None, metadata, client host) -> a refusal or None."""
 
-    def refusal(self, method: str, request: Any, metadata: dict[str, str], peer: str) -> Refusal | None:
-        auth = signer.parse_grpc_authorization(metadata.get("authorization", ""))
-        date_time = metadata.get(signer.GRPC_DATE_TIME, "")
 
-        def verify(secret: str) -> bool:
-            return auth is not None and signer.same(signer.grpc_signature(date_time, secret), auth.signature)
+def _needs(method: str, request: Any) -> list[Need]:
+    needs = NEEDS[method](request) if request is not None and method in NEEDS else []
+    return [n for n in needs if n.resource]
 
-        needs = NEEDS[method](request) if request is not None and method in NEEDS else []
-        return self.checker.check(
-            host=peer_host(peer),
-            access_key=auth.access_key if auth is not None else None,
+
+def _verifier(metadata: dict[str, str]) -> tuple[str | None, Callable[[str], bool]]:
+    """The AccessKey of the ``authorization`` header and ``verify(secret)`` of its signature."""
+    auth = signer.parse_grpc_authorization(metadata.get("authorization", ""))
+    date_time = metadata.get(signer.GRPC_DATE_TIME, "")
+
+    def verify(secret: str) -> bool:
+        return auth is not None and signer.same(signer.grpc_signature(date_time, secret), auth.signature)
+
+    return (auth.access_key if auth is not None else None), verify
+
+
+def plain_acl(checker: AclChecker) -> Decide:
+    def decide(method: str, request: Any, metadata: dict[str, str], host: str) -> Refusal | None:
+        access_key, verify = _verifier(metadata)
+        return checker.check(
+            host=host,
+            access_key=access_key,
             verify=verify,
-            needs=[n for n in needs if n.resource],
+            needs=_needs(method, request),
             admin=False,
             code=0,
         )
+
+    return decide
+
+
+def users_and_policies(checker: AuthChecker) -> Decide:
+    def decide(method: str, request: Any, metadata: dict[str, str], host: str) -> Refusal | None:
+        username, verify = _verifier(metadata)
+        needs = [from_plain(n) for n in _needs(method, request)]
+        codes = (method, f"apache.rocketmq.v2.{method}Request")  # the white lists may name either
+        return checker.check(host=host, username=username, verify=verify, needs=needs, codes=codes)
+
+    return decide
+
+
+class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
+    def __init__(self, decide: Decide) -> None:
+        self.decide = decide
+
+    def refusal(self, method: str, request: Any, metadata: dict[str, str], peer: str) -> Refusal | None:
+        return self.decide(method, request, metadata, peer_host(peer))
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
         handler = await continuation(details)
@@ -152,11 +186,15 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
 
 def server_setup(broker: Any) -> tuple[list[AclInterceptor], Any]:
     """(interceptors, server credentials or None) for the broker's gRPC port, from its settings."""
-    from broker.server.acl_hook import GuardedServer
+    from broker.server.acl_hook import AclHook, AuthHook, GuardedServer
 
     interceptors = []
     if isinstance(broker.server, GuardedServer):
-        interceptors.append(AclInterceptor(broker.server.hook.checker))
+        hook = broker.server.hook
+        if isinstance(hook, AclHook):
+            interceptors.append(AclInterceptor(plain_acl(hook.checker)))
+        elif isinstance(hook, AuthHook):
+            interceptors.append(AclInterceptor(users_and_policies(hook.checker)))
     tls = broker.config.server_tls()
     if tls is None:
         return interceptors, None

@@ -1,11 +1,13 @@
-"""Where servers meet the ACL: a remoting server whose handlers are checked before they run, and the
-4.x ACL management codes (the broker rewrites its ACL file; the NameServer's is edited locally).
+"""Where servers meet access control: a remoting server whose handlers are checked before they run,
+and the 4.x ACL management codes (the broker rewrites its ACL file; the NameServer's is edited locally).
 
-With ``aclEnable`` off :func:`make_server` returns the plain :class:`RemotingServer`, so nothing
-changes. With it on, every request is checked by :class:`~broker.acl.checker.AclChecker` and a
-refusal is answered ``NO_PERMISSION`` (16) with a remark naming what is missing. The broker requires
-every request to be signed; the NameServer only admin codes (and checks any signature it is given),
-so brokers register and clients ask for routes as before.
+With neither ``aclEnable`` nor ``authenticationEnabled``/``authorizationEnabled`` on, :func:`make_server`
+returns the plain :class:`RemotingServer`, so nothing changes. With plain ACL every request is checked by
+:class:`~broker.acl.checker.AclChecker`; the broker requires every request to be signed, the NameServer
+only admin codes (and checks any signature it is given), so brokers register and clients ask for routes
+as before. With RocketMQ 5's users and ACLs (brokers only, as upstream) requests are checked by
+:class:`~broker.acl.auth_checker.AuthChecker`, over the store the broker's auth processor attaches.
+A refusal is answered ``NO_PERMISSION`` (16) with a remark naming what is missing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 from broker.acl import signer
 from broker.acl.addresses import host_of, split_patterns
+from broker.acl.auth_checker import AuthChecker, remoting_needs
+from broker.acl.auth_store import AuthStore
 from broker.acl.checker import AclChecker, Refusal
 from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
 from broker.acl.permissions import ADMIN_CODES, AclCode, needs_of
@@ -33,30 +37,23 @@ Identity = Callable[[], tuple[str, str, str]]
 """(cluster name, broker name, broker address) for GET_BROKER_CLUSTER_ACL_INFO."""
 
 
-class AclHook:
-    """Checks remoting requests against one ACL file."""
+def remoting_verifier(request: RemotingCommand) -> Callable[[str], bool]:
+    """``verify(secret)``: whether the request's Signature is the one ``secret`` makes."""
+    fields = request.ext_fields
+    given = fields.get(signer.SIGNATURE)
 
-    def __init__(self, checker: AclChecker, *, require_signature: bool = True) -> None:
-        self.checker = checker
-        self.require_signature = require_signature
+    def verify(secret: str) -> bool:
+        expected = signer.hmac_base64(signer.remoting_content(fields, request.body), secret)
+        return signer.same(expected, given)
+
+    return verify
+
+
+class Hook:
+    """Runs a handler only when :meth:`refusal` finds nothing wrong with the request."""
 
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
-        fields = request.ext_fields
-        given = fields.get(signer.SIGNATURE)
-
-        def verify(secret: str) -> bool:
-            expected = signer.hmac_base64(signer.remoting_content(fields, request.body), secret)
-            return signer.same(expected, given)
-
-        return self.checker.check(
-            host=host_of(remote_addr),
-            access_key=fields.get(signer.ACCESS_KEY) or None,
-            verify=verify,
-            needs=needs_of(request),
-            admin=request.code in ADMIN_CODES,
-            code=request.code,
-            require_signature=self.require_signature,
-        )
+        raise NotImplementedError
 
     def guard(self, handler: Handler) -> Handler:
         async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
@@ -69,15 +66,55 @@ class AclHook:
         return run
 
 
+class AclHook(Hook):
+    """Checks remoting requests against one plain ACL file."""
+
+    def __init__(self, checker: AclChecker, *, require_signature: bool = True) -> None:
+        self.checker = checker
+        self.require_signature = require_signature
+
+    def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
+        return self.checker.check(
+            host=host_of(remote_addr),
+            access_key=request.ext_fields.get(signer.ACCESS_KEY) or None,
+            verify=remoting_verifier(request),
+            needs=needs_of(request),
+            admin=request.code in ADMIN_CODES,
+            code=request.code,
+            require_signature=self.require_signature,
+        )
+
+
+class AuthHook(Hook):
+    """Checks remoting requests against the broker's users and ACL policies."""
+
+    def __init__(self, checker: AuthChecker) -> None:
+        self.checker = checker
+
+    def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
+        return self.checker.check(
+            host=host_of(remote_addr),
+            username=request.ext_fields.get(signer.ACCESS_KEY) or None,
+            verify=remoting_verifier(request),
+            needs=remoting_needs(request, self.checker.cluster()),
+            codes=(str(request.code),),
+        )
+
+
 class GuardedServer(RemotingServer):
     """A remoting server that checks every request before its handler runs."""
 
-    def __init__(self, hook: AclHook, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, hook: Hook, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.hook = hook
 
     def register(self, code: int, handler: Handler) -> None:
         super().register(code, self.hook.guard(handler))
+
+    def attach_auth_store(self, store: AuthStore) -> None:
+        """The users and ACLs the checks of authenticationEnabled/authorizationEnabled read."""
+        if isinstance(self.hook, AuthHook):
+            self.hook.checker.store = store
 
 
 def make_server(
@@ -89,13 +126,22 @@ def make_server(
     identity: Identity | None = None,
     **kwargs: Any,
 ) -> RemotingServer:
-    """The remoting server of ``settings``: TLS when tlsEnable, checked when aclEnable.
+    """The remoting server of ``settings``: TLS when tlsEnable, checked when aclEnable or, on brokers
+    (``identity`` given), authenticationEnabled/authorizationEnabled.
 
     With ``identity`` (brokers) the ACL file can be managed over the wire (codes 50 to 54).
     Raises SettingsError for a bad ACL file or TLS setting.
     """
     tls = settings.server_tls()
     ssl_context = tls.context() if tls is not None else None
+    if identity is not None and settings.auth_enabled:
+        auth = AuthChecker(
+            authentication=settings.authentication_enabled,
+            authorization=settings.authorization_enabled,
+            whitelists=settings.auth_whitelists(),
+            cluster=lambda: identity()[0],
+        )
+        return GuardedServer(AuthHook(auth), host, port, ssl_context=ssl_context, **kwargs)
     checker = settings.acl_checker()
     if checker is None:
         return RemotingServer(host, port, ssl_context=ssl_context, **kwargs)

@@ -25,6 +25,7 @@ from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.acl_hook import make_server
 from broker.server.admin_processor import AdminProcessor
+from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.config import BrokerConfig
@@ -208,6 +209,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
+            AuthProcessor(self),
         ):
             for code, handler in processor.handlers().items():
                 self.handlers[code] = self._instrument(code, handler)
