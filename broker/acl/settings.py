@@ -12,7 +12,9 @@ request to be signed by an enabled user (username as AccessKey, password as Secr
 ``authorizationEnabled`` requires Normal users to hold a policy allowing what a request does.
 ``initAuthenticationUser`` (JSON ``{"username": ..., "password": ...}``) is a Super user created at the
 first start; ``authenticationWhitelist`` / ``authorizationWhitelist`` list request codes (or gRPC method
-names), comma-separated, that skip the check.
+names), comma-separated, that skip the check. ``innerClientAuthenticationCredentials`` (JSON
+``{"accessKey": ..., "secretKey": ...}``) signs the requests a broker sends to other brokers (a slave's
+metadata sync from its master), whatever this broker's own checks are.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ if TYPE_CHECKING:
 
     from broker.acl.auth_store import User
     from broker.acl.checker import AclChecker
+    from broker.acl.client import ClientSecurity
+    from broker.acl.signer import Credentials
+
+
+# settings holding a password or secret key: never answered by GET_BROKER_CONFIG
+SECRET_SETTINGS = frozenset({"initAuthenticationUser", "innerClientAuthenticationCredentials"})
 
 
 @dataclass(slots=True)
@@ -47,6 +55,7 @@ class SecuritySettings:
     init_authentication_user: str = ""
     authentication_whitelist: str = ""
     authorization_whitelist: str = ""
+    inner_client_authentication_credentials: str = ""
 
     def validate_security(self) -> None:
         if self.acl_enable and (self.authentication_enabled or self.authorization_enabled):
@@ -58,6 +67,7 @@ class SecuritySettings:
         if self.acl_enable and self.acl_file is None:
             raise SettingsError("setting aclEnable: true needs aclFile (the plain ACL file)")
         self.init_user()
+        self.inner_credentials()
         if self.tls_enable:
             try:
                 self.server_tls()
@@ -90,6 +100,51 @@ class SecuritySettings:
             return User(check_name(doc["username"], "username"), password, UserType.SUPER)
         except AuthInputError as exc:
             raise SettingsError(f"setting initAuthenticationUser: {exc}") from None
+
+    def inner_credentials(self) -> Credentials | None:
+        """What this broker signs its requests to other brokers with (raises SettingsError for a bad
+        innerClientAuthenticationCredentials)."""
+        text = self.inner_client_authentication_credentials.strip()
+        if not text:
+            return None
+        from broker.acl.signer import Credentials
+
+        what = (
+            'setting innerClientAuthenticationCredentials: expected {"accessKey": "...", "secretKey": "..."}'
+        )
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise SettingsError(f"{what}, not valid JSON") from None
+        if not isinstance(doc, dict):
+            raise SettingsError(f"{what}, not a JSON object")
+        access_key, secret_key = doc.get("accessKey"), doc.get("secretKey")
+        if not isinstance(access_key, str) or not access_key.strip():
+            raise SettingsError(f"{what}, the accessKey is missing")
+        if not isinstance(secret_key, str) or not secret_key.strip():
+            raise SettingsError(f"{what}, the secretKey of {access_key} is missing")
+        return Credentials(access_key.strip(), secret_key)
+
+    def inner_user(self) -> User | None:
+        """The Super user behind innerClientAuthenticationCredentials, created where missing (as
+        RocketMQ does), so a pair of brokers given the same credentials accept each other."""
+        credentials = self.inner_credentials()
+        if credentials is None:
+            return None
+        from broker.acl.auth_store import AuthInputError, User, UserType, check_name
+
+        try:
+            name = check_name(credentials.access_key, "accessKey")
+        except AuthInputError as exc:
+            raise SettingsError(f"setting innerClientAuthenticationCredentials: {exc}") from None
+        return User(name, credentials.secret_key, UserType.SUPER)
+
+    def inner_client_security(self) -> ClientSecurity:
+        """How this broker's own clients connect to other brokers: signed with the inner credentials,
+        over TLS when tlsEnable is on."""
+        from broker.acl.client import ClientSecurity
+
+        return ClientSecurity(self.inner_credentials(), self.outbound_tls())
 
     def auth_whitelists(self) -> tuple[frozenset[str], frozenset[str]]:
         """The request codes (or gRPC method names) exempt from authentication and from authorization."""

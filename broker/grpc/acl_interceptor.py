@@ -5,12 +5,16 @@ authorizationEnabled), whichever the broker's remoting server checks.
 
 A refusal is answered with the method's own response carrying a v2 ``Status``: UNAUTHORIZED for
 missing, unknown or wrongly signed credentials, FORBIDDEN for a missing permission. The Telemetry
-stream, which carries no resource before it starts, is only authenticated (and ended with a gRPC
-status when that fails).
+stream is authenticated when it opens (and ended with a gRPC status when that fails); then, as
+upstream's proxy does, each Settings command is checked for what it declares: Pub on a producer's
+topics, Sub on a consumer's group and topics. A refused command is answered on the stream with a
+TelemetryCommand carrying the status and is not applied; the stream stays open.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,8 +28,11 @@ from broker.acl.checker import AclChecker, Denial, Refusal
 from broker.acl.permissions import ANY, PUB, SUB, Need, group_resource
 from broker.grpc.schema import PB, Code
 
+log = logging.getLogger(__name__)
+
 UNAUTHORIZED = 40100  # apache.rocketmq.v2.Code.UNAUTHORIZED
 PRODUCER = 1  # ClientType.PRODUCER
+TELEMETRY = "Telemetry"
 
 
 def _topic_and_group(request: Any, topic: str, group: str = "group") -> list[Need]:
@@ -40,6 +47,21 @@ def _heartbeat(request: Any) -> list[Need]:
     if request.HasField("group") and request.group.name and request.client_type != PRODUCER:
         return [Need(group_resource(request.group.name), SUB)]
     return []
+
+
+def _telemetry(command: Any) -> list[Need]:
+    """A Settings command: Pub on the topics a publisher declares, Sub on a consumer's group and the
+    topics it subscribes to; other commands (thread stacks, verify results) declare nothing."""
+    if command.WhichOneof("command") != "settings":
+        return []
+    settings = command.settings
+    needs = [Need(t.name, PUB) for t in settings.publishing.topics] if settings.HasField("publishing") else []
+    if settings.HasField("subscription"):
+        subscription = settings.subscription
+        if subscription.group.name:
+            needs.append(Need(group_resource(subscription.group.name), SUB))
+        needs += [Need(e.topic.name, SUB) for e in subscription.subscriptions]
+    return needs
 
 
 NEEDS: dict[str, Callable[[Any], list[Need]]] = {
@@ -58,6 +80,7 @@ NEEDS: dict[str, Callable[[Any], list[Need]]] = {
     "UpdateOffset": lambda r: _topic_and_group(r, "message_queue"),
     "GetOffset": lambda r: _topic_and_group(r, "message_queue"),
     "QueryOffset": lambda r: _topic_and_group(r, "message_queue", group=""),
+    TELEMETRY: _telemetry,
 }
 
 
@@ -106,7 +129,9 @@ def users_and_policies(checker: AuthChecker) -> Decide:
     def decide(method: str, request: Any, metadata: dict[str, str], host: str) -> Refusal | None:
         username, verify = _verifier(metadata)
         needs = [from_plain(n) for n in _needs(method, request)]
-        codes = (method, f"apache.rocketmq.v2.{method}Request")  # the white lists may name either
+        # the white lists may name the method or its message type
+        message = "TelemetryCommand" if method == TELEMETRY else f"{method}Request"
+        codes = (method, f"apache.rocketmq.v2.{message}")
         return checker.check(host=host, username=username, verify=verify, needs=needs, codes=codes)
 
     return decide
@@ -117,7 +142,10 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
         self.decide = decide
 
     def refusal(self, method: str, request: Any, metadata: dict[str, str], peer: str) -> Refusal | None:
-        return self.decide(method, request, metadata, peer_host(peer))
+        refused = self.decide(method, request, metadata, peer_host(peer))
+        if refused is not None:
+            log.warning("refused gRPC %s from %s: %s", method, peer, refused.message)
+        return refused
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
         handler = await continuation(details)
@@ -169,19 +197,52 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
         )  # fmt: skip
 
     def _stream_stream(self, method: str, handler: Any, metadata: dict[str, str]) -> Any:
+        """Telemetry, the one stream-stream method: authenticated when it opens, then each command."""
+
         async def run(requests: Any, context: Any) -> Any:
-            refused = self.refusal(method, None, metadata, context.peer() or "")
+            peer = context.peer() or ""
+            refused = self.refusal(method, None, metadata, peer)
             if refused is not None:
                 code = grpc.StatusCode.UNAUTHENTICATED
                 if refused.kind is Denial.FORBIDDEN:
                     code = grpc.StatusCode.PERMISSION_DENIED
                 await context.abort(code, refused.message)
-            return await handler.stream_stream(requests, context)
+            serial = _SerialWrites(context)
+            return await handler.stream_stream(
+                self._checked(method, requests, serial, metadata, peer), serial
+            )
 
         return grpc.stream_stream_rpc_method_handler(
             run, request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )  # fmt: skip
+
+    async def _checked(
+        self, method: str, requests: Any, context: _SerialWrites, metadata: dict[str, str], peer: str
+    ) -> AsyncIterator[Any]:
+        """The commands that pass; a refused one is answered here instead of reaching the handler."""
+        async for command in requests:
+            refused = self.refusal(method, command, metadata, peer)
+            if refused is None:
+                yield command
+            else:
+                await context.write(PB.TelemetryCommand(status=self._status(refused)))
+
+
+class _SerialWrites:
+    """A stream's context whose writes go one at a time: the refusals written while reading commands
+    and the handler's own replies share one call, which takes a single write in flight."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+        self._lock = asyncio.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    async def write(self, message: Any) -> None:
+        async with self._lock:
+            await self._context.write(message)
 
 
 def server_setup(broker: Any) -> tuple[list[AclInterceptor], Any]:

@@ -13,6 +13,7 @@ import shutil
 import time
 from typing import TYPE_CHECKING
 
+from broker.acl.settings import SECRET_SETTINGS
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import (
     CreateTopicListRequestBody,
@@ -284,7 +285,9 @@ class AdminProcessor:
     # == broker configuration ==================================================================
     async def get_broker_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         props = settings_target(self.broker.config, self.broker.store_config).as_properties()
-        text = "".join(f"{key}={value}\n" for key, value in sorted(props.items()))
+        text = "".join(
+            f"{key}={value}\n" for key, value in sorted(props.items()) if key not in SECRET_SETTINGS
+        )
         response = make_response(request, body=text.encode("utf-8"))
         response.ext_fields["version"] = self.config_version.to_json().decode("utf-8")
         return response

@@ -68,9 +68,9 @@ class AuthProcessor:
         self.broker = broker
         try:
             self.store = AuthStore(broker.store_config.store_path / "config")
-            init = broker.config.init_user()
-            if init is not None and self.store.ensure_user(init):
-                log.info("created the initial Super user %s", init.username)
+            for initial in (broker.config.init_user(), broker.config.inner_user()):
+                if initial is not None and self.store.ensure_user(initial):
+                    log.info("created the initial Super user %s", initial.username)
         except AuthInputError as exc:
             raise SettingsError(f"the users and ACLs cannot be read: {exc}") from None
         attach = getattr(broker.server, "attach_auth_store", None)

@@ -365,3 +365,27 @@ def test_users_and_acls_survive_a_restart(tmp_path: Path) -> None:
         )
     finally:
         n.stop()
+
+
+def test_broker_config_never_answers_the_secret_settings(auth_node: AuthNode) -> None:
+    text = (auth_node.call(R.GET_BROKER_CONFIG).body or b"").decode()
+    assert "authenticationEnabled=true" in text  # the answer itself is whole
+    assert ROOT.secret_key not in text
+    assert "initAuthenticationUser" not in text and "innerClientAuthenticationCredentials" not in text
+
+
+def test_the_inner_credentials_become_a_super_user(tmp_path: Path) -> None:
+    inner = Credentials("broker-inner", "inner-pass-1")
+    n = start_auth_node(
+        tmp_path,
+        inner_client_authentication_credentials=json.dumps(
+            {"accessKey": inner.access_key, "secretKey": inner.secret_key}
+        ),
+    )
+    try:
+        got = body_of(n.call(R.AUTH_GET_USER, UserRequestHeader(username="broker-inner")))
+        assert got["userType"] == "Super" and not got.get("password")
+        # it signs with them: a Super user may list every user
+        assert n.call(R.AUTH_LIST_USER, credentials=inner).code == ResponseCode.SUCCESS
+    finally:
+        n.stop()

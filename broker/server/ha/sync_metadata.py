@@ -1,7 +1,10 @@
 """Slave metadata sync (SlaveSynchronize): topics, subscription groups, consumer offsets, delay
 offsets and message request modes (PULL/POP per topic@group) pulled from the master every
 slaveSyncIntervalMs, on (re)connection and when replicated messages name a topic this slave does not
-know yet."""
+know yet.
+
+The master checks these requests like any other: with its access control on, the slave signs them
+with innerClientAuthenticationCredentials (a user or account of the master)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker.acl.client import secure
 from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol import lenient_json
 from broker.protocol.bodies import (
@@ -18,7 +22,7 @@ from broker.protocol.bodies import (
     SubscriptionGroupConfig,
     TopicConfigSerializeWrapper,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.codes import RequestCode, ResponseCode, name_of
 from broker.protocol.remoting import make_request
 from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
 from broker.store.config_files import decode_delay_file, decode_offset_file
@@ -34,9 +38,9 @@ REQUEST_TIMEOUT = 3.0
 class SlaveSynchronize:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        # with tlsEnable the master serves TLS only
-        self._client = RemotingClient(
-            connect_timeout=REQUEST_TIMEOUT, ssl_context=broker.config.outbound_tls()
+        # signed with the inner credentials; with tlsEnable the master serves TLS only
+        self._client = secure(
+            RemotingClient(connect_timeout=REQUEST_TIMEOUT), broker.config.inner_client_security()
         )
         self._trigger = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -80,8 +84,15 @@ class SlaveSynchronize:
         response = await self._client.invoke(addr, make_request(code), REQUEST_TIMEOUT)
         if optional and response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
             return None
+        if response.code == ResponseCode.NO_PERMISSION:
+            hint = (
+                "check the user of innerClientAuthenticationCredentials"
+                if self._client.rpc_hook
+                else "set innerClientAuthenticationCredentials on this slave"
+            )
+            raise ValueError(f"{name_of(code)} refused: {response.remark} ({hint})")
         if response.code != ResponseCode.SUCCESS:
-            raise ValueError(f"request {code} answered {response.code}: {response.remark}")
+            raise ValueError(f"{name_of(code)} answered {response.code}: {response.remark}")
         return lenient_json.loads(response.body or b"{}")
 
     async def sync_all(self, addr: str) -> None:
