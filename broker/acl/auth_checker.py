@@ -243,6 +243,7 @@ class AuthChecker:
 
     def __init__(
         self,
+        store: AuthStore,
         *,
         authentication: bool,
         authorization: bool,
@@ -253,7 +254,7 @@ class AuthChecker:
         self.authorization = authorization
         self.authentication_whitelist, self.authorization_whitelist = whitelists
         self.cluster = cluster
-        self.store: AuthStore | None = None  # attached when the broker's auth processor starts
+        self.store = store
 
     def check(
         self,
@@ -267,8 +268,6 @@ class AuthChecker:
         """None when the request may run. ``verify(password)`` checks its signature; ``codes`` are the
         names the white lists may know it by (a request code, or a gRPC method and message name)."""
         store = self.store
-        if store is None:
-            return Refusal(Denial.UNAUTHENTICATED, "the broker is starting: users are not loaded yet")
         name = codes[0] if codes else "?"
         if self.authentication and not any(c in self.authentication_whitelist for c in codes):
             if not username:

@@ -6,7 +6,7 @@ returns the plain :class:`RemotingServer`, so nothing changes. With plain ACL ev
 :class:`~broker.acl.checker.AclChecker`; the broker requires every request to be signed, the NameServer
 only admin codes (and checks any signature it is given), so brokers register and clients ask for routes
 as before. With RocketMQ 5's users and ACLs (brokers only, as upstream) requests are checked by
-:class:`~broker.acl.auth_checker.AuthChecker`, over the store the broker's auth processor attaches.
+:class:`~broker.acl.auth_checker.AuthChecker` over the broker's users and ACLs (``auth_store``).
 A refusal is answered ``NO_PERMISSION`` (16) with a remark naming what is missing.
 """
 
@@ -111,11 +111,6 @@ class GuardedServer(RemotingServer):
     def register(self, code: int, handler: Handler) -> None:
         super().register(code, self.hook.guard(handler))
 
-    def attach_auth_store(self, store: AuthStore) -> None:
-        """The users and ACLs the checks of authenticationEnabled/authorizationEnabled read."""
-        if isinstance(self.hook, AuthHook):
-            self.hook.checker.store = store
-
 
 def make_server(
     settings: SecuritySettings,
@@ -124,6 +119,7 @@ def make_server(
     *,
     require_signature: bool = True,
     identity: Identity | None = None,
+    auth_store: AuthStore | None = None,
     **kwargs: Any,
 ) -> RemotingServer:
     """The remoting server of ``settings``: TLS when tlsEnable, checked when aclEnable or, on brokers
@@ -134,8 +130,9 @@ def make_server(
     """
     tls = settings.server_tls()
     ssl_context = tls.context() if tls is not None else None
-    if identity is not None and settings.auth_enabled:
+    if auth_store is not None and identity is not None and settings.auth_enabled:
         auth = AuthChecker(
+            auth_store,
             authentication=settings.authentication_enabled,
             authorization=settings.authorization_enabled,
             whitelists=settings.auth_whitelists(),

@@ -73,9 +73,6 @@ class AuthProcessor:
                     log.info("created the initial Super user %s", initial.username)
         except AuthInputError as exc:
             raise SettingsError(f"the users and ACLs cannot be read: {exc}") from None
-        attach = getattr(broker.server, "attach_auth_store", None)
-        if attach is not None:
-            attach(self.store)  # the request checks of authenticationEnabled / authorizationEnabled
 
     def handlers(self) -> dict[int, Handler]:
         return {

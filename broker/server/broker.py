@@ -186,11 +186,13 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
+        self.auth = AuthProcessor(self)  # users and ACLs (RocketMQ 5), checked when turned on
         self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
             self.config,
             self.config.listen_host,
             self.config.listen_port,
             identity=lambda: (self.config.broker_cluster_name, self.config.broker_name, self.address),
+            auth_store=self.auth.store,
             idle_timeout=self.config.server_channel_max_idle_time_seconds,
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
@@ -209,7 +211,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
-            AuthProcessor(self),
+            self.auth,
         ):
             for code, handler in processor.handlers().items():
                 self.handlers[code] = self._instrument(code, handler)
