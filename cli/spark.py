@@ -42,11 +42,26 @@ def _session(master: str) -> SparkSession:
     return build_session(master)
 
 
-def _read_options(conn: Conn, store: Path | None) -> tuple[dict[str, str], str | None]:
+def _secure_options(conn: Conn) -> dict[str, str]:
+    """Credentials and TLS of the environment or the profile as data source options: where the secret
+    is (secretKeyEnv / secretKeyFile), never the secret."""
+    import os
+
+    from admin.pipelines.secure import profile_options
+    from admin.profiles import config_path, load
+
+    if conn.settings.security is None:
+        return {}
+    name = conn.settings.profile
+    profile = load(config_path()).profiles.get(name) if name else None
+    return profile_options(profile, os.environ)
+
+
+def _read_options(conn: Conn, store: Path | None) -> dict[str, str]:
     if store is not None:
-        return {"storePath": str(store)}, None
+        return {"storePath": str(store)}
     addr = ";".join(conn.settings.namesrv)
-    return {"nameServer": addr, "timeout": str(conn.settings.timeout)}, addr
+    return {"nameServer": addr, "timeout": str(conn.settings.timeout), **_secure_options(conn)}
 
 
 @app.command(help="Write a topic (or a time range of it) to Parquet, partitioned by date.")
@@ -66,7 +81,7 @@ def archive(
     from admin.pipelines.jobs import archive as run_archive
 
     conn = connect(namesrv, profile, timeout, output)
-    options, _ = _read_options(conn, store)
+    options = _read_options(conn, store)
     options["topic"] = topic
     if begin:
         options["startingTimestamp"] = str(parse_time(begin))
@@ -96,7 +111,7 @@ def dlq_report(
     if out_format not in ("parquet", "csv"):
         raise BadInput("--format must be parquet or csv")
     conn = connect(namesrv, profile, timeout, output)
-    options, _ = _read_options(conn, store)
+    options = _read_options(conn, store)
     spark = _session(master)
     rows = run_report(spark, options, progress=_say)
     if out is not None:
@@ -154,12 +169,11 @@ def replay(
     if (parquet is None) == (dlq is None):
         raise BadInput("give exactly one of --parquet or --dlq")
     conn = connect(namesrv, profile, timeout, output)
-    options, addr = _read_options(conn, None)
-    assert addr is not None
+    options = _read_options(conn, None)
     spark = _session(master)
     if parquet is not None:
         df = spark.read.parquet(str(parquet))
     else:
         df = source(spark, {**options, "topic": f"{DLQ_PREFIX}{dlq}"})
-    result = run_replay(spark, df, addr, topic, rate=rate, dry_run=dry_run, progress=_say)
+    result = run_replay(spark, df, options, topic, rate=rate, dry_run=dry_run, progress=_say)
     conn.emit(result, lambda r: [Fields([("messages", r.rows), ("topic", r.topic), ("dry run", r.dry_run)])])

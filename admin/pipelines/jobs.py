@@ -110,14 +110,15 @@ class ReplayResult:
 def replay(
     spark: SparkSession,
     df: DataFrame,
-    namesrv: str,
+    sink_options: dict[str, str],
     topic: str,
     *,
     rate: float | None = None,
     dry_run: bool = False,
     progress: Progress = _quiet,
 ) -> ReplayResult:
-    """Send the rows of ``df`` (Parquet written by :func:`archive`, or a DLQ read) to ``topic``.
+    """Send the rows of ``df`` (Parquet written by :func:`archive`, or a DLQ read) to ``topic``;
+    ``sink_options`` are the ``rocketmq`` sink's (``nameServer`` and any credentials or TLS options).
 
     ``rate`` limits the whole job to that many messages per second (shared by the partitions).
     """
@@ -150,7 +151,7 @@ def replay(
         progress(f"dry run: {rows} message(s) would go to {topic}")
         return ReplayResult(rows, topic, True)
     parts = max(1, out.rdd.getNumPartitions())
-    writer = out.write.format("rocketmq").option("nameServer", namesrv).option("topic", topic).mode("append")
+    writer = out.write.format("rocketmq").options(**sink_options).option("topic", topic).mode("append")
     if rate:
         writer = writer.option("rateLimit", str(rate / parts))
     progress(f"sending {rows} message(s) to {topic}")

@@ -14,9 +14,12 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.protocol.javahash import java_hash
+
+if TYPE_CHECKING:
+    from admin.pipelines.secure import SecureOptions
 
 T = TypeVar("T")
 Offsets = dict[str, dict[str, dict[str, int]]]  # topic -> broker -> queue id (as text) -> offset
@@ -66,6 +69,7 @@ class ReadSpec:
     timeout: float
     max_offsets_per_trigger: int | None
     consumer_group: str | None
+    security: SecureOptions  # where the credentials and TLS material are (admin/pipelines/secure.py)
     # Spark may reuse a reader that had filters pushed for an earlier query of the same DataFrame,
     # so pushdown is opt-in (option filterPushdown=true; then use one DataFrame per filtered query)
     filter_pushdown: bool = False
@@ -119,6 +123,8 @@ def parse_tags(expression: str | None) -> frozenset[str] | None:
 
 def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadSpec:
     """Check and parse the options of a read (names are case-insensitive, as Spark passes them)."""
+    from admin.pipelines.secure import parse_secure_options
+
     opts = {k.lower(): v for k, v in options.items()}
     store_path = opts.get("storepath")
     namesrv = [a for a in re.split(r"[;,]", opts.get("nameserver", "") or "") if a.strip()]
@@ -165,6 +171,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         timeout=float(opts.get("timeout") or 10),
         max_offsets_per_trigger=max_trigger,
         consumer_group=opts.get("consumergroup") or None,
+        security=parse_secure_options(opts),
     )
     for name in ("starting", "ending"):
         value = getattr(spec, name)
@@ -268,12 +275,14 @@ class ClusterTarget(Target):
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
+        self.security = spec.security.client_security()
 
     async def _with_api(self, fn: Callable[[Any], Awaitable[T]]) -> T:
+        from broker.acl.client import secure
         from broker.client.admin_api import AdminApi
         from broker.client.remoting_client import RemotingClient
 
-        client = RemotingClient()
+        client = secure(RemotingClient(), self.security)
         try:
             return await fn(AdminApi(client, self.spec.timeout))
         finally:

@@ -182,6 +182,7 @@ def _decode(
 
 async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
     """The bodies (back-to-back records) of the pull answers for ``[start, end)``, as they come."""
+    from broker.acl.client import secure
     from broker.client.api import request
     from broker.client.pull import FLAG_SUBSCRIPTION
     from broker.client.remoting_client import RemotingClient
@@ -190,7 +191,7 @@ async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
 
     ref = rng.queue
     sub = " || ".join(sorted(spec.tag_set)) if spec.tag_set else "*"
-    client = RemotingClient()
+    client = secure(RemotingClient(), spec.security.client_security())
     step = spec.pull_batch_size
     todo = [(s, min(rng.end, s + step)) for s in range(rng.start, rng.end, step)]
     todo.reverse()

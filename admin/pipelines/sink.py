@@ -12,9 +12,12 @@ import hashlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from broker.protocol import properties as P
+
+if TYPE_CHECKING:
+    from admin.pipelines.secure import SecureOptions
 
 BATCH: Final = 128
 COLUMNS: Final = frozenset({"body", "topic", "tags", "keys", "properties", "shardingKey"})
@@ -27,10 +30,12 @@ class WriteSpec:
     producer_group: str
     rate: float | None  # messages per second per task
     timeout: float
+    security: SecureOptions
 
 
 def parse_write_options(options: Mapping[str, str], columns: Iterable[str]) -> WriteSpec:
     from admin.pipelines.plan import OptionError
+    from admin.pipelines.secure import parse_secure_options
 
     opts = {k.lower(): v for k, v in options.items()}
     names = set(columns)
@@ -47,8 +52,9 @@ def parse_write_options(options: Mapping[str, str], columns: Iterable[str]) -> W
         raise OptionError("give the option topic or a topic column")
     rate = float(opts["ratelimit"]) if opts.get("ratelimit") else None
     return WriteSpec(
-        namesrv, topic, opts.get("producergroup") or "rmqkit-spark", rate, float(opts.get("timeout") or 10)
-    )
+        namesrv, topic, opts.get("producergroup") or "rmqkit-spark", rate, float(opts.get("timeout") or 10),
+        parse_secure_options(opts),
+    )  # fmt: skip
 
 
 def uniq_key(query: str, batch: int, partition: int, row: int) -> str:
@@ -86,7 +92,12 @@ async def _send_rows(rows: Iterable[Any], spec: WriteSpec, query: str, batch_id:
     from broker.client.message import MQClientError
     from broker.client.producer import Producer, hash_selector
 
-    producer = Producer(spec.producer_group, spec.namesrv, send_timeout=spec.timeout)
+    security = spec.security.client_security()
+    producer = Producer(
+        spec.producer_group, spec.namesrv, send_timeout=spec.timeout,
+        credentials=security.credentials if security else None,
+        ssl_context=security.ssl_context if security else None,
+    )  # fmt: skip
     await producer.start()
     sent = 0
     began = time.monotonic()

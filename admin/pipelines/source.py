@@ -5,7 +5,9 @@ Options (case-insensitive): ``nameServer`` | ``brokerAddr`` | ``storePath``; ``t
 ``{"T":{"broker-a":{"0":23}}}``, -2 earliest, -1 latest); ``startingTimestamp``/``endingTimestamp`` (ms);
 ``subExpression``; ``minPartitions``; ``pullBatchSize``; ``failOnDataLoss``; streaming:
 ``maxOffsetsPerTrigger``, ``consumerGroup``; writing: ``nameServer``, ``topic``, ``producerGroup``,
-``rateLimit`` (messages/s per task). Writes need ``.mode("append")``: a topic cannot be overwritten.
+``rateLimit`` (messages/s per task); reading and writing: ``accessKey`` with ``secretKeyEnv`` |
+``secretKeyFile`` | ``secretKey``, ``tls``, ``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``
+(admin/pipelines/secure.py). Writes need ``.mode("append")``: a topic cannot be overwritten.
 """
 
 from __future__ import annotations
