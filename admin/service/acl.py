@@ -297,16 +297,7 @@ def _names(targets: list[AclTarget]) -> list[str]:
 
 class AclOps(ServiceBase):
     async def _write_targets(self, cluster: str | None, broker: str | None) -> list[AclTarget]:
-        """One broker (``-b``), or every broker, masters and slaves, of the cluster."""
-        masters = await self._broker_targets(cluster, broker)
-        if broker is not None:
-            return [AclTarget(name, addr) for name, addr in masters.items()]
-        table = (await self._cluster()).brokerAddrTable
-        return [
-            AclTarget(name, addr)
-            for name in sorted(masters)
-            for _, addr in sorted(table[name].brokerAddrs.items())
-        ]
+        return [AclTarget(name, addr) for name, addr in await self._write_members(cluster, broker)]
 
     async def _send(self, targets: list[AclTarget], code: int, ext: dict[str, str]) -> None:
         await gather(_acl_call(self.api, t.broker, t.address, code, ext) for t in targets)

@@ -13,8 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
-from admin.service.acl import AclOps
-from admin.service.base import admin_call, gather
+from admin.service.base import ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
 
 if TYPE_CHECKING:
@@ -174,7 +173,7 @@ def _list_body(response: RemotingCommand) -> list[object]:
     return doc
 
 
-class AuthOps(AclOps):
+class AuthOps(ServiceBase):
     async def _auth(
         self, name: str, addr: str, code: int, header: CommandHeader, body: bytes | None = None
     ) -> RemotingCommand:
@@ -195,9 +194,9 @@ class AuthOps(AclOps):
 
     async def _write(self, cluster: str | None, broker: str | None, code: int, header: CommandHeader,
                      body: bytes | None = None) -> list[str]:  # fmt: skip
-        targets = await self._write_targets(cluster, broker)
-        await gather(self._auth(t.broker, t.address, code, header, body) for t in targets)
-        return [t.address for t in targets]
+        targets = await self._write_members(cluster, broker)
+        await gather(self._auth(name, addr, code, header, body) for name, addr in targets)
+        return [addr for _, addr in targets]
 
     async def _get(self, addr: str, code: int, header: CommandHeader, cls: type[B]) -> B | None:
         """AUTH_GET_USER or AUTH_GET_ACL: None when the broker has no such user or ACL (rmqkit answers

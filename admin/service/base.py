@@ -168,6 +168,17 @@ class ServiceBase:
                 out[broker_name] = addr
         return out
 
+    async def _write_members(self, cluster: str | None, broker: str | None) -> list[tuple[str, str]]:
+        """(broker name, address) of one broker (``-b``), or of every broker, masters and slaves, of
+        the cluster (``-c``, or the only one): where the Java tools write ACL and user changes."""
+        masters = await self._broker_targets(cluster, broker)
+        if broker is not None:
+            return list(masters.items())
+        table = (await self._cluster()).brokerAddrTable
+        return [
+            (name, addr) for name in sorted(masters) for _, addr in sorted(table[name].brokerAddrs.items())
+        ]
+
     async def _broker_targets(self, cluster: str | None, broker: str | None) -> dict[str, str]:
         """Broker name -> address to write to: one broker (``-b``), a cluster's masters (``-c``), or
         every master when the NameServer knows a single cluster."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     )
 
 
-def _first_float(text: str | None) -> float:
+def first_float(text: str | None) -> float:
     """The first number of a stats text such as putTps ``"12.5 11.0 10.2"``."""
     try:
         return float((text or "").split()[0])
@@ -103,8 +103,8 @@ class ClusterOps(ServiceBase):
             reachable=isinstance(answer, dict),
             error=None if isinstance(answer, dict) else str(answer),
             version=runtime.get("brokerVersionDesc"),
-            put_tps=_first_float(runtime.get("putTps")),
-            get_tps=_first_float(runtime.get("getTransferredTps")),
+            put_tps=first_float(runtime.get("putTps")),
+            get_tps=first_float(runtime.get("getTransferredTps")),
             disk_ratio=_float_or_none(runtime.get("commitLogDiskRatio")),
             commitlog_min_offset=_int_or_none(runtime.get("commitLogMinOffset")),
             commitlog_max_offset=_int_or_none(runtime.get("commitLogMaxOffset")),

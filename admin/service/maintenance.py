@@ -224,14 +224,7 @@ class MaintenanceOps(ServiceBase):
         of every cluster."""
         if broker is not None:
             return [broker]
-        info = await self._cluster()
-        names = sorted({b for c in _clusters(info, cluster) for b in info.clusterAddrTable[c]})
-        addrs = [
-            a
-            for n in names
-            if (data := info.brokerAddrTable.get(n)) is not None
-            for _, a in sorted(data.brokerAddrs.items())
-        ]
+        addrs = [a for ids in await self._broker_sets(cluster) for a in ids.values()]
         if not addrs:
             raise NotFound("no broker is registered with the NameServer")
         return addrs
@@ -360,7 +353,7 @@ class MaintenanceOps(ServiceBase):
     async def _broker_metrics(self, name: str, addr: str, system: frozenset[str]) -> BrokerMetrics:
         from admin.models.broker_ops import BrokerMetrics
         from admin.models.names import TopicKind, is_system_group, topic_kind
-        from admin.service.cluster import _first_float
+        from admin.service.cluster import first_float
 
         since = int(time.time() * 1000) - DAY_MS
         runtime, config, topics, groups, trans, schedule = await asyncio.gather(
@@ -379,8 +372,8 @@ class MaintenanceOps(ServiceBase):
             runtime.get("totalMemKBytes"),
             runtime.get("commitLogDiskRatio"),
             runtime.get("consumeQueueDiskRatio"),
-            _first_float(runtime.get("putTps")),
-            _first_float(runtime.get("getTransferredTps")),
+            first_float(runtime.get("putTps")),
+            first_float(runtime.get("getTransferredTps")),
             trans[0],
             schedule[0],
             _day_count(runtime, "msgPut"),
@@ -508,18 +501,27 @@ class MaintenanceOps(ServiceBase):
     async def _masters_and_slaves(self, cluster: str | None) -> list[tuple[str, str | None]]:
         """(address, its master) of every broker of ``cluster`` (else of every cluster): each master
         (master None) followed by its slaves, brokers by name."""
-        info = await self._cluster()
         out: list[tuple[str, str | None]] = []
-        for name in sorted({b for c in _clusters(info, cluster) for b in info.clusterAddrTable[c]}):
-            data = info.brokerAddrTable.get(name)
-            master = data.brokerAddrs.get(0) if data is not None else None
-            if data is None or master is None:
+        for ids in await self._broker_sets(cluster):
+            master = ids.get(0)
+            if master is None:
                 continue  # a slave without its master is left alone, as mqadmin does
             out.append((master, None))
-            out += [(a, master) for bid, a in sorted(data.brokerAddrs.items()) if bid != 0]
+            out += [(a, master) for bid, a in ids.items() if bid != 0]
         if not out:
             raise NotFound("no master broker is registered with the NameServer")
         return out
+
+    async def _broker_sets(self, cluster: str | None) -> list[dict[int, str]]:
+        """Broker id -> address of each broker of ``cluster`` (else of every cluster), brokers by name
+        and ids in order."""
+        info = await self._cluster()
+        names = sorted({b for c in _clusters(info, cluster) for b in info.clusterAddrTable[c]})
+        return [
+            dict(sorted(data.brokerAddrs.items()))
+            for n in names
+            if (data := info.brokerAddrTable.get(n)) is not None
+        ]
 
     # -- measured sends ---------------------------------------------------------------------------
     @admin_call
