@@ -127,19 +127,18 @@ def profile_options(profile: Profile | None, environ: Mapping[str, str]) -> dict
     """The options that give the data source what ``rmq`` itself connects with: ``RMQ_ACCESS_KEY``
     with ``RMQ_SECRET_KEY``, else the profile's key and where its secret is, and the profile's TLS
     files (the precedence of admin/security.py). The secret itself never becomes an option."""
+    from admin.security import secret_source, tls_files
+
     out: dict[str, str] = {}
-    if environ.get("RMQ_ACCESS_KEY") and environ.get("RMQ_SECRET_KEY"):
-        out = {"accessKey": environ["RMQ_ACCESS_KEY"], "secretKeyEnv": "RMQ_SECRET_KEY"}
-    elif profile is not None and profile.access_key:
-        out["accessKey"] = profile.access_key
-        if profile.secret_key_env:
-            out["secretKeyEnv"] = profile.secret_key_env
-        elif profile.secret_key_file:
-            out["secretKeyFile"] = str(Path(profile.secret_key_file).expanduser())
-    if profile is not None and profile.tls:
+    source = secret_source(profile, environ)
+    if source is not None:
+        out["accessKey"] = source.access_key
+        if source.env is not None:
+            out["secretKeyEnv"] = source.env
+        elif source.file is not None:
+            out["secretKeyFile"] = str(source.file)
+    files = tls_files(profile) if profile is not None else None
+    if files is not None:
         out["tls"] = "true"
-        paths = (profile.tls_ca_file, profile.tls_cert_file, profile.tls_key_file)
-        for name, path in zip(TLS_FILE_OPTIONS, paths, strict=True):
-            if path:
-                out[name] = str(Path(path).expanduser())
+        out.update({name: str(path) for name, path in zip(TLS_FILE_OPTIONS, files, strict=True) if path})
     return out
