@@ -142,6 +142,7 @@ class AdminProcessor:
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
         self.broker.topics.put(config)
+        await self._registered()
         return make_response(request)
 
     async def create_topic_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -165,7 +166,13 @@ class AdminProcessor:
             return make_response(request, refused.code, refused.remark)
         for config in configs:
             self.broker.topics.put(config)
+        await self._registered()
         return make_response(request)
+
+    async def _registered(self) -> None:
+        """Tell the NameServers before answering, as RocketMQ's broker does: a tool that asks for the
+        route right after creating a topic finds it (each NameServer is given at most 3 s)."""
+        await self.broker.registration.register_all()
 
     def _checked_topic(
         self, topic: str | None, read: int, write: int, perm: int, filter_type: str, sys_flag: int,
