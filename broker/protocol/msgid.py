@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 _PORT_OFFSET = struct.Struct(">iq")
-_UNIQ_TAIL = struct.Struct(">HIiH")  # pid, classloader hash, ms since month start, counter
+_UNIQ_TAIL = struct.Struct(">HIIH")  # pid, classloader hash, ms since month start, counter
 # Java clients put their classloader's hashCode here; this constant is what most of them show.
 CLASSLOADER_HASH = 0x18B4AAC2
 
@@ -122,5 +122,6 @@ class UniqKeyGenerator:
             if not self._month_start <= now < self._next_month:
                 self._refresh_month(now)
             counter = next(self._counter) & 0xFFFF
-            delta = now - self._month_start
-        return self._prefix_hex + struct.pack(">iH", delta, counter).hex().upper()
+            # Java stores (int) of the ms since the month began: past day 24 it wraps negative
+            delta = (now - self._month_start) & 0xFFFFFFFF
+        return self._prefix_hex + struct.pack(">IH", delta, counter).hex().upper()

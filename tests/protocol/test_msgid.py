@@ -52,3 +52,11 @@ def test_generated_keys_count_up_and_decode() -> None:
 def test_bad_ids_are_refused(bad: str) -> None:
     with pytest.raises(MessageIdError):
         decode_offset_msg_id(bad)
+
+
+def test_uniq_keys_late_in_a_month_wrap_as_java_ints_and_decode_to_their_time() -> None:
+    # 2^31 ms after the month began (day 25) Java's (int) cast wraps; keys must still be made and read
+    late = int(dt.datetime(2026, 10, 30, 12, 0).astimezone().timestamp() * 1000)
+    key = UniqKeyGenerator().next(late)
+    assert int(key[-12:-4], 16) > 2**31  # the stored 32 bits, negative as a Java int
+    assert decode_uniq_key(key, now_ms=late + 1000).timestamp_ms == late
