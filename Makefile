@@ -3,13 +3,15 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-ACCEL := build/accel
 
-.PHONY: install run test lint typecheck pytest bench completions clean accel bench-accel test-accel
+.PHONY: install run test lint typecheck pytest bench completions clean
 
 install: $(STAMP)
 	@# bytecode up to date, so that `rmq` starts fast even where PYTHONDONTWRITEBYTECODE is set
 	@$(BIN)/python -m compileall -q -j 0 cli admin broker pyspark_rocketmq.py
+	@# the store's hot modules compiled with mypyc into build/accel (see broker/compiled.py);
+	@# rebuilt only when those sources changed, skipped with a reason where no compiler is found
+	@$(BIN)/python build_accel.py --if-stale
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,17 +36,6 @@ test: lint typecheck pytest
 
 bench: install
 	$(BIN)/python -m benchmarks
-
-# Optional: the hot modules compiled with mypyc into a separate tree (never next to the sources,
-# where a compiled module would hide later edits). Falls back to nothing without a C compiler.
-accel: install
-	$(BIN)/python build_accel.py --out $(ACCEL)
-
-bench-accel: accel
-	cd $(ACCEL) && $(abspath $(BIN))/python -m benchmarks
-
-test-accel: accel
-	cd $(ACCEL) && $(abspath $(BIN))/python -m pytest -q tests/store tests/protocol tests/cli
 
 completions: install
 	$(BIN)/python -m cli.completion_gen completions

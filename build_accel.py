@@ -1,20 +1,21 @@
-"""Optional mypyc build of the store's hot modules, kept out of the source tree.
+"""Compiles the store's hot modules with mypyc into a build folder apart from the sources.
 
-    python build_accel.py [--out build/accel]
+    python build_accel.py [--out build/accel] [--if-stale]
 
-copies the packages to ``--out`` and compiles the modules in ``ACCEL_MODULES`` there, next to their
-copied ``.py`` files; run from that folder to use them (``cd build/accel && python -m benchmarks`` or
-``python -m pytest tests/store``). The
-source tree never holds a ``.so``: one next to its ``.py`` would shadow every later edit of it, which is
-the trap of an editable install. The same source is compiled: there is no second implementation.
+``make install`` runs it; ``broker.compiled`` then loads the compiled modules in place of their
+sources for as long as the manifest's digests match the sources (an edit falls back to the source
+until the next ``make install``). The same source is compiled: there is no second implementation.
+The folder holds only the extension files and ``manifest.json``: a ``.so`` next to its ``.py`` would
+shadow every later edit of it, the trap of an editable install.
 
 Nothing is required: without mypyc or a C compiler, or with ``RMQ_NO_ACCEL=1``, it says why and exits 0,
-and everything runs as pure Python. ``RMQ_ACCEL_STRICT=1`` turns those cases into failures (for CI).
+and everything runs as pure Python. ``RMQ_ACCEL_STRICT=1`` turns those cases into failures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -22,8 +23,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-PACKAGES = ("broker", "admin", "cli", "benchmarks", "tests")  # tests: to run them against the build
+from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, source_digest
+
 # Hot paths: append, dispatch, index and recovery scan. Modules not listed stay interpreted.
 ACCEL_MODULES = (
     "broker/protocol/javahash.py",
@@ -45,13 +46,15 @@ def _skip(reason: str) -> int:
     return 1 if strict else 0
 
 
-def _copy_tree(out: Path) -> None:
-    if out.exists():
-        shutil.rmtree(out)
-    ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.pyc")
-    for package in PACKAGES:
-        if (ROOT / package).is_dir():
-            shutil.copytree(ROOT / package, out / package, ignore=ignore)
+def _compile(staging: Path) -> str | None:
+    """Compile ``ACCEL_MODULES`` from a copy of the sources in ``staging``; None or why it failed."""
+    shutil.copytree(ROOT / "broker", staging / "broker", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    env = {**os.environ, "MYPYC_OPT_LEVEL": os.environ.get("MYPYC_OPT_LEVEL", "3")}
+    cmd = [sys.executable, "-m", "mypyc", *ACCEL_MODULES]
+    done = subprocess.run(cmd, cwd=staging, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return "mypyc failed:\n" + "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+    return None
 
 
 def build(out: Path) -> int:
@@ -64,27 +67,46 @@ def build(out: Path) -> int:
     compiler = str(sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         return _skip(f"no C compiler ({compiler})")
-    _copy_tree(out)
-    env = {**os.environ, "MYPYC_OPT_LEVEL": os.environ.get("MYPYC_OPT_LEVEL", "3")}
-    cmd = [sys.executable, "-m", "mypyc", *ACCEL_MODULES]
-    done = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
-        shutil.rmtree(out, ignore_errors=True)  # never leave a half-compiled copy to be run
-        return _skip(f"mypyc failed:\n{tail}")
-    shutil.rmtree(out / "build", ignore_errors=True)  # C sources and objects; the .so files stay
-    built = sorted(p.relative_to(out) for p in out.rglob("*.so"))
-    print(f"build_accel: compiled {len(built)} extension(s) into {out}", file=sys.stderr)
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    digests = {source: source_digest(ROOT / source) for source in ACCEL_MODULES}
+    try:
+        failure = _compile(staging)
+        if failure is not None:
+            return _skip(failure)
+        shutil.rmtree(staging / "build")  # setuptools' objects and a second copy of each extension
+        # keep the extension files only; the copied sources and C files must never be run or read
+        for path in sorted(staging.rglob("*"), reverse=True):
+            if path.is_file() and not path.name.endswith(ext_suffix()):
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        groups = [p.name.removesuffix(ext_suffix()) for p in staging.glob(f"*__mypyc{ext_suffix()}")]
+        if len(groups) != 1:
+            return _skip(f"expected one shared mypyc library in the build, found {len(groups)}")
+        manifest = {"ext_suffix": ext_suffix(), "group": groups[0], "sources": digests}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"build_accel: compiled {len(ACCEL_MODULES)} modules into {out}", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "accel", help="where the copy is built")
+    parser.add_argument("--out", type=Path, default=BUILD_DIR, help="the build folder (default build/accel)")
+    parser.add_argument(
+        "--if-stale", action="store_true", help="do nothing when the build matches the sources"
+    )
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
-    if out == ROOT or (ROOT in out.parents and out.parts[len(ROOT.parts)] in PACKAGES):
-        parser.error("--out must not be the source tree or inside one of its packages")
+    if out == ROOT or (ROOT in out.parents and out.parts[len(ROOT.parts)] != "build"):
+        parser.error("--out must be outside the source tree or under its build/ folder")
+    if args.if_stale and fresh_build(out) is not None:
+        return 0
     return build(out)
 
 

@@ -414,8 +414,8 @@ def _checked_layout(buf: Buffer, pos: int) -> tuple[RecordLayout, str]:
         raise RecordError(f"blank end-of-file marker at {pos}")
     try:
         topic = str(buf[layout.topic_pos : layout.topic_pos + layout.topic_len], "utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
+    except UnicodeDecodeError as bad:  # not ``exc``: compiled, a name keeps the type of its first binding
+        raise RecordError(f"record at {pos} has text that is not UTF-8: {bad}") from None
     return layout, topic
 
 

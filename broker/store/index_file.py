@@ -70,6 +70,7 @@ class IndexFile:
 
     __slots__ = (
         "_base",
+        "_fd",
         "_mm",
         "begin_phy_offset",
         "begin_timestamp",
@@ -83,8 +84,9 @@ class IndexFile:
         "slots",
     )
 
-    def __init__(self, path: Path, mm: mmap.mmap, slots: int, entries: int, read_only: bool) -> None:
+    def __init__(self, path: Path, fd: int, mm: mmap.mmap, slots: int, entries: int, read_only: bool) -> None:
         self.path = path
+        self._fd = fd  # kept for fdatasync: msync (mmap.flush) holds the GIL, fdatasync releases it
         self.slots = slots
         self.entries = entries
         self.read_only = read_only
@@ -117,12 +119,14 @@ class IndexFile:
                     f"for {slots} hash slots and {entries} entries"
                 )
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
         try:
-            return cls(path, mm, slots, entries, read_only)
+            return cls(path, fd, mm, slots, entries, read_only)
         except IndexFileError:
             mm.close()
+            os.close(fd)
             raise
 
     @classmethod
@@ -313,10 +317,13 @@ class IndexFile:
 
     def flush(self) -> None:
         if not self.read_only:
-            self._mm.flush()
+            os.fdatasync(self._fd)  # the map's dirty pages are the file's: this writes them too
 
     def close(self) -> None:
-        self._mm.close()
+        try:
+            self._mm.close()
+        finally:
+            os.close(self._fd)
 
 
 def _fsync_dir(path: Path) -> None:

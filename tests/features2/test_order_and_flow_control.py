@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 from broker.client.admin_api import AdminApi, RemoteError
 from broker.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
@@ -82,20 +81,20 @@ async def test_a_stalled_append_turns_new_sends_away_with_pc_synchronized(tmp_pa
     async with running(tmp_path, wait_time_mills_in_send_queue=5000) as cluster:
         store = cluster.broker.store
         cluster.broker.store_config.os_page_cache_busy_time_out_mills = 200
-        dispatch = store.dispatcher.dispatch
+        clock = store.clock
 
-        def slow_dispatch(*args: Any) -> None:  # an append stuck inside the write lock
+        def slow_clock() -> float:  # read under the write lock: an append stuck inside it
             time.sleep(0.7)
-            dispatch(*args)
+            return clock()
 
-        setattr(store.dispatcher, "dispatch", slow_dispatch)  # noqa: B010 - patch the bound method
+        store.clock = slow_clock
         stalled = asyncio.create_task(send(cluster, TOPIC, b"slow"))
         while store.lock_held_ms() < 300:
             await asyncio.sleep(0.02)
         response = await send(cluster, TOPIC, b"turned away")
         assert (response.code, response.remark) == (ResponseCode.SYSTEM_BUSY, PC_SYNCHRONIZED)
         assert (await stalled).code == ResponseCode.SUCCESS
-        setattr(store.dispatcher, "dispatch", dispatch)  # noqa: B010
+        store.clock = clock
         assert (await send(cluster, TOPIC)).code == ResponseCode.SUCCESS
 
 
