@@ -25,16 +25,27 @@ _HIGH_DIGITS = bytes(_BASE31[c // 31] if c < 128 else 48 for c in range(256))
 _PARSED_MAX = 4000  # int() refuses longer digit strings (sys.get_int_max_str_digits, 4300)
 
 
+# Compiled by mypyc, the plain loop below runs on machine ints and beats the parse (~5 ns a character).
+_PARSE = __file__.endswith(".py")
+
+
 def java_hash(s: str) -> int:
     """Return Java's ``s.hashCode()`` as a signed 32-bit int."""
     h: i64 = 0
-    if s.isascii() and 0 < len(s) <= _PARSED_MAX:
+    if _PARSE and s.isascii() and 0 < len(s) <= _PARSED_MAX:
         raw = s.encode("ascii")
         h = (int(raw.translate(_LOW_DIGITS), 31) + 31 * int(raw.translate(_HIGH_DIGITS), 31)) & 0xFFFFFFFF
     else:
-        units = s.encode("utf-16-be")
-        for i in range(0, len(units), 2):
-            h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+        n: i64 = len(s)
+        i: i64 = 0
+        while i < n:
+            unit: i64 = ord(s[i])
+            if unit > 0xFFFF:  # beyond the BMP: Java's string holds it as a UTF-16 surrogate pair
+                unit -= 0x10000
+                h = (31 * h + 0xD800 + (unit >> 10)) & 0xFFFFFFFF
+                unit = 0xDC00 + (unit & 0x3FF)
+            h = (31 * h + unit) & 0xFFFFFFFF
+            i += 1
     return h - 0x100000000 if h & 0x80000000 else h
 
 

@@ -184,10 +184,13 @@ class IndexFile:
         # entries of an interrupted earlier attempt are still intact to follow.
         i32 = _I32
         heads: dict[int, int] = {}
-        prevs: list[int] = []
+        values: list[int] = []  # the entries' fields, packed by one call
         new_slots = 0
         index = count
-        for key_hashes, _phy, _ts in messages:
+        diff_ts = diff = -1
+        for key_hashes, phy, ts in messages:
+            if ts != diff_ts:
+                diff_ts, diff = ts, self._time_diff(ts)
             for key_hash in key_hashes:
                 at = HEADER_SIZE + (key_hash % slots) * SLOT_SIZE
                 prev = heads.get(at)
@@ -197,20 +200,10 @@ class IndexFile:
                         prev = self._resolve(prev, count)
                     if prev == 0:
                         new_slots += 1
-                prevs.append(prev)
+                values += (key_hash, phy, diff, prev)
                 heads[at] = index
                 index += 1
-        entry = _ENTRY
-        pos = self._base + count * ENTRY_SIZE
-        i = 0
-        diff_ts = diff = -1
-        for key_hashes, phy, ts in messages:
-            if ts != diff_ts:
-                diff_ts, diff = ts, self._time_diff(ts)
-            for key_hash in key_hashes:
-                entry.pack_into(mm, pos, key_hash, phy, diff, prevs[i])
-                pos += ENTRY_SIZE
-                i += 1
+        _entries_packer(index - count).pack_into(mm, self._base + count * ENTRY_SIZE, *values)
         for at, head in heads.items():
             i32.pack_into(mm, at, head)
         _hashes, last_phy, last_ts = messages[-1]
@@ -324,6 +317,19 @@ class IndexFile:
             self._mm.close()
         finally:
             os.close(self._fd)
+
+
+_ENTRIES_PACKERS: dict[int, struct.Struct] = {}
+
+
+def _entries_packer(n: int) -> struct.Struct:
+    """The packer of ``n`` consecutive entries (one call for a batch instead of one per key)."""
+    packer = _ENTRIES_PACKERS.get(n)
+    if packer is None:
+        if len(_ENTRIES_PACKERS) >= 256:
+            _ENTRIES_PACKERS.clear()
+        packer = _ENTRIES_PACKERS[n] = struct.Struct(">" + "iqii" * n)
+    return packer
 
 
 def _fsync_dir(path: Path) -> None:

@@ -13,10 +13,14 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from broker.protocol.javahash import index_key_hash, java_hash
 from broker.store.index_file import DEFAULT_ENTRIES, DEFAULT_SLOTS, IndexedMessage, IndexFile, IndexFileInfo
+
+if TYPE_CHECKING:
+    # machine ints when compiled with mypyc (the hash arithmetic stays off the heap); plain ints otherwise
+    from mypy_extensions import i64
 
 _NAME: Final = re.compile(r"\d{17}")
 _NAME_FORMAT: Final = "%Y%m%d%H%M%S"
@@ -196,19 +200,21 @@ class IndexService:
                 hashes.append(_key_hash(prefix, keys))
         return hashes
 
-    def _uniq_hash(self, prefix: int, uniq_key: str) -> int:
+    def _uniq_hash(self, prefix: i64, uniq_key: str) -> i64:
         """``_key_hash`` for a UNIQ_KEY. Its head (producer IP, pid, classloader hash) is the same
         for every message of a producer and only the last 12 hex digits (time, counter) change, so the
         head's hash is cached and only the tail is hashed per message."""
         if len(uniq_key) <= _UNIQ_TAIL or not uniq_key.isascii():
             return _key_hash(prefix, uniq_key)
         head = uniq_key[:-_UNIQ_TAIL]
-        head_hash = self._uniq_heads.get(head)
-        if head_hash is None:
+        cached = self._uniq_heads.get(head)
+        if cached is None:
             if len(self._uniq_heads) >= _UNIQ_HEADS_MAX:
                 self._uniq_heads.clear()
-            head_hash = self._uniq_heads[head] = java_hash(head) & _MASK
-        h = ((prefix * _pow31(len(head)) + head_hash) * _TAIL_POW + java_hash(uniq_key[-_UNIQ_TAIL:])) & _MASK
+            cached = self._uniq_heads[head] = java_hash(head) & _MASK
+        head_hash: i64 = cached
+        h: i64 = (prefix * _pow31(len(head)) + head_hash) & _MASK
+        h = (h * _TAIL_POW + java_hash(uniq_key[-_UNIQ_TAIL:])) & _MASK
         return h if h < 0x80000000 else (0x100000000 - h) & 0x7FFFFFFF  # as in _key_hash
 
     def _roll(self, full: IndexFile | None) -> IndexFile:
@@ -291,14 +297,14 @@ class IndexService:
             self._unflushed = []
 
 
-def _pow31(units: int) -> int:
+def _pow31(units: int) -> i64:
     return _POW31[units] if units < 256 else pow(31, units, 1 << 32)
 
 
-def _key_hash(prefix: int, key: str) -> int:
+def _key_hash(prefix: i64, key: str) -> i64:
     """IndexFile hash of ``prefix_string + key`` from the prefix's hash: Java's hash of a concatenation
     is h(a) * 31**len(b) + h(b) (mod 2**32), len counted in UTF-16 units."""
     units = len(key) if key.isascii() else len(key.encode("utf-16-le")) // 2
-    h = (prefix * (_POW31[units] if units < 256 else pow(31, units, 1 << 32)) + java_hash(key)) & _MASK
+    h: i64 = (prefix * _pow31(units) + java_hash(key)) & _MASK
     # abs() of the signed value, with Integer.MIN_VALUE mapped to 0
     return h if h < 0x80000000 else (0x100000000 - h) & 0x7FFFFFFF
