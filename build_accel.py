@@ -37,6 +37,9 @@ ACCEL_MODULES = (
     "broker/store/index_service.py",
     "broker/store/dispatch.py",
     "broker/store/message_store.py",
+    "broker/protocol/remoting.py",
+    "broker/client/remoting_client.py",
+    "broker/server/send_processor.py",
 )
 
 

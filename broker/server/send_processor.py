@@ -13,9 +13,9 @@ import functools
 import random
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from broker.client.remoting_client import Handler, RemotingChannel
+from broker.client.remoting_client import Handler
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig, TopicFilterType
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -78,6 +78,14 @@ _SENT = (
 )
 
 
+class Sender(Protocol):
+    """What a send needs of the connection it came on: a remoting channel, or the gRPC client that
+    stands in for one (a protocol, so the compiled module checks no concrete class)."""
+
+    @property
+    def remote_addr(self) -> str: ...
+
+
 class SendRejected(Exception):
     """A check failed; carries the response code and remark."""
 
@@ -101,7 +109,7 @@ def _batch_flag(request: RemotingCommand) -> bool:
     return str(raw).strip().lower() in ("1", "true")
 
 
-def born_host_of(channel: RemotingChannel) -> bytes:
+def born_host_of(channel: Sender) -> bytes:
     return _packed_host(channel.remote_addr)
 
 
@@ -125,7 +133,7 @@ class SendProcessor:
             RequestCode.SEND_BATCH_MESSAGE: self.send,
         }
 
-    async def send(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+    async def send(self, request: RemotingCommand, channel: Sender) -> RemotingCommand:
         arrived = time.monotonic()
         if request.code == RequestCode.SEND_MESSAGE:
             header = SendMessageRequestHeader.parse(request.ext_fields)
@@ -161,7 +169,7 @@ class SendProcessor:
         return self._response(request, result, msgs, target.queue_id)
 
     # == checks ================================================================================
-    def _target(self, header: SendMessageRequestHeader, channel: RemotingChannel, batch: bool) -> _Target:
+    def _target(self, header: SendMessageRequestHeader, channel: Sender, batch: bool) -> _Target:
         """Where the message goes, after the send checks."""
         cfg = self.broker.config
         topics = self.broker.topics
