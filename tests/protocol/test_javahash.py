@@ -37,7 +37,7 @@ def test_hash_algebra_of_concatenation(a: str, b: str) -> None:
 def _by_definition(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units, written out."""
     h = 0
-    units = s.encode("utf-16-be")
+    units = s.encode("utf-16-be", "surrogatepass")  # Java's strings may hold unpaired surrogates
     for i in range(0, len(units), 2):
         h = (31 * h + int.from_bytes(units[i : i + 2], "big")) % 2**32
     return h - 2**32 if h >= 2**31 else h
@@ -50,3 +50,15 @@ def _by_definition(s: str) -> int:
 def test_ascii_hash_matches_the_definition(s: str) -> None:
     """The ASCII path reads the hash as base-31 digits; it must equal the definition for every length."""
     assert java_hash(s) == _by_definition(s)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=()), max_size=32))
+def test_any_text_matches_the_definition(s: str) -> None:
+    """Beyond ASCII too: characters outside the BMP count as their surrogate pair, and an unpaired
+    surrogate (a JSON ``\\ud800`` escape can carry one) as itself, never an error."""
+    assert java_hash(s) == _by_definition(s)
+
+
+def test_surrogates_hash_as_in_java() -> None:
+    assert java_hash("\U0001f600a") == 54959966  # "😀a".hashCode(): the pair D83D DE00, then 'a'
+    assert java_hash("\ud800x") == 1714296
