@@ -108,7 +108,10 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"{PROG} {version('rmqkit')}")
+        import broker
+
+        build = "hot modules compiled with mypyc" if broker.COMPILED else "plain Python sources"
+        typer.echo(f"{PROG} {version('rmqkit')} ({build})")
         raise typer.Exit()
 
 

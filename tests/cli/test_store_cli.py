@@ -322,3 +322,4 @@ def test_console_script(built: BuiltStore, tmp_path: Path) -> None:
     assert usage.returncode == 2 and len(usage.stderr.splitlines()) == 1
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("rmq ")
+    assert version.stdout.rstrip().endswith(("(hot modules compiled with mypyc)", "(plain Python sources)"))

@@ -1,6 +1,11 @@
+import importlib.util
+from collections.abc import Callable
+from types import ModuleType
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from broker import compiled
 from broker.protocol.javahash import index_key_hash, java_hash, tags_code
 from broker.protocol.message import body_crc
 from tests.vectors import load
@@ -62,3 +67,23 @@ def test_any_text_matches_the_definition(s: str) -> None:
 def test_surrogates_hash_as_in_java() -> None:
     assert java_hash("\U0001f600a") == 54959966  # "😀a".hashCode(): the pair D83D DE00, then 'a'
     assert java_hash("\ud800x") == 1714296
+
+
+def _from_source(name: str) -> ModuleType:
+    """The module run from its ``.py``, whether or not the compiled build is in use."""
+    spec = importlib.util.spec_from_file_location(
+        f"{name}_source", compiled.ROOT / f"{name.replace('.', '/')}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SOURCE_HASH: Callable[[str], int] = _from_source("broker.protocol.javahash").java_hash
+
+
+@given(st.text(max_size=80) | st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_the_running_build_hashes_as_the_sources_do(s: str) -> None:
+    """Compiled, java_hash takes its loop; interpreted, the base-31 parse for ASCII: both agree."""
+    assert java_hash(s) == _SOURCE_HASH(s)

@@ -6,6 +6,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -68,8 +70,15 @@ def _can_compile() -> bool:
 @pytest.mark.skipif(os.environ.get("RMQ_NO_ACCEL") == "1", reason="RMQ_NO_ACCEL=1 runs the sources")
 @pytest.mark.skipif(not _can_compile(), reason="no mypyc or no C compiler: the sources run")
 def test_the_store_runs_compiled_after_make_install() -> None:
-    """`make install` builds the hot modules; this process (started after it) must be running them."""
+    """`make install` builds the hot modules; this process and the `rmq` executable (started after it)
+    run them, and `rmq --version` says so."""
     assert compiled.fresh_build() is not None, "build/accel is missing or stale: run `make install`"
     assert broker.COMPILED
     assert message_store.__file__ is not None
     assert message_store.__file__.endswith(compiled.ext_suffix())
+    rmq = Path(sys.executable).with_name("rmq")
+    said = subprocess.run([rmq, "--version"], capture_output=True, text=True, check=True).stdout
+    assert said.rstrip().endswith("(hot modules compiled with mypyc)")
+    env = {**os.environ, "RMQ_NO_ACCEL": "1"}
+    said = subprocess.run([rmq, "--version"], capture_output=True, text=True, check=True, env=env).stdout
+    assert said.rstrip().endswith("(plain Python sources)")
