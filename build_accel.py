@@ -98,6 +98,13 @@ def build(out: Path) -> int:
     return 0
 
 
+def _up_to_date(out: Path) -> bool:
+    """A build of exactly ``ACCEL_MODULES``, from exactly their current sources."""
+    files = fresh_build(out)
+    wanted = {source.removesuffix(".py").replace("/", ".") for source in ACCEL_MODULES}
+    return files is not None and {name for name in files if not name.endswith("__mypyc")} == wanted
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=BUILD_DIR, help="the build folder (default build/accel)")
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out.resolve()
     if out == ROOT or (ROOT in out.parents and out.parts[len(ROOT.parts)] != "build"):
         parser.error("--out must be outside the source tree or under its build/ folder")
-    if args.if_stale and fresh_build(out) is not None:
+    if args.if_stale and _up_to_date(out):
         return 0
     return build(out)
 
