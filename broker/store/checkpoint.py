@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -38,30 +37,34 @@ def read_checkpoint(path: Path) -> CheckpointValues:
 
 
 class Checkpoint:
+    """The checkpoint written in place with ``pwrite`` + ``fdatasync``, which release the GIL (an
+    ``msync`` of a mapped page holds it while the disk answers)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.values = read_checkpoint(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if os.fstat(fd).st_size < FILE_SIZE:
-                os.ftruncate(fd, FILE_SIZE)
-            self._mm = mmap.mmap(fd, FILE_SIZE)
-        finally:
-            os.close(fd)
+            if os.fstat(self._fd).st_size < FILE_SIZE:
+                os.ftruncate(self._fd, FILE_SIZE)
+        except OSError:
+            os.close(self._fd)
+            raise
 
     def flush(self) -> None:
         v = self.values
-        _LAYOUT.pack_into(
-            self._mm,
-            0,
+        packed = _LAYOUT.pack(
             v.physic_msg_timestamp,
             v.logics_msg_timestamp,
             v.index_msg_timestamp,
             v.master_flushed_offset,
             v.confirm_phy_offset,
         )
-        self._mm.flush()
+        os.pwrite(self._fd, packed, 0)
+        os.fdatasync(self._fd)
 
     def close(self) -> None:
-        self.flush()
-        self._mm.close()
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
