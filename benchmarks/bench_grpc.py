@@ -173,7 +173,11 @@ class _Meter:
 
     async def window(self, seconds: float) -> Window:
         await self.started.wait()
-        await asyncio.sleep(WARMUP_S)
+        # A fast consumer can drain a backlog within the warm-up: with a limit, measuring starts once a
+        # tenth of it is read, if that comes first, so most of the backlog falls inside the window.
+        warm_until = time.perf_counter() + WARMUP_S
+        while time.perf_counter() < warm_until and not (self.limit and self.count >= self.limit // 10):
+            await asyncio.sleep(0.01)
         first, cpu, began = self.count, _cpu_seconds(self.pid), time.perf_counter()
         await asyncio.sleep(seconds)
         end = time.perf_counter()
