@@ -46,7 +46,7 @@ from broker.server.pull_processor import PullProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
-from broker.server.send_processor import SendProcessor
+from broker.server.send_processor import SendAppends, SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_service import TimerService
@@ -360,13 +360,27 @@ class Broker:
 
 
 def _run_each(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
-    """On the writer thread: each call's result, or its exception, without stopping at a failure."""
+    """On the writer thread: each call's result, or its exception, without stopping at a failure.
+    Consecutive sends' appends run as one (``SendAppends.run_all``)."""
     outcomes: list[tuple[bool, Any]] = []
-    for fn, args in calls:
+    i = 0
+    while i < len(calls):
+        fn, args = calls[i]
+        if isinstance(fn, SendAppends):
+            j = i + 1
+            while j < len(calls) and calls[j][0] is fn:
+                j += 1
+            try:
+                outcomes += [(True, result) for result in fn.run_all([a for _, a in calls[i:j]])]
+            except Exception as exc:  # every append of the group gets it
+                outcomes += [(False, exc)] * (j - i)
+            i = j
+            continue
         try:
             outcomes.append((True, fn(*args)))
         except Exception as exc:  # handed to that call's waiter, as run_in_executor would
             outcomes.append((False, exc))
+        i += 1
     return outcomes
 
 

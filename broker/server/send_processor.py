@@ -12,6 +12,7 @@ import asyncio
 import functools
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -122,9 +123,32 @@ def _packed_host(addr: str) -> bytes:
         return _UNKNOWN_HOST
 
 
+class SendAppends:
+    """The sends' appends, run on the store-writer thread. The appends of one burst go to the store
+    together (``MessageStore.append_all``: one lock, one CommitLog write, one dispatch); each is first
+    held to flow control (waited longer than waitTimeMillsInSendQueue: None, answered SYSTEM_BUSY)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:
+        return self.run_all([(msgs, arrived)])[0]
+
+    def run_all(self, calls: Sequence[tuple[list[PutMessage], float]]) -> list[PutResult | None]:
+        limit = self.broker.config.wait_time_mills_in_send_queue / 1000
+        now = time.monotonic()
+        fresh = [i for i, (_msgs, arrived) in enumerate(calls) if now - arrived <= limit]
+        results: list[PutResult | None] = [None] * len(calls)
+        stored = self.broker.store.append_all([calls[i][0] for i in fresh])
+        for i, result in zip(fresh, stored, strict=True):
+            results[i] = result
+        return results
+
+
 class SendProcessor:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self._appends = SendAppends(broker)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -151,7 +175,7 @@ class SendProcessor:
         busy = page_cache_busy(self.broker)
         if busy is not None:
             return make_response(request, ResponseCode.SYSTEM_BUSY, busy)
-        result = await self.broker.write(self._append, msgs, arrived)
+        result = await self.broker.write(self._appends, msgs, arrived)
         if result is None:
             waited = int((time.monotonic() - arrived) * 1000)
             return make_response(
@@ -298,13 +322,7 @@ class SendProcessor:
         if P.DELAY in msg.properties:  # the level count is looked up only for delayed messages
             park_delay_level(msg, len(self.broker.store_config.delay_levels_ms))
 
-    # == storing ===============================================================================
-    def _append(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:
-        """Runs on the writer thread: refuse requests that queued too long (flow control)."""
-        if (time.monotonic() - arrived) * 1000 > self.broker.config.wait_time_mills_in_send_queue:
-            return None
-        return self.broker.store.append(msgs)
-
+    # == after storing =========================================================================
     def _after_put(self, msgs: list[PutMessage], result: PutResult) -> None:
         msg = msgs[0]
         self.broker.stats.record_put(msg.topic, len(msgs), sum(result.sizes))

@@ -195,6 +195,10 @@ def default_disk_usage(path: Path) -> float:
     return usage.used / entire if entire else 0.0
 
 
+# A message ready to be written: its topic and properties as bytes, and its record size.
+_Encoded = tuple[PutMessage, bytes, bytes, int]
+
+
 class MessageStore:
     def __init__(
         self,
@@ -414,8 +418,8 @@ class MessageStore:
             )
         return None
 
-    def append(self, msgs: Sequence[PutMessage]) -> PutResult:
-        """Append messages (a batch is atomic: all are checked before any is written)."""
+    def _refusal(self) -> PutResult | None:
+        """Why the store takes no write now, or None."""
         if not self.running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, "the store is not running")
         if self.replica:
@@ -426,8 +430,11 @@ class MessageStore:
                 f"disk of {self.root} is more than {self.config.disk_space_warning_level_ratio}% full; "
                 "writes are refused until space is freed",
             )
-        store_host = self.store_host_raw
-        encoded: list[tuple[PutMessage, bytes, bytes, int]] = []
+        return None
+
+    def _encode(self, msgs: Sequence[PutMessage], store_host: bytes) -> list[_Encoded] | PutResult:
+        """Each message's topic and properties bytes and record size, or why the batch is refused."""
+        encoded: list[_Encoded] = []
         for msg in msgs:
             topic_raw = msg.topic.encode("utf-8")
             props_raw = encode_properties(msg.properties).encode("utf-8")
@@ -442,84 +449,113 @@ class MessageStore:
                     PutStatus.MESSAGE_ILLEGAL, f"message of {size} bytes does not fit a CommitLog file"
                 )
             encoded.append((msg, topic_raw, props_raw, size))
+        return encoded
 
-        result = PutResult(PutStatus.PUT_OK, store_host_raw=store_host)
+    def append(self, msgs: Sequence[PutMessage]) -> PutResult:
+        """Append messages (a batch is atomic: all are checked before any is written)."""
+        return self.append_all((msgs,))[0]
+
+    def append_all(self, batches: Sequence[Sequence[PutMessage]]) -> list[PutResult]:
+        """Append several batches (the sends that reached the writer together) under one lock, one
+        CommitLog write and one dispatch. Each batch is atomic and checked on its own: a refused one
+        leaves the others to be written."""
+        refused = self._refusal()
+        if refused is not None:
+            return [PutResult(refused.status, refused.remark) for _ in batches]
+        store_host = self.store_host_raw
+        results: list[PutResult] = []
+        accepted: list[tuple[PutResult, list[_Encoded]]] = []
+        for msgs in batches:
+            encoded = self._encode(msgs, store_host)
+            if isinstance(encoded, PutResult):
+                results.append(encoded)
+            else:
+                result = PutResult(PutStatus.PUT_OK, store_host_raw=store_host)
+                results.append(result)
+                accepted.append((result, encoded))
+        if not accepted:
+            return results
         rule = self.tags_rule
         requests: list[DispatchRequest] = []
-        offsets_out = result.offsets
-        sizes_out = result.sizes
-        queue_offsets_out = result.queue_offsets
         with self._timed_write_lock():
             now = int(self.clock() * 1000)
-            result.store_timestamp = now
             offsets = self._queue_offsets
             chunk: list[bytes] = []
             pending = 0  # bytes in ``chunk``, not yet copied into ``chunk_file``
             room = 0  # bytes ``chunk_file`` had left when the chunk began
             chunk_file = None
-            for msg, topic_raw, props_raw, size in encoded:
-                topic = msg.topic
-                queue_id = msg.queue_id
-                sys_flag = msg.sys_flag
-                in_cq = in_consume_queue(sys_flag)
-                key = (topic, queue_id)
-                queue_offset = offsets.get(key, 0) if in_cq else 0
-                if chunk_file is None or size + 8 > room - pending:
-                    if chunk and chunk_file is not None:
-                        chunk_file.append(b"".join(chunk))
-                        chunk = []
-                        pending = 0
-                    chunk_file = self.commitlog.writable(size)
-                    room = chunk_file.remaining
-                phys = chunk_file.file_from + chunk_file.wrote + pending
-                store_ts = msg.store_timestamp or now
-                chunk.append(
-                    encode_record(
-                        topic=topic_raw,
-                        queue_id=queue_id,
-                        flag=msg.flag,
-                        queue_offset=queue_offset,
-                        physical_offset=phys,
-                        sys_flag=sys_flag,
-                        born_timestamp=msg.born_timestamp,
-                        born_host=msg.born_host,
-                        store_timestamp=store_ts,
-                        store_host=store_host,
-                        reconsume_times=msg.reconsume_times,
-                        prepared_transaction_offset=msg.prepared_transaction_offset,
-                        body=msg.body,
-                        properties=props_raw,
+            written = 0
+            for result, encoded in accepted:
+                result.store_timestamp = now
+                offsets_out = result.offsets
+                sizes_out = result.sizes
+                queue_offsets_out = result.queue_offsets
+                for msg, topic_raw, props_raw, size in encoded:
+                    topic = msg.topic
+                    queue_id = msg.queue_id
+                    sys_flag = msg.sys_flag
+                    in_cq = in_consume_queue(sys_flag)
+                    key = (topic, queue_id)
+                    queue_offset = offsets.get(key, 0) if in_cq else 0
+                    if chunk_file is None or size + 8 > room - pending:
+                        if chunk and chunk_file is not None:
+                            chunk_file.append(b"".join(chunk))
+                            chunk = []
+                            pending = 0
+                        chunk_file = self.commitlog.writable(size)
+                        room = chunk_file.remaining
+                    phys = chunk_file.file_from + chunk_file.wrote + pending
+                    store_ts = msg.store_timestamp or now
+                    chunk.append(
+                        encode_record(
+                            topic=topic_raw,
+                            queue_id=queue_id,
+                            flag=msg.flag,
+                            queue_offset=queue_offset,
+                            physical_offset=phys,
+                            sys_flag=sys_flag,
+                            born_timestamp=msg.born_timestamp,
+                            born_host=msg.born_host,
+                            store_timestamp=store_ts,
+                            store_host=store_host,
+                            reconsume_times=msg.reconsume_times,
+                            prepared_transaction_offset=msg.prepared_transaction_offset,
+                            body=msg.body,
+                            properties=props_raw,
+                        )
                     )
-                )
-                pending += size
-                if in_cq:
-                    offsets[key] = queue_offset + 1
-                props = msg.properties
-                requests.append(
-                    DispatchRequest(
-                        topic,
-                        queue_id,
-                        phys,
-                        size,
-                        rule(topic, props, store_ts),
-                        store_ts,
-                        queue_offset,
-                        props.get(P.KEYS),
-                        props.get(P.UNIQ_KEY),
-                        sys_flag,
+                    pending += size
+                    written += size
+                    if in_cq:
+                        offsets[key] = queue_offset + 1
+                    props = msg.properties
+                    requests.append(
+                        DispatchRequest(
+                            topic,
+                            queue_id,
+                            phys,
+                            size,
+                            rule(topic, props, store_ts),
+                            store_ts,
+                            queue_offset,
+                            props.get(P.KEYS),
+                            props.get(P.UNIQ_KEY),
+                            sys_flag,
+                        )
                     )
-                )
-                offsets_out.append(phys)
-                sizes_out.append(size)
-                queue_offsets_out.append(queue_offset)
+                    offsets_out.append(phys)
+                    sizes_out.append(size)
+                    queue_offsets_out.append(queue_offset)
             if chunk and chunk_file is not None:
                 chunk_file.append(b"".join(chunk))
             self.dispatcher.dispatch(requests)
-            result.end_offset = self.commitlog.max_offset
+            end = self.commitlog.max_offset
+            for result, _encoded in accepted:
+                result.end_offset = end  # group commit: their bytes reach the disk together
             self.put_count += len(requests)
-            self.put_bytes += sum(sizes_out)
+            self.put_bytes += written
             self._last_put_ts = now
-        return result
+        return results
 
     @contextlib.contextmanager
     def _timed_write_lock(self) -> Iterator[None]:

@@ -240,3 +240,26 @@ def test_everything_written_reads_back_after_reopen(
             offset = r.next_begin_offset
         assert got == bodies
     store.shutdown()
+
+
+def test_batches_appended_together_are_each_atomic(tmp_path: Path) -> None:
+    """What a burst of sends becomes on the writer thread: one refused batch leaves the others written,
+    each with its own offsets, in order, found by key, and flushed as one."""
+    store = open_store(tmp_path, max_message_size=1000)
+    before = store.commitlog.max_offset
+    first, refused, third = store.append_all(
+        [[msg(KEYS="a")], [msg(KEYS="b"), msg(body=b"x" * 1001)], [msg(queue=1), msg(queue=1, KEYS="c")]]
+    )
+    assert (first.status, refused.status, third.status) == (PutStatus.PUT_OK, PutStatus.MESSAGE_ILLEGAL,
+                                                            PutStatus.PUT_OK)  # fmt: skip
+    assert "1001 bytes exceeds the maximum 1000" in refused.remark and refused.offsets == []
+    assert (first.queue_offsets, third.queue_offsets) == ([0], [0, 1])
+    assert first.offsets[0] == before and third.offsets[0] == before + first.sizes[0]
+    assert first.end_offset == third.end_offset == store.commitlog.max_offset
+    assert (store.max_offset("T", 0), store.max_offset("T", 1)) == (1, 2)
+    assert [m.physical_offset for m in store.query_by_key("T", "c", 10, 0, 2**62)] == [third.offsets[1]]
+    assert store.query_by_key("T", "b", 10, 0, 2**62) == []
+    store.disk_full = True
+    refusals = store.append_all([[msg()], [msg()]])
+    assert [r.status for r in refusals] == [PutStatus.SERVICE_NOT_AVAILABLE] * 2
+    store.shutdown()
