@@ -546,12 +546,13 @@ class MessageStore:
                     offsets_out.append(phys)
                     sizes_out.append(size)
                     queue_offsets_out.append(queue_offset)
+                # its own end, so that a sync flush or a slave releases it without waiting for the rest
+                result.end_offset = (
+                    offsets_out[-1] + sizes_out[-1] if offsets_out else self.commitlog.max_offset
+                )
             if chunk and chunk_file is not None:
                 chunk_file.append(b"".join(chunk))
             self.dispatcher.dispatch(requests)
-            end = self.commitlog.max_offset
-            for result, _encoded in accepted:
-                result.end_offset = end  # group commit: their bytes reach the disk together
             self.put_count += len(requests)
             self.put_bytes += written
             self._last_put_ts = now

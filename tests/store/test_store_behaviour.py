@@ -244,7 +244,7 @@ def test_everything_written_reads_back_after_reopen(
 
 def test_batches_appended_together_are_each_atomic(tmp_path: Path) -> None:
     """What a burst of sends becomes on the writer thread: one refused batch leaves the others written,
-    each with its own offsets, in order, found by key, and flushed as one."""
+    each with its own offsets and end (what a sync flush waits for), in order, found by key."""
     store = open_store(tmp_path, max_message_size=1000)
     before = store.commitlog.max_offset
     first, refused, third = store.append_all(
@@ -255,7 +255,7 @@ def test_batches_appended_together_are_each_atomic(tmp_path: Path) -> None:
     assert "1001 bytes exceeds the maximum 1000" in refused.remark and refused.offsets == []
     assert (first.queue_offsets, third.queue_offsets) == ([0], [0, 1])
     assert first.offsets[0] == before and third.offsets[0] == before + first.sizes[0]
-    assert first.end_offset == third.end_offset == store.commitlog.max_offset
+    assert (first.end_offset, third.end_offset) == (third.offsets[0], store.commitlog.max_offset)
     assert (store.max_offset("T", 0), store.max_offset("T", 1)) == (1, 2)
     assert [m.physical_offset for m in store.query_by_key("T", "c", 10, 0, 2**62)] == [third.offsets[1]]
     assert store.query_by_key("T", "b", 10, 0, 2**62) == []
