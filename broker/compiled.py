@@ -1,7 +1,8 @@
 """Runs the hot modules from their mypyc build when a fresh one exists, else from their sources.
 
-``make install`` compiles the store's append, dispatch, index and recovery modules with mypyc into
-``build/accel`` (see ``build_accel.py``), a folder apart from the sources: an extension module next
+``make install`` compiles the hot modules (store append, dispatch, index and recovery; remoting frames,
+connections and sends: ``ACCEL_MODULES`` in ``build_accel.py``) with mypyc into ``build/accel``, a
+folder apart from the sources: an extension module next
 to its ``.py`` would shadow every later edit of it. The build's manifest records a digest of each
 source it was compiled from; the compiled modules are used only while every one of those sources is
 unchanged and the interpreter is the one they were built for. They are compiled as one group that
