@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 	@# bytecode up to date, so that `rmq` starts fast even where PYTHONDONTWRITEBYTECODE is set
 	@$(BIN)/python -m compileall -q -j 0 cli admin broker pyspark_rocketmq.py
-	@# the store's hot modules compiled with mypyc into build/accel (see broker/compiled.py);
+	@# the hot modules compiled with mypyc into build/accel (see broker/compiled.py);
 	@# rebuilt only when those sources changed, skipped with a reason where no compiler is found
 	@$(BIN)/python build_accel.py --if-stale
 

@@ -1,4 +1,4 @@
-"""Compiles the store's hot modules with mypyc into a build folder apart from the sources.
+"""Compiles the hot modules with mypyc into a build folder apart from the sources.
 
     python build_accel.py [--out build/accel] [--if-stale]
 
@@ -23,9 +23,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, source_digest
+from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, module_name, source_digest
 
-# Hot paths: append, dispatch, index and recovery scan. Modules not listed stay interpreted.
+# Hot paths: store append, dispatch, index and recovery scan; remoting frames, connections and sends.
+# Modules not listed stay interpreted.
 ACCEL_MODULES = (
     "broker/protocol/javahash.py",
     "broker/protocol/properties.py",
@@ -101,7 +102,7 @@ def build(out: Path) -> int:
 def _up_to_date(out: Path) -> bool:
     """A build of exactly ``ACCEL_MODULES``, from exactly their current sources."""
     files = fresh_build(out)
-    wanted = {source.removesuffix(".py").replace("/", ".") for source in ACCEL_MODULES}
+    wanted = {module_name(source) for source in ACCEL_MODULES}
     return files is not None and {name for name in files if not name.endswith("__mypyc")} == wanted
 
 

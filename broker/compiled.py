@@ -31,6 +31,11 @@ def source_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def module_name(source: str) -> str:
+    """``broker/store/commitlog.py`` -> ``broker.store.commitlog``."""
+    return source.removesuffix(".py").replace("/", ".")
+
+
 def ext_suffix() -> str:
     return importlib.machinery.EXTENSION_SUFFIXES[0]
 
@@ -59,9 +64,7 @@ def fresh_build(build: Path = BUILD_DIR, root: Path = ROOT) -> dict[str, Path] |
         for source, digest in manifest["sources"].items():
             if source_digest(root / source) != digest:
                 return None
-            files[source.removesuffix(".py").replace("/", ".")] = build / (
-                source.removesuffix(".py") + ext_suffix()
-            )
+            files[module_name(source)] = build / (source.removesuffix(".py") + ext_suffix())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # no build, or not one this code can trust: run the sources
     return files if all(p.is_file() for p in files.values()) else None
