@@ -39,34 +39,31 @@ from broker.protocol.message import (
 from broker.protocol.msgid import create_offset_msg_id
 
 TS: Final = pa.timestamp("us", tz="UTC")
-SCHEMA: Final = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("brokerName", pa.string()),
-        ("queueId", pa.int32()),
-        ("queueOffset", pa.int64()),
-        ("commitLogOffset", pa.int64()),
-        ("msgId", pa.string()),
-        ("uniqKey", pa.string()),
-        ("body", pa.binary()),
-        ("tags", pa.string()),
-        ("keys", pa.string()),
-        ("flag", pa.int32()),
-        ("sysFlag", pa.int32()),
-        ("bornTimestamp", TS),
-        ("storeTimestamp", TS),
-        ("bornHost", pa.string()),
-        ("storeHost", pa.string()),
-        ("reconsumeTimes", pa.int32()),
-        ("properties", P.PROPS),
-    ]
+# A message may lack a UNIQ_KEY, tags or keys; every other column always has a value. Declaring those
+# NOT NULL matters for speed: Spark then copies them into its rows without asking Arrow per value
+NULLABLE: Final = frozenset({"uniqKey", "tags", "keys"})
+COLUMNS: Final = (  # name, Arrow type, Spark type
+    ("topic", pa.string(), "string"),
+    ("brokerName", pa.string(), "string"),
+    ("queueId", pa.int32(), "int"),
+    ("queueOffset", pa.int64(), "bigint"),
+    ("commitLogOffset", pa.int64(), "bigint"),
+    ("msgId", pa.string(), "string"),
+    ("uniqKey", pa.string(), "string"),
+    ("body", pa.binary(), "binary"),
+    ("tags", pa.string(), "string"),
+    ("keys", pa.string(), "string"),
+    ("flag", pa.int32(), "int"),
+    ("sysFlag", pa.int32(), "int"),
+    ("bornTimestamp", TS, "timestamp"),
+    ("storeTimestamp", TS, "timestamp"),
+    ("bornHost", pa.string(), "string"),
+    ("storeHost", pa.string(), "string"),
+    ("reconsumeTimes", pa.int32(), "int"),
+    ("properties", P.PROPS, "map<string,string>"),
 )
-DDL: Final = (
-    "topic string, brokerName string, queueId int, queueOffset bigint, commitLogOffset bigint, "
-    "msgId string, uniqKey string, body binary, tags string, keys string, flag int, sysFlag int, "
-    "bornTimestamp timestamp, storeTimestamp timestamp, bornHost string, storeHost string, "
-    "reconsumeTimes int, properties map<string,string>"
-)
+SCHEMA: Final = pa.schema([pa.field(n, t, nullable=n in NULLABLE) for n, t, _ in COLUMNS])
+DDL: Final = ", ".join(f"{n} {s}" + ("" if n in NULLABLE else " NOT NULL") for n, _, s in COLUMNS)
 HEADER: Final = 88  # bytes before the body of an IPv4 record
 _I32: Final = struct.Struct(">i")
 _NO_FAST: Final = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG | COMPRESSED_FLAG
@@ -78,6 +75,12 @@ _FIELDS: Final = (  # the header fields read, as (name, big-endian type, positio
 )  # fmt: skip
 _HEAD: Final = np.dtype({"names": [f[0] for f in _FIELDS], "formats": [f[1] for f in _FIELDS],
                          "offsets": [f[2] for f in _FIELDS], "itemsize": HEADER})  # fmt: skip
+
+
+def project(batch: pa.RecordBatch, columns: Sequence[tuple[str, bool]]) -> pa.RecordBatch:
+    """The ``(name, nullable)`` columns of a user-given schema; Spark checks names, types and nullability."""
+    schema = pa.schema([pa.field(n, SCHEMA.field(n).type, nullable=nullable) for n, nullable in columns])
+    return pa.RecordBatch.from_arrays([batch[n] for n, _ in columns], schema=schema)
 
 
 def empty_batch() -> pa.RecordBatch:

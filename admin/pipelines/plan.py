@@ -80,9 +80,9 @@ class ReadSpec:
     ts_min: int | None = None  # ms, inclusive
     ts_max: int | None = None  # ms, exclusive
     extra_tags: frozenset[str] | None = field(default=None)
-    # the columns of a schema the user gave (``.schema("body binary, queueOffset bigint")``), None for all:
-    # Spark's Python sources get no column pruning, and the JVM converts every column it is handed
-    columns: tuple[str, ...] | None = None
+    # the (name, nullable) columns of a schema the user gave (``.schema("body binary")``), None for the
+    # source's own: Spark's Python sources get no column pruning, and the JVM converts every column
+    columns: tuple[tuple[str, bool], ...] | None = None
 
     @property
     def tag_set(self) -> frozenset[str] | None:

@@ -50,7 +50,7 @@ def read_range(spec: ReadSpec, rng: QueueRange) -> Iterator[pa.RecordBatch]:
     for batch in source:
         batch = exact_filter(batch, spec, rng)
         if batch.num_rows:
-            yield batch if spec.columns is None else batch.select(list(spec.columns))
+            yield batch if spec.columns is None else A.project(batch, spec.columns)
 
 
 # -- store folder -----------------------------------------------------------------------------

@@ -302,14 +302,15 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
         """Sent messages cannot be taken back; their UNIQ_KEYs let consumers drop the retried copies."""
 
 
-# name -> Spark type of every column the source reads, in order (from the DDL: "name type, ...")
-_COLUMN_TYPES: dict[str, str] = dict(item.split(" ", 1) for item in A.DDL.split(", "))
+# name -> Spark type of every column the source reads, in order
+_COLUMN_TYPES: dict[str, str] = {name: spark for name, _, spark in A.COLUMNS}
+_OWN_COLUMNS: tuple[tuple[str, bool], ...] = tuple((f.name, f.nullable) for f in A.SCHEMA)
 
 
-def read_columns(schema: StructType) -> tuple[str, ...] | None:
-    """The columns a user-specified schema selects (None: the source's own schema); each must be one
-    of the source's columns with its type."""
-    names = tuple(schema.fieldNames())
+def read_columns(schema: StructType) -> tuple[tuple[str, bool], ...] | None:
+    """The ``(name, nullable)`` columns a user-specified schema selects (None: the source's own
+    schema); each must be one of the source's columns with its type, NOT NULL only where it has a value."""
+    columns = tuple((f.name, f.nullable) for f in schema.fields)
     for f in schema.fields:
         want = _COLUMN_TYPES.get(f.name)
         if want is None:
@@ -318,7 +319,9 @@ def read_columns(schema: StructType) -> tuple[str, ...] | None:
             )
         if f.dataType.simpleString() != want:
             raise OptionError(f"schema: column {f.name} is {want}, not {f.dataType.simpleString()}")
-    return None if names == tuple(_COLUMN_TYPES) else names
+        if not f.nullable and f.name in A.NULLABLE:
+            raise OptionError(f"schema: column {f.name} can be null; declare it without NOT NULL")
+    return None if columns == _OWN_COLUMNS else columns
 
 
 class RocketMQDataSource(DataSource):

@@ -80,7 +80,7 @@ class Cluster:
 def spark() -> Iterator[SparkSession]:
     from admin.pipelines.session import build_session
 
-    session = build_session("local[2]", "rmqkit-tests", {"spark.default.parallelism": "2"})
+    session = build_session("local[2]", "rmqkit-tests", {"spark.default.parallelism": "2"}, short_jobs=True)
     yield session
     session.stop()
 

@@ -60,6 +60,8 @@ def test_store_folder_equals_broker(spark: SparkSession, cluster: Cluster) -> No
     b = sorted(tuple(sorted(r.asDict().items())) for r in via_store.select(*cols).collect())
     assert a == b and len(a) == MESSAGES
     assert _rows(via_store) == _expected(cluster)
+    # a message always has every column but these three, and Spark is told so
+    assert [f.name for f in via_store.schema if f.nullable] == ["uniqKey", "tags", "keys"]
 
 
 def test_offsets_tags_and_pushdown(spark: SparkSession, cluster: Cluster) -> None:
@@ -102,9 +104,13 @@ def test_a_schema_of_some_columns_reads_only_those(spark: SparkSession, cluster:
         assert df.columns == ["queueOffset", "body", "uniqKey"]
         got = {r.uniqKey: (bytes(r.body), r.queueOffset) for r in df.collect()}
         assert got == {s.uniq_key: (s.body, s.queue_offset) for s in cluster.sent if s.tags == "t"}
+    strict = spark.read.format("rocketmq").schema("body binary not null, tags string")
+    strict = strict.option("storePath", str(cluster.store)).option("topic", TOPIC).load()
+    assert strict.count() == MESSAGES and not strict.schema["body"].nullable
     for schema, message in (
         ("body binary, colour string", "has no column 'colour'"),
         ("queueOffset int", "column queueOffset is bigint, not int"),
+        ("tags string not null", "column tags can be null; declare it without NOT NULL"),
     ):
         bad = spark.read.format("rocketmq").schema(schema).option("storePath", str(cluster.store))
         try:
