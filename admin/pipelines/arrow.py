@@ -89,6 +89,9 @@ def empty_batch() -> pa.RecordBatch:
 
 def _hosts(packed: npt.NDArray[np.uint64]) -> pa.Array:
     """Packed IPv4 socket addresses to ``ip:port`` strings (each distinct value formatted once)."""
+    first = packed[0]
+    if bool(np.all(packed == first)):  # a store host always, a born host mostly: no sort needed
+        return pa.repeat(pa.scalar(unpack_host(int(first).to_bytes(8, "big")), pa.string()), len(packed))
     distinct, rows = np.unique(packed, return_inverse=True)
     names = [unpack_host(int(v).to_bytes(8, "big")) for v in distinct]
     return pc.take(pa.array(names, pa.string()), pa.array(rows.astype(np.int32)))
@@ -130,7 +133,7 @@ def decode(data: Buffer, starts: I64, sizes: I64, topic: str, broker: str) -> pa
     body_end = body_start + body_len
     body = _cut(data, body_start, body_end)
     props = P.parse(_cut(data, body_end + 1 + len(topic_raw) + 2, ends).cast(pa.string()))
-    uniq = P.lookup(props, MP.UNIQ_KEY)
+    uniq, tags, keys = P.lookup(props, (MP.UNIQ_KEY, MP.TAGS, MP.KEYS))
     msg_id = uniq
     if uniq.null_count:
         ids = [
@@ -149,8 +152,8 @@ def decode(data: Buffer, starts: I64, sizes: I64, topic: str, broker: str) -> pa
         msg_id,
         uniq,
         body,
-        P.lookup(props, MP.TAGS),
-        P.lookup(props, MP.KEYS),
+        tags,
+        keys,
         _ints(head["flag"], np.int32),
         _ints(head["sys_flag"], np.int32),
         _times(head["born_ts"]),

@@ -8,6 +8,7 @@ goes through a regular expression per entry that drops malformed entries as Java
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -72,12 +73,19 @@ def _by_regex(props: pa.Array) -> pa.MapArray:
     return pa.MapArray.from_arrays(offsets, kept.field("k"), kept.field("v"), type=PROPS)
 
 
-def lookup(props: pa.MapArray, name: str) -> pa.Array:
-    """The value of property ``name`` in each map (the last one when repeated), null where absent."""
+def lookup(props: pa.MapArray, names: Sequence[str]) -> list[pa.Array]:
+    """The value of each property of ``names`` in every map (the last one when repeated), null where
+    absent. Names are compared as Arrow scalars: pyarrow converts a bare ``str`` on every call."""
     offsets = props.offsets.to_numpy()
-    hits = np.flatnonzero(pc.equal(props.keys, name).to_numpy(zero_copy_only=False))
-    rows = np.searchsorted(offsets, hits, side="right") - 1
-    last = np.append(rows[1:] != rows[:-1], True) if len(rows) else np.zeros(0, np.bool_)
-    pick = np.full(len(props), -1, np.int64)
-    pick[rows[last]] = hits[last]
-    return pc.take(props.items, pa.array(pick, mask=pick < 0))
+    base = int(offsets[0])
+    row_of = np.repeat(np.arange(len(props)), np.diff(offsets))  # the map of each entry
+    keys = props.keys.slice(base, len(row_of))  # a slice's child arrays are not cut to its entries
+    columns = []
+    for name in names:
+        hits = np.flatnonzero(pc.equal(keys, pa.scalar(name, pa.string())).to_numpy(zero_copy_only=False))
+        rows = row_of[hits]
+        last = np.append(rows[1:] != rows[:-1], True) if len(rows) else np.zeros(0, np.bool_)
+        pick = np.full(len(props), -1, np.int64)
+        pick[rows[last]] = hits[last] + base
+        columns.append(pc.take(props.items, pa.array(pick, mask=pick < 0)))
+    return columns

@@ -32,9 +32,20 @@ class DataLossError(RuntimeError):
 
 
 def exact_filter(batch: pa.RecordBatch, spec: ReadSpec, rng: QueueRange) -> pa.RecordBatch:
-    """Apply what the planner cannot do exactly: the offset range, tags and store-time bounds."""
-    mask = pc.and_(pc.greater_equal(batch["queueOffset"], rng.start), pc.less(batch["queueOffset"], rng.end))
+    """Apply what the planner cannot do exactly: the offset range, tags and store-time bounds. Bounds are
+    compared as Arrow scalars of the column's type: pyarrow converts a bare Python value on each call."""
+    offsets = batch["queueOffset"]
     tags = spec.tag_set
+    if batch.num_rows == 0:
+        return batch
+    if tags is None and spec.ts_min is None and spec.ts_max is None:
+        low, high = pc.min_max(offsets).values()
+        if rng.start <= low.as_py() and high.as_py() < rng.end:  # nearly always: nothing to drop
+            return batch
+    mask = pc.and_(
+        pc.greater_equal(offsets, pa.scalar(rng.start, pa.int64())),
+        pc.less(offsets, pa.scalar(rng.end, pa.int64())),
+    )
     if tags is not None:
         mask = pc.and_(
             mask, pc.fill_null(pc.is_in(batch["tags"], pa.array(sorted(tags), pa.string())), False)

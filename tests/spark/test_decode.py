@@ -5,9 +5,13 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from admin.pipelines import arrow as A
+from admin.pipelines import properties as P
 from broker.protocol.message import COMPRESSED_FLAG, decode_record, encode_record, pack_host
 
 TOPIC = "DecodeT"
@@ -50,3 +54,25 @@ def test_decode_matches_per_record_decoding(case: str) -> None:
     want = A.records_batch([decode_record(data, s) for s in starts.tolist()], "b")
     assert batch.schema == A.SCHEMA
     assert batch.to_pylist() == want.to_pylist()
+
+
+_NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "é"])
+_VALUES = st.text(st.characters(exclude_characters="\x00\x01\x02", exclude_categories=("Cs",)), min_size=1)
+
+
+@given(
+    rows=st.lists(st.lists(st.tuples(_NAMES, _VALUES), max_size=5), min_size=1, max_size=12),
+    cut=st.tuples(st.integers(0, 12), st.integers(0, 12)),
+)
+def test_property_lookup_keeps_the_last_value_of_each_name(
+    rows: list[list[tuple[str, str]]], cut: tuple[int, int]
+) -> None:
+    """As Java's parser (a map filled entry by entry): a repeated name keeps its last value; a slice of
+    the column (its child arrays are not cut) looks up only its own rows."""
+    strings = ["".join(f"{k}\x01{v}\x02" for k, v in row) for row in rows]
+    start = min(cut[0], len(rows))
+    props = P.parse(pa.array(strings, pa.string())).slice(start, cut[1])
+    names = ["TAGS", "KEYS", "UNIQ_KEY", "é"]
+    got = [column.to_pylist() for column in P.lookup(props, names)]
+    kept = rows[start : start + cut[1]]
+    assert got == [[dict(row).get(name) for row in kept] for name in names]
