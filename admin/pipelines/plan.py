@@ -363,6 +363,16 @@ def resolve(
     if value == "latest":
         return {r: bounds[r][1] for r in refs}
     table = _offsets_json(value, f"{which}Offsets")
+    named = {(t, b, q) for t, brokers in table.items() for b, qs in brokers.items() for q in qs}
+    unknown = sorted(named - {(r.topic, r.broker, str(r.queue_id)) for r in refs})
+    if unknown:  # a typo would otherwise read the whole queue
+        have = ", ".join(f"{r.topic}/{r.broker}/{r.queue_id}" for r in refs[:8]) + (
+            " …" if len(refs) > 8 else ""
+        )
+        where = "/".join(unknown[0])
+        raise OptionError(
+            f"option {which}Offsets names {where}, which this read does not have (it reads {have})"
+        )
     out = {}
     for r in refs:
         off = table.get(r.topic, {}).get(r.broker, {}).get(str(r.queue_id))

@@ -110,6 +110,16 @@ def test_fail_on_data_loss(spark: SparkSession, lossy_store: Path) -> None:
     assert _read_lossy(spark, lossy_store, from_min, None).count() == len(left)
 
 
+def test_offsets_naming_a_queue_the_read_lacks_are_refused(spark: SparkSession, lossy_store: Path) -> None:
+    """A broker name copied from a cluster (a store folder's is ``store``) or a queue that does not exist
+    would otherwise read the whole queue."""
+    for offsets, named in (({"broker-a": {"0": 5}}, "broker-a/0"), ({"store": {"9": 5}}, "store/9")):
+        reader = spark.read.format("rocketmq").option("storePath", str(lossy_store)).option("topic", LOSSY)
+        reader = reader.option("endingOffsets", json.dumps({LOSSY: offsets}))
+        with pytest.raises(AnalysisException, match=rf"endingOffsets names {LOSSY}/{named}, which this read"):
+            reader.load().collect()
+
+
 @pytest.fixture(scope="module")
 def sharded_topic(cluster: Cluster) -> str:
     from admin.models import TopicSpec
