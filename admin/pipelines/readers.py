@@ -34,10 +34,10 @@ class DataLossError(RuntimeError):
 def exact_filter(batch: pa.RecordBatch, spec: ReadSpec, rng: QueueRange) -> pa.RecordBatch:
     """Apply what the planner cannot do exactly: the offset range, tags and store-time bounds. Bounds are
     compared as Arrow scalars of the column's type: pyarrow converts a bare Python value on each call."""
-    offsets = batch["queueOffset"]
-    tags = spec.tag_set
     if batch.num_rows == 0:
         return batch
+    offsets = batch["queueOffset"]
+    tags = spec.tag_set
     if tags is None and spec.ts_min is None and spec.ts_max is None:
         low, high = pc.min_max(offsets).values()
         if rng.start <= low.as_py() and high.as_py() < rng.end:  # nearly always: nothing to drop
