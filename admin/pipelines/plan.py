@@ -251,7 +251,7 @@ class StoreTarget(Target):
         from broker.store.message_store import MessageStore
 
         self.path = path
-        self.store = MessageStore.open_read_only(Path(path))
+        self.store = MessageStore.open_read_only(Path(path), trust_queues=True)
 
     def queues(self, spec: ReadSpec) -> list[QueueRef]:
         table = self.store.queues

@@ -70,9 +70,27 @@ class ConsumeQueue:
         before ``commitlog_end``) holds for a prefix; a binary search finds its end and the torn
         or orphaned tail is zeroed.
         """
-        files = self.files.files
-        if not files:
+        if not self.files.files:
             return
+        lo = self._valid_end(commitlog_end)
+        self.files.truncate(lo * UNIT)
+        if self.files.files:
+            unit = self.unit_at(lo - 1)
+            if unit is not None and unit.size != 0x7FFFFFFF:
+                self.max_physic_end = unit.commitlog_offset + unit.size
+        self.correct_min(commitlog_min)
+
+    def indexed_end(self, commitlog_end: int) -> int:
+        """Where the message of the last valid unit ends in the CommitLog (-1: no such unit), without
+        changing the queue: what a read-only open trusting the queues starts checking from."""
+        if not self.files.files:
+            return -1
+        unit = self.unit_at(self._valid_end(commitlog_end) - 1)
+        return -1 if unit is None or unit.size == 0x7FFFFFFF else unit.commitlog_offset + unit.size
+
+    def _valid_end(self, commitlog_end: int) -> int:
+        """The index after the last valid unit; validity holds for a prefix, so a binary search."""
+        files = self.files.files
         lo = files[0].file_from // UNIT
         hi = (files[-1].file_from + files[-1].size) // UNIT  # first index known to be invalid
         while lo < hi:
@@ -81,12 +99,7 @@ class ConsumeQueue:
                 lo = mid + 1
             else:
                 hi = mid
-        self.files.truncate(lo * UNIT)
-        if self.files.files:
-            unit = self.unit_at(lo - 1)
-            if unit is not None and unit.size != 0x7FFFFFFF:
-                self.max_physic_end = unit.commitlog_offset + unit.size
-        self.correct_min(commitlog_min)
+        return lo
 
     def _valid_unit(self, index: int, commitlog_end: int) -> bool:
         pos = index * UNIT

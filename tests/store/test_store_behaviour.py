@@ -163,6 +163,45 @@ def test_flipped_byte_truncates_from_that_record_and_queues_follow(tmp_path: Pat
     store.shutdown()
 
 
+def test_a_planner_trusts_the_queues_of_a_running_or_cleanly_closed_store(tmp_path: Path) -> None:
+    """``open_read_only(trust_queues=True)`` checks only the CommitLog past what the queues index when
+    a broker holds the store or closed it cleanly, and sees the same queues as a full check."""
+    store = open_store(tmp_path)
+    for i in range(40):
+        store.put_messages([msg(queue=i % 2, body=bytes([i]) * 500)])
+    indexed_end = store.commitlog.max_offset
+    for trust in (False, True):  # while the writer runs (its abort marker exists)
+        view = MessageStore.open_read_only(tmp_path, trust_queues=trust)
+        assert view.recovery is not None
+        assert view.recovery.scanned_from == (indexed_end if trust else 0)
+        assert (view.recovery.commitlog_end, view.max_offset("T", 0), view.max_offset("T", 1)) == (
+            indexed_end, 20, 20,
+        )  # fmt: skip
+        view.shutdown()
+    store.shutdown()
+    view = MessageStore.open_read_only(tmp_path, trust_queues=True)
+    assert view.recovery is not None and view.recovery.scanned_from == indexed_end
+    assert decode_record(view.get_messages("T", 1, 19, 1).records[0]).body == bytes([39]) * 500
+    view.shutdown()
+
+
+def test_a_planner_checks_a_crashed_copy_whole(tmp_path: Path) -> None:
+    """A crash's queues may index CommitLog bytes that never reached the disk: with an abort marker
+    and no broker holding the store, trusting the queues is refused and the torn tail is cut."""
+    store = open_store(tmp_path)
+    offsets = [store.put_messages([msg(body=bytes([i]) * 50)]).offsets[0] for i in range(10)]
+    store.shutdown()
+    cl = tmp_path / "commitlog" / "00000000000000000000"
+    data = bytearray(cl.read_bytes())
+    data[offsets[6] + 100] ^= 0x55  # inside the body of message 6, which the queue indexes
+    cl.write_bytes(bytes(data))
+    (tmp_path / "abort").write_text("1")
+    view = MessageStore.open_read_only(tmp_path, trust_queues=True)
+    assert view.recovery is not None and view.recovery.scanned_from == 0
+    assert view.commitlog.max_offset == offsets[6] and view.max_offset("T", 0) == 6
+    view.shutdown()
+
+
 def test_second_process_on_the_store_is_refused(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     with pytest.raises(StoreLockedError, match=rf"{tmp_path}.*pid \d+"):
