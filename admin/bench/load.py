@@ -4,7 +4,9 @@ The runner only needs two operations: send one message or one batch to a queue, 
 from a queue at an offset. :class:`RemotingLoad` does them with hand-built SEND_MESSAGE_V2 /
 SEND_BATCH_MESSAGE / PULL_MESSAGE requests over :class:`RemotingClient`
 (:class:`~admin.bench.sdk_load.SdkLoad` does them with the SDK). Request headers are rendered once per
-queue, so the load generator spends its time on the wire, not on building headers.
+queue, so the load generator spends its time on the wire, not on building headers. Each message
+carries its own UNIQ_KEY, as every RocketMQ producer sends it (the broker makes one only for a
+message that lacks it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from broker.protocol.message import BatchItem, encode_batch
+from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import RemotingCommand, next_opaque
 
@@ -74,15 +77,9 @@ class RemotingLoad:
         self._batch = batch
         self._timeout = timeout
         self._clients = [RemotingClient() for _ in range(connections)]
-        body = (b"0123456789abcdef" * (size // 16 + 1))[:size]
-        props = encode_properties({P.WAIT: "true"})
-        if batch > 1:
-            self._code = RequestCode.SEND_BATCH_MESSAGE
-            self._body = encode_batch([BatchItem(0, body, props)] * batch)
-        else:
-            self._code = RequestCode.SEND_MESSAGE_V2
-            self._body = body
-        self._props = props
+        self._body = (b"0123456789abcdef" * (size // 16 + 1))[:size]
+        self._code = RequestCode.SEND_BATCH_MESSAGE if batch > 1 else RequestCode.SEND_MESSAGE_V2
+        self._ids = UniqKeyGenerator()
         self._send_ext: dict[int, dict[str, str]] = {}
         self._pull_ext: dict[int, dict[str, str]] = {}
 
@@ -95,15 +92,24 @@ class RemotingLoad:
         if ext is None:
             header = SendMessageRequestHeaderV2(
                 a=PRODUCER_GROUP, b=self.topic, c="TBW102", d=4, e=queue_id, f=0, g=0, h=0,
-                i=self._props, j=0, k=False, m=self._batch > 1 or None,
+                i=encode_properties({P.WAIT: "true"}) if self._batch > 1 else None,  # a batch's own
+                j=0, k=False, m=self._batch > 1 or None,
             )  # fmt: skip
             ext = self._send_ext[queue_id] = header.to_ext_fields()
         return ext
 
+    def _props(self) -> str:
+        return encode_properties({P.WAIT: "true", P.UNIQ_KEY: self._ids.next()})
+
     async def send(self, conn: int, queue: QueueRef) -> None:
         ext = dict(self._send_fields(queue.queue_id))
         ext["g"] = str(int(time.time() * 1000))
-        request = RemotingCommand(self._code, opaque=next_opaque(), ext_fields=ext, body=self._body)
+        if self._batch > 1:
+            body = encode_batch([BatchItem(0, self._body, self._props()) for _ in range(self._batch)])
+        else:
+            body = self._body
+            ext["i"] = self._props()
+        request = RemotingCommand(self._code, opaque=next_opaque(), ext_fields=ext, body=body)
         response = await self._clients[conn].invoke(queue.addr, request, self._timeout)
         if response.code != ResponseCode.SUCCESS:
             raise RequestFailed(f"send answered {response.code}: {response.remark or 'no remark'}")

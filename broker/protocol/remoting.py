@@ -13,8 +13,9 @@ import itertools
 import json
 import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from json.scanner import make_scanner
+from typing import Any, Protocol, cast
 
 from broker.protocol import lenient_json
 from broker.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType, language_of
@@ -34,6 +35,10 @@ _quote = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 # The language names peers actually send, for the fast path of decode_json_header
 _LANGUAGE_NAMES: dict[str, LanguageCode] = dict(LanguageCode.__members__)
 _SERIALIZE_TYPES = {int(t): t for t in SerializeType}
+# json's C scanner called directly: ``json.loads`` adds four interpreted calls and two regex
+# matches per header around it, as much again as the scan itself. Anything it does not read
+# whole goes to ``lenient_json.loads``, which also words the errors.
+_scan_json = make_scanner(cast(Any, json.JSONDecoder()))  # typeshed wants the scanner type; any decoder does
 
 
 class ProtocolError(ValueError):
@@ -46,17 +51,41 @@ class ExtFieldsHeader(Protocol):
     def to_ext_fields(self) -> dict[str, str]: ...
 
 
-@dataclass(slots=True)
+# init=False with a hand-written __init__: mypyc compiles that one, while the one dataclass would
+# generate stays interpreted, a Python call per command (or per message) on the hot paths.
+@dataclass(slots=True, init=False)
 class RemotingCommand:
     code: int
-    language: LanguageCode = LanguageCode.JAVA  # peers expect a broker to look like the Java one
-    version: int = CURRENT_VERSION
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
-    ext_fields: dict[str, str] = field(default_factory=dict)
-    body: bytes | None = None
-    serialize_type: SerializeType = SerializeType.JSON
+    language: LanguageCode
+    version: int
+    opaque: int
+    flag: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: bytes | None
+    serialize_type: SerializeType
+
+    def __init__(
+        self,
+        code: int,
+        language: LanguageCode = LanguageCode.JAVA,  # peers expect a broker to look like the Java one
+        version: int = CURRENT_VERSION,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | None = None,
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = {} if ext_fields is None else ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
 
     @property
     def is_response(self) -> bool:
@@ -201,10 +230,18 @@ def _is_i32(value: object) -> bool:
     return type(value) is int and _I32_MIN <= value <= _I32_MAX
 
 
+def _loads(text: str) -> Any:
+    try:
+        obj, end = _scan_json(text, 0)
+    except (StopIteration, ValueError):
+        return lenient_json.loads(text)
+    return obj if end == len(text) else lenient_json.loads(text)
+
+
 def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     """Parse a JSON header; the caller sets the body and serialize type from the frame."""
     try:
-        obj = lenient_json.loads(str(data, "utf-8"))
+        obj = _loads(str(data, "utf-8"))
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"JSON header is not UTF-8 (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # ValueError also covers numbers beyond int()'s digit limit

@@ -13,7 +13,6 @@ import functools
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from broker.client.remoting_client import Handler
@@ -96,11 +95,13 @@ class SendRejected(Exception):
         self.remark = remark
 
 
-@dataclass(slots=True)
 class _Target:
-    topic: str
-    queue_id: int
-    config: TopicConfig
+    """Where a send goes (a plain class: mypyc compiles its __init__, not a dataclass's)."""
+
+    def __init__(self, topic: str, queue_id: int, config: TopicConfig) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.config = config
 
 
 def _batch_flag(request: RemotingCommand) -> bool:
@@ -354,8 +355,10 @@ class SendProcessor:
         self, request: RemotingCommand, result: PutResult, msgs: list[PutMessage], queue_id: int
     ) -> RemotingCommand:
         """``queue_id`` is the queue the producer addressed, even when a delay parked the message."""
-        code = _PUT_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
-        if result.status not in _SENT:
+        # PutStatus hashes in Python (Enum.__hash__): the common answer skips the lookup
+        ok = result.status is PutStatus.PUT_OK
+        code = ResponseCode.SUCCESS if ok else _PUT_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if not ok and result.status not in _SENT:
             return make_response(request, code, result.remark or result.status.value)
         header = SendMessageResponseHeader(
             msgId=",".join(result.msg_ids),

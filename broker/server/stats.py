@@ -130,16 +130,28 @@ class BrokerStats:
         self._put_mornings = (0, 0)  # (yesterday, today)
         self._get_mornings = (0, 0)
 
+    # These run per request: a counter is built only for a key seen the first time (``setdefault``
+    # would build one, with its deque, on every call).
     def record_put(self, topic: str, messages: int, size: int) -> None:
         self._put.add(messages, size)
-        self._topics.setdefault(topic, _Counter()).add(messages, size)
+        counter = self._topics.get(topic)
+        if counter is None:
+            counter = self._topics[topic] = _Counter()
+        counter.add(messages, size)
 
     def record_get(self, group: str, topic: str, messages: int, size: int) -> None:
         self._get.add(messages, size)
-        self._groups.setdefault(f"{topic}@{group}", _Counter()).add(messages, size)
+        key = f"{topic}@{group}"
+        counter = self._groups.get(key)
+        if counter is None:
+            counter = self._groups[key] = _Counter()
+        counter.add(messages, size)
 
     def record_latency(self, code: int, seconds: float) -> None:
-        self._latency.setdefault(code, _Latency()).observe(seconds)
+        latency = self._latency.get(code)
+        if latency is None:
+            latency = self._latency[code] = _Latency()
+        latency.observe(seconds)
 
     def forget_topic(self, topic: str) -> None:
         self._topics.pop(topic, None)

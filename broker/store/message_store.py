@@ -87,7 +87,12 @@ class GetStatus(Enum):
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
 
 
-@dataclass(slots=True)
+_LOOPBACK_HOST = b"\x7f\x00\x00\x01\x00\x00\x00\x00"
+
+
+# init=False with a hand-written __init__: mypyc compiles that one, while the one dataclass would
+# generate stays interpreted, a Python call per message appended.
+@dataclass(slots=True, init=False)
 class PutMessage:
     """One message to append. ``born_host`` is a packed socket address (see ``pack_host``)."""
 
@@ -95,25 +100,71 @@ class PutMessage:
     queue_id: int
     body: bytes
     properties: dict[str, str]
-    flag: int = 0
-    sys_flag: int = 0
-    born_timestamp: int = 0
-    born_host: bytes = b"\x7f\x00\x00\x01\x00\x00\x00\x00"
-    reconsume_times: int = 0
-    prepared_transaction_offset: int = 0
-    store_timestamp: int = 0  # 0 = now; a commit keeps its half message's time
+    flag: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+    store_timestamp: int
+
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: dict[str, str],
+        flag: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: bytes = _LOOPBACK_HOST,
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+        store_timestamp: int = 0,  # 0 = now; a commit keeps its half message's time
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.properties = properties
+        self.flag = flag
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
+        self.store_timestamp = store_timestamp
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PutResult:
     status: PutStatus
-    remark: str = ""
-    offsets: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    queue_offsets: list[int] = field(default_factory=list)
-    store_timestamp: int = 0
-    end_offset: int = 0
-    store_host_raw: bytes = b""
+    remark: str
+    offsets: list[int]
+    sizes: list[int]
+    queue_offsets: list[int]
+    store_timestamp: int
+    end_offset: int
+    store_host_raw: bytes
+
+    def __init__(
+        self,
+        status: PutStatus,
+        remark: str = "",
+        offsets: list[int] | None = None,
+        sizes: list[int] | None = None,
+        queue_offsets: list[int] | None = None,
+        store_timestamp: int = 0,
+        end_offset: int = 0,
+        store_host_raw: bytes = b"",
+    ) -> None:
+        self.status = status
+        self.remark = remark
+        self.offsets = [] if offsets is None else offsets
+        self.sizes = [] if sizes is None else sizes
+        self.queue_offsets = [] if queue_offsets is None else queue_offsets
+        self.store_timestamp = store_timestamp
+        self.end_offset = end_offset
+        self.store_host_raw = store_host_raw
 
     @property
     def ok(self) -> bool:
