@@ -31,6 +31,7 @@ ACCEL_MODULES = (
     "broker/protocol/javahash.py",
     "broker/protocol/properties.py",
     "broker/protocol/message.py",
+    "broker/protocol/header_codec.py",
     "broker/store/mapped_file.py",
     "broker/store/commitlog.py",
     "broker/store/consume_queue.py",

@@ -13,26 +13,23 @@ Unknown extFields are not copied into the object; they stay on the command.
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
 from broker.protocol.codes import RequestCode
-from broker.protocol.remoting import ProtocolError
-
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-
-
-class HeaderFieldError(ProtocolError):
-    """A header field is missing or malformed; ``field`` names it for the error remark."""
-
-    def __init__(self, header: str, field: str, problem: str) -> None:
-        super().__init__(f"{header}: field {field!r} {problem}")
-        self.field = field
+from broker.protocol.header_codec import (
+    FieldSpec,
+    decode_fields,
+    encode_fields,
+    parse_bool,
+    parse_int,
+    render_bool,
+)
+from broker.protocol.header_codec import HeaderFieldError as HeaderFieldError  # the public name
 
 
 class BoundaryType(Enum):
@@ -47,53 +44,29 @@ class BoundaryType(Enum):
         return cls.UPPER if text.lower() == "upper" else cls.LOWER
 
 
-def _parse_int(text: str) -> int:
-    if text.isascii() and text.isdigit():  # the common case, without the regex
-        return int(text)
-    stripped = text.strip()
-    if not _INT_RE.fullmatch(stripped):
-        raise ValueError(f"is not an integer: {text!r}")
-    return int(stripped)
-
-
-def _parse_bool(text: str) -> bool:
-    return text.lower() == "true"
-
-
-def _render_bool(value: bool) -> str:
-    return "true" if value else "false"
-
-
 def _render_enum(value: Enum) -> str:
     return value.name
 
 
 _PARSERS: dict[Any, Callable[[str], Any]] = {
     str: str,
-    int: _parse_int,
-    bool: _parse_bool,
+    int: parse_int,
+    bool: parse_bool,
     BoundaryType: BoundaryType.parse,
 }
 # Java's String.valueOf of each field type (``str`` of a str is the same object: no copy)
 _RENDERERS: dict[Any, Callable[[Any], str]] = {
     str: str,
     int: str,
-    bool: _render_bool,
+    bool: render_bool,
     BoundaryType: _render_enum,
 }
 
 
-class _FieldSpec(NamedTuple):
-    name: str
-    parse: Callable[[str], Any]
-    required: bool
-    render: Callable[[Any], str]
+_SPECS: dict[type, tuple[FieldSpec, ...]] = {}
 
 
-_SPECS: dict[type, tuple[_FieldSpec, ...]] = {}
-
-
-def _field_specs(cls: type) -> tuple[_FieldSpec, ...]:
+def _field_specs(cls: type) -> tuple[FieldSpec, ...]:
     specs = _SPECS.get(cls)
     if specs is None:
         hints = typing.get_type_hints(cls)
@@ -103,7 +76,7 @@ def _field_specs(cls: type) -> tuple[_FieldSpec, ...]:
             if isinstance(hint, types.UnionType):  # ``X | None``
                 hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            built.append(_FieldSpec(f.name, _PARSERS[hint], required, _RENDERERS[hint]))
+            built.append(FieldSpec(f.name, _PARSERS[hint], required, _RENDERERS[hint]))
         specs = _SPECS[cls] = tuple(built)
     return specs
 
@@ -115,21 +88,7 @@ class CommandHeader:
     def from_ext_fields(cls, ext: Mapping[str, str] | None, *, strict: bool = False) -> Self:
         """Lenient decode: absent fields keep their default (required ones become ``None``);
         ``strict`` refuses an absent required field instead."""
-        kwargs: dict[str, Any] = {}
-        get = (ext or {}).get
-        for name, parse, required, _ in _field_specs(cls):  # runs per request: plain tuples, locals
-            raw = get(name)
-            if raw is None:
-                if required:
-                    if strict:
-                        raise HeaderFieldError(cls.__name__, name, "is required")
-                    kwargs[name] = None
-                continue
-            try:
-                kwargs[name] = parse(raw)
-            except ValueError as exc:
-                raise HeaderFieldError(cls.__name__, name, str(exc)) from None
-        return cls(**kwargs)
+        return cls(**decode_fields(cls.__name__, _field_specs(cls), ext, strict))
 
     @classmethod
     def parse(cls, ext: Mapping[str, str] | None) -> Self:
@@ -144,12 +103,7 @@ class CommandHeader:
 
     def to_ext_fields(self) -> dict[str, str]:
         """Java's ``String.valueOf`` of every non-null field, under the Java field name."""
-        out: dict[str, str] = {}
-        for name, _, _, render in _field_specs(type(self)):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = render(value)
-        return out
+        return encode_fields(self, _field_specs(type(self)))
 
 
 @dataclass(kw_only=True, slots=True)

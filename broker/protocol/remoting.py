@@ -35,6 +35,8 @@ _quote = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 # The language names peers actually send, for the fast path of decode_json_header
 _LANGUAGE_NAMES: dict[str, LanguageCode] = dict(LanguageCode.__members__)
 _SERIALIZE_TYPES = {int(t): t for t in SerializeType}
+# Enum.name is an interpreted property: the names by ordinal, for encoding
+_LANGUAGE_NAME_OF = {int(code): code.name for code in LanguageCode}
 # json's C scanner called directly: ``json.loads`` adds four interpreted calls and two regex
 # matches per header around it, as much again as the scan itself. Anything it does not read
 # whole goes to ``lenient_json.loads``, which also words the errors.
@@ -173,8 +175,9 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         remark = "" if cmd.remark is None else ',"remark":' + quote(cmd.remark)
     except TypeError:  # a value that is not a string
         return _encode_json_header_generic(cmd)
+    language = _LANGUAGE_NAME_OF[int(cmd.language)]
     return (
-        f'{{"code":{int(cmd.code)}{ext_text},"flag":{int(cmd.flag)},"language":"{cmd.language.name}",'
+        f'{{"code":{int(cmd.code)}{ext_text},"flag":{int(cmd.flag)},"language":"{language}",'
         f'"opaque":{int(cmd.opaque)}{remark},"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}}}'
     ).encode()
 
