@@ -42,6 +42,7 @@ ACCEL_MODULES = (
     "broker/protocol/remoting.py",
     "broker/client/remoting_client.py",
     "broker/server/send_processor.py",
+    "broker/server/write_bursts.py",
 )
 
 

@@ -46,13 +46,14 @@ from broker.server.pull_processor import PullProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
-from broker.server.send_processor import SendAppends, SendProcessor
+from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
 from broker.server.transport import RemotingServer
+from broker.server.write_bursts import WriteBursts
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, RecoveryReport
 
@@ -102,11 +103,11 @@ class Broker:
             self.ha_client.on_connected = self.ha_client.on_new_topic = self.slave_sync.trigger
         self.recovery: RecoveryReport | None = None
         self.server: RemotingServer | None = None
-        self._writer: ThreadPoolExecutor | None = None
         self._reader: ThreadPoolExecutor | None = None
-        self._write_pending = 0
-        self._write_burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
-        self._burst_running = False  # a burst is on the writer thread; the next one gathers meanwhile
+        # ``write(fn, *args)``: fn(*args) on the store-writer thread, in order with every other
+        # write; the compiled coroutine itself, so a send awaits no interpreted frame here
+        self._writes = WriteBursts(on_written=self.ha_service.wake)  # slaves get new bytes at once
+        self.write = self._writes.write
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -128,61 +129,17 @@ class Broker:
     @property
     def write_queue_size(self) -> int:
         """Appends waiting for (or in) the store-writer thread."""
-        return self._write_pending
+        return self._writes.pending
 
     # == store access ==========================================================================
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._reader is not None, "the broker is not started"
         return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the store-writer thread, in order with every other write.
-
-        Writes go to the thread in bursts: those asked for in one loop turn (a socket read often holds
-        dozens of sends), and while a burst runs, every write asked for meanwhile, which then goes as
-        the next burst. One hop and one GIL hand-over per burst instead of per request, and the busier
-        the writer, the bigger its bursts.
-        """
-        assert self._writer is not None, "the broker is not started"
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        if not self._write_burst and not self._burst_running:
-            loop.call_soon(self._submit_writes)
-        self._write_burst.append((fn, args, future))
-        self._write_pending += 1
-        try:
-            return await future
-        finally:
-            self._write_pending -= 1
-            self.ha_service.wake()  # slaves get new CommitLog bytes at once
-
-    def _submit_writes(self) -> None:
-        burst = [item for item in self._write_burst if not item[2].cancelled()]
-        self._write_burst = []
-        if not burst:
-            return
-        futures = [future for _, _, future in burst]
-        if self._writer is None:  # stopped meanwhile
-            for future in futures:
-                future.set_exception(RuntimeError("the broker is stopped"))
-            return
-        self._burst_running = True
-        done = asyncio.get_running_loop().run_in_executor(
-            self._writer, _run_each, [(fn, args) for fn, args, _ in burst]
-        )
-        done.add_done_callback(lambda _: self._burst_done(futures, done))
-
-    def _burst_done(
-        self, futures: list[asyncio.Future[Any]], done: asyncio.Future[list[tuple[bool, Any]]]
-    ) -> None:
-        self._burst_running = False
-        _settle(futures, done)
-        self._submit_writes()  # what gathered while this burst ran
-
     # == life cycle ============================================================================
     async def start(self) -> None:
         """Recover the store, load metadata, listen, register, then start the periodic work."""
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        self._writes.start()
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
@@ -284,16 +241,16 @@ class Broker:
             await self.ha_client.stop()
             await self.slave_sync.stop()
         await self.registration.stop()
-        if self._writer is not None and self._reader is not None:
+        if self._reader is not None:
             if self.store.running:
                 await self.schedule.stop()
                 await self.timer.stop()
                 await self.pop.persist(force=True)
                 await self.read(self.offsets.persist)
             await self.write(self.store.shutdown)
-            self._writer.shutdown()
+            self._writes.shutdown()
             self._reader.shutdown()
-            self._writer = self._reader = None
+            self._reader = None
 
     # == gRPC ==================================================================================
     @property
@@ -357,40 +314,3 @@ class Broker:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
-
-
-def _run_each(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
-    """On the writer thread: each call's result, or its exception, without stopping at a failure.
-    Consecutive sends' appends run as one (``SendAppends.run_all``)."""
-    outcomes: list[tuple[bool, Any]] = []
-    i = 0
-    while i < len(calls):
-        fn, args = calls[i]
-        if isinstance(fn, SendAppends):
-            j = i + 1
-            while j < len(calls) and calls[j][0] is fn:
-                j += 1
-            try:
-                outcomes += [(True, result) for result in fn.run_all([a for _, a in calls[i:j]])]
-            except Exception as exc:  # every append of the group gets it
-                outcomes += [(False, exc)] * (j - i)
-            i = j
-            continue
-        try:
-            outcomes.append((True, fn(*args)))
-        except Exception as exc:  # handed to that call's waiter, as run_in_executor would
-            outcomes.append((False, exc))
-        i += 1
-    return outcomes
-
-
-def _settle(futures: list[asyncio.Future[Any]], done: asyncio.Future[list[tuple[bool, Any]]]) -> None:
-    error = done.exception() if not done.cancelled() else asyncio.CancelledError()
-    outcomes = done.result() if error is None else [(False, error)] * len(futures)
-    for future, (ok, value) in zip(futures, outcomes, strict=True):
-        if future.done():  # its waiter was cancelled; the write itself happened
-            continue
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)

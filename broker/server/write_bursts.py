@@ -1,0 +1,113 @@
+"""The broker's writes, run in order on its single store-writer thread, in bursts.
+
+Writes go to the thread in bursts: those asked for in one loop turn (a socket read often holds
+dozens of sends), and while a burst runs, every write asked for meanwhile, which then goes as the
+next burst. One hop and one GIL hand-over per burst instead of per request, and the busier the
+writer, the bigger its bursts. Every send awaits :meth:`WriteBursts.write`, so this module is
+compiled by ``make install``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from broker.server.send_processor import SendAppends
+
+_Call = tuple[Callable[..., Any], tuple[Any, ...]]
+_Outcome = tuple[bool, Any]
+T = TypeVar("T")
+
+
+class WriteBursts:
+    """``on_written`` runs after every write (the broker wakes its slaves' replication there)."""
+
+    def __init__(self, on_written: Callable[[], None]) -> None:
+        self._on_written = on_written
+        self._executor: ThreadPoolExecutor | None = None
+        self._burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._running = False  # a burst is on the writer thread; the next one gathers meanwhile
+        self.pending = 0  # writes waiting for (or in) the writer thread
+
+    def start(self) -> None:
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the writer thread, in order with every other write."""
+        assert self._executor is not None, "the broker is not started"
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        if not self._burst and not self._running:
+            loop.call_soon(self._submit)
+        self._burst.append((fn, args, future))
+        self.pending += 1
+        try:
+            return await future
+        finally:
+            self.pending -= 1
+            self._on_written()
+
+    def _submit(self) -> None:
+        burst = [item for item in self._burst if not item[2].cancelled()]
+        self._burst = []
+        if not burst:
+            return
+        futures = [future for _, _, future in burst]
+        if self._executor is None:  # stopped meanwhile
+            for future in futures:
+                future.set_exception(RuntimeError("the broker is stopped"))
+            return
+        self._running = True
+        done = asyncio.get_running_loop().run_in_executor(
+            self._executor, run_each, [(fn, args) for fn, args, _ in burst]
+        )
+        done.add_done_callback(lambda _: self._burst_done(futures, done))
+
+    def _burst_done(self, futures: list[asyncio.Future[Any]], done: asyncio.Future[list[_Outcome]]) -> None:
+        self._running = False
+        _settle(futures, done)
+        self._submit()  # what gathered while this burst ran
+
+
+def run_each(calls: list[_Call]) -> list[_Outcome]:
+    """On the writer thread: each call's result, or its exception, without stopping at a failure.
+    Consecutive sends' appends run as one (``SendAppends.run_all``)."""
+    outcomes: list[_Outcome] = []
+    i = 0
+    while i < len(calls):
+        fn, args = calls[i]
+        if isinstance(fn, SendAppends):
+            j = i + 1
+            while j < len(calls) and calls[j][0] is fn:
+                j += 1
+            try:
+                outcomes += [(True, result) for result in fn.run_all([a for _, a in calls[i:j]])]
+            except Exception as exc:  # every append of the group gets it
+                outcomes += [(False, exc)] * (j - i)
+            i = j
+            continue
+        try:
+            outcomes.append((True, fn(*args)))
+        except Exception as exc:  # handed to that call's waiter, as run_in_executor would
+            outcomes.append((False, exc))
+        i += 1
+    return outcomes
+
+
+def _settle(futures: list[asyncio.Future[Any]], done: asyncio.Future[list[_Outcome]]) -> None:
+    error = done.exception() if not done.cancelled() else asyncio.CancelledError()
+    outcomes = done.result() if error is None else [(False, error)] * len(futures)
+    for future, (ok, value) in zip(futures, outcomes, strict=True):
+        if future.done():  # its waiter was cancelled; the write itself happened
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
