@@ -43,6 +43,7 @@ ACCEL_MODULES = (
     "broker/client/remoting_client.py",
     "broker/server/send_processor.py",
     "broker/server/write_bursts.py",
+    "broker/server/instrument.py",
 )
 
 

@@ -11,18 +11,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from broker.client.remoting_client import Handler, RemotingChannel
-from broker.protocol.bodies import BodyError
-from broker.protocol.codes import ResponseCode, SerializeType
-from broker.protocol.headers import HeaderFieldError
+from broker.client.remoting_client import Handler
+from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
-from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.acl_hook import make_server
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
@@ -36,6 +32,7 @@ from broker.server.ha.ha_client import HAClient
 from broker.server.ha.ha_service import HAService
 from broker.server.ha.processor import HAProcessor
 from broker.server.ha.sync_metadata import SlaveSynchronize
+from broker.server.instrument import Instrumented
 from broker.server.long_polling import PullHoldService
 from broker.server.maintenance_processor import MaintenanceProcessor
 from broker.server.message_filter import FilterProcessor
@@ -171,7 +168,7 @@ class Broker:
             self.auth,
         ):
             for code, handler in processor.handlers().items():
-                self.handlers[code] = self._instrument(code, handler)
+                self.handlers[code] = Instrumented(code, handler, self.stats.record_latency)
                 self.server.register(code, self.handlers[code])
         await self.server.start()
         # Port 0 means "any free port": from here on the bound one is the broker's address.
@@ -278,20 +275,6 @@ class Broker:
         log.info("broker %s serving gRPC on port %d", self.config.broker_name, server.port)
 
     # == helpers ===============================================================================
-    def _instrument(self, code: int, handler: Handler) -> Handler:
-        """Time every request and turn malformed headers or bodies into INVALID_PARAMETER answers."""
-
-        async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
-            started = time.monotonic()
-            try:
-                return await handler(request, channel)
-            except (HeaderFieldError, BodyError) as exc:
-                return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
-            finally:
-                self.stats.record_latency(code, time.monotonic() - started)
-
-        return run
-
     def _every(self, seconds: float, fn: Callable[[], Awaitable[None] | None]) -> asyncio.Task[None]:
         async def loop() -> None:
             while True:
