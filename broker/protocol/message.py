@@ -514,11 +514,18 @@ def decode_records(buf: Buffer) -> Iterator[MessageRecord]:
 _BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC(0), BODYCRC(0), FLAG, BODYLENGTH
 
 
-@dataclass(slots=True, frozen=True)
+# init=False with a hand-written __init__, compiled by mypyc (not frozen: mypyc compiles no
+# __init__ of a frozen class); the generated one would be a Python call per message of a batch
+@dataclass(slots=True, init=False)
 class BatchItem:
     flag: int
     body: bytes
     properties: str
+
+    def __init__(self, flag: int, body: bytes, properties: str) -> None:
+        self.flag = flag
+        self.body = body
+        self.properties = properties
 
 
 def encode_batch(items: list[BatchItem]) -> bytes:

@@ -38,7 +38,7 @@ from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem
 from broker.server.schedule_service import park_delay_level
-from broker.server.timer_service import park_timer_message, parked_recall_handle
+from broker.server.timer_service import PARKING_PROPERTIES, park_timer_message, parked_recall_handle
 from broker.server.topic_config import (
     DLQ_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
@@ -280,7 +280,8 @@ class SendProcessor:
             items = [(header.flag, body, decode_properties(header.properties or ""))]
         msgs: list[PutMessage] = []
         for flag, msg_body, props in items:
-            if props.get(P.TRAN_MSG) == "true" and self.broker.config.reject_transaction_message:
+            prepared = props.get(P.TRAN_MSG) == "true"
+            if prepared and self.broker.config.reject_transaction_message:
                 raise SendRejected(
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
@@ -298,9 +299,9 @@ class SendProcessor:
             )
             if target.topic.startswith(DLQ_PREFIX):
                 mark_dead_letter(msg.properties, header.topic)
-            if is_half_message(msg):
+            if prepared and is_half_message(msg):
                 to_half_message(msg)
-            else:
+            elif not PARKING_PROPERTIES.isdisjoint(msg.properties):
                 self._apply_delay(msg)
             msgs.append(msg)
         return msgs
@@ -327,7 +328,9 @@ class SendProcessor:
     def _after_put(self, msgs: list[PutMessage], result: PutResult) -> None:
         msg = msgs[0]
         self.broker.stats.record_put(msg.topic, len(msgs), sum(result.sizes))
-        codes = {tags_code(m.properties.get(P.TAGS)) for m in msgs}
+        codes = {
+            tags_code(tags) for tags in {m.properties.get(P.TAGS) for m in msgs}
+        }  # a batch's tags repeat
         self.broker.holds.notify(msg.topic, msg.queue_id, result.queue_offsets[-1] + 1, codes)
 
     async def _wait_flush(self, result: PutResult) -> None:

@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TIMER_REQUESTS = (P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
+# A message with none of these is parked neither by the timer nor by a delay level: the send path
+# skips both checks for it
+PARKING_PROPERTIES = frozenset((P.DELAY, *TIMER_REQUESTS))
 TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 BATCH = 64
