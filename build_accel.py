@@ -44,6 +44,10 @@ ACCEL_MODULES = (
     "broker/server/send_processor.py",
     "broker/server/write_bursts.py",
     "broker/server/instrument.py",
+    "broker/server/header_limits.py",
+    "broker/server/flow_control.py",
+    "broker/server/long_polling.py",
+    "broker/server/stats.py",
 )
 
 
