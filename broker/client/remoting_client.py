@@ -117,7 +117,8 @@ class RemotingChannel(asyncio.Protocol):
         self._reading = True  # False once shutdown() stopped taking requests
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._closed = asyncio.Event()
+        self._closed = asyncio.Event()  # for waiters; the hot paths read the plain flag beside it
+        self._is_closed = False
         self._lost = self._loop.create_future()  # the transport is gone
         self.rpc_hook: Callable[[RemotingCommand], None] | None = None  # runs on each request (ACL signing)
         self.remote_addr = "?"
@@ -137,7 +138,7 @@ class RemotingChannel(asyncio.Protocol):
             self._on_open(self)
 
     def data_received(self, data: bytes) -> None:
-        if self._closed.is_set() or not self._reading:
+        if self._is_closed or not self._reading:
             return
         self._last_activity = self._loop.time()
         try:
@@ -175,7 +176,7 @@ class RemotingChannel(asyncio.Protocol):
     # == sending ===============================================================================
     @property
     def is_closed(self) -> bool:
-        return self._closed.is_set()
+        return self._is_closed
 
     async def send(self, cmd: RemotingCommand) -> None:
         """Queue one frame for this loop turn's write; wait while the socket buffer is full."""
@@ -184,7 +185,7 @@ class RemotingChannel(asyncio.Protocol):
             await self._wait_writable()
 
     def _queue(self, frame: bytes) -> None:
-        if self._closed.is_set():
+        if self._is_closed:
             raise RemotingClosedError(self.remote_addr)
         if not self._outgoing:
             self._loop.call_soon(self._flush)
@@ -238,8 +239,9 @@ class RemotingChannel(asyncio.Protocol):
     def close(self) -> None:
         """Close now: pending invocations fail. Running handlers are left to finish their work (a
         store write must not be cut in half); their answers have nowhere to go and are dropped."""
-        if self._closed.is_set():
+        if self._is_closed:
             return
+        self._is_closed = True
         self._closed.set()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
@@ -303,7 +305,7 @@ class RemotingChannel(asyncio.Protocol):
             return
         while self._backlog and len(self._handlers) < self._max_inflight:
             self._start_handler(self._backlog.popleft())
-        if not self._backlog and not self._closed.is_set() and self._transport is not None:
+        if not self._backlog and not self._is_closed and self._transport is not None:
             self._transport.resume_reading()
 
     async def _handle(self, request: RemotingCommand) -> None:

@@ -164,49 +164,41 @@ class SendMessageRequestHeaderV2(TopicRequestHeader):
     n: str | None = None  # brokerName
 
     def to_v1(self) -> SendMessageRequestHeader:
-        return SendMessageRequestHeader(
-            producerGroup=self.a,
-            topic=self.b,
-            defaultTopic=self.c,
-            defaultTopicQueueNums=self.d,
-            queueId=self.e,
-            sysFlag=self.f,
-            bornTimestamp=self.g,
-            flag=self.h,
-            properties=self.i,
-            reconsumeTimes=self.j,
-            unitMode=self.k,
-            maxReconsumeTimes=self.l,
-            batch=self.m,
-            bname=self.n,
-            ns=self.ns,
-            nsd=self.nsd,
-            oway=self.oway,
-            lo=self.lo,
-        )
+        return SendMessageRequestHeader(**{v1: getattr(self, v2) for v2, v1 in _V2_TO_V1.items()})
+
+    @classmethod
+    def parse_v1(cls, ext: Mapping[str, str] | None) -> SendMessageRequestHeader:
+        """``parse(ext).to_v1()`` in one step (a send's header is decoded this way on every send);
+        an error names the one-letter field that was sent."""
+        fields = decode_fields(cls.__name__, _field_specs(cls), ext, True)
+        return SendMessageRequestHeader(**{v1: fields[v2] for v2, v1 in _V2_TO_V1.items() if v2 in fields})
 
     @classmethod
     def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
-        return cls(
-            a=v1.producerGroup,
-            b=v1.topic,
-            c=v1.defaultTopic,
-            d=v1.defaultTopicQueueNums,
-            e=v1.queueId,
-            f=v1.sysFlag,
-            g=v1.bornTimestamp,
-            h=v1.flag,
-            i=v1.properties,
-            j=v1.reconsumeTimes,
-            k=v1.unitMode,
-            l=v1.maxReconsumeTimes,
-            m=v1.batch,
-            n=v1.bname,
-            ns=v1.ns,
-            nsd=v1.nsd,
-            oway=v1.oway,
-            lo=v1.lo,
-        )
+        return cls(**{v2: getattr(v1, name) for v2, name in _V2_TO_V1.items()})
+
+
+# V2's one-letter fields and the v1 fields they stand for (V2's own ``bname`` gives way to ``n``)
+_V2_TO_V1 = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "bname",
+    "ns": "ns",
+    "nsd": "nsd",
+    "oway": "oway",
+    "lo": "lo",
+}
 
 
 _V2_SEND_CODES = frozenset(

@@ -163,7 +163,7 @@ class SendProcessor:
         if request.code == RequestCode.SEND_MESSAGE:
             header = SendMessageRequestHeader.parse(request.ext_fields)
         else:  # V2 names its fields a..n: check them in that form so an error names what was sent
-            header = SendMessageRequestHeaderV2.parse(request.ext_fields).to_v1()
+            header = SendMessageRequestHeaderV2.parse_v1(request.ext_fields)
         batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
         problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
         if problem:

@@ -7,6 +7,7 @@ topics only from registrations and a broker restart must not forget a topic a pr
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -182,6 +183,7 @@ def dlq_topic(group: str) -> str:
     return DLQ_PREFIX + group
 
 
+@functools.lru_cache(maxsize=4096)  # every send checks its topic's name: a cached answer is a C call
 def topic_name_problem(topic: str | None) -> str | None:
     """Why ``topic`` is not a valid topic name (TopicValidator's wording), or None."""
     if not topic or not topic.strip():

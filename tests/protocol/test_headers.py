@@ -174,3 +174,28 @@ def test_fuzz_header_decoding_only_raises_protocol_error(data: st.DataObject) ->
     ext = data.draw(st.dictionaries(keys, st.text(max_size=12), max_size=10))
     with contextlib.suppress(ProtocolError):
         cls.parse(ext)
+
+
+@given(st.data())
+def test_send_v2_parsed_straight_to_v1_matches_parse_then_to_v1(data: st.DataObject) -> None:
+    """What the send path decodes in one step equals the two-step form, errors included."""
+    names = [f.name for f in dataclasses.fields(SendMessageRequestHeaderV2)]
+    full = SendMessageRequestHeaderV2(
+        **{f.name: _sample(f) for f in dataclasses.fields(SendMessageRequestHeaderV2)}
+    ).to_ext_fields()
+    dropped = data.draw(st.sets(st.sampled_from(names)))
+    spoiled = data.draw(
+        st.dictionaries(st.sampled_from(names), st.sampled_from(["", "x", " 7 ", "-1"]), max_size=3)
+    )
+    ext = {k: v for k, v in full.items() if k not in dropped} | spoiled
+    try:
+        expected: object = SendMessageRequestHeaderV2.parse(ext).to_v1()
+    except HeaderFieldError as exc:
+        expected = str(exc)
+    try:
+        got: object = SendMessageRequestHeaderV2.parse_v1(ext)
+    except HeaderFieldError as exc:
+        got = str(exc)
+    assert got == expected
+    if isinstance(got, str) and "field" in got:
+        assert any(f"field {name!r}" in got for name in names)  # names the one-letter field sent
