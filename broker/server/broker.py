@@ -50,7 +50,7 @@ from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
 from broker.server.transport import RemotingServer
-from broker.server.write_bursts import WriteBursts
+from broker.server.write_bursts import FlushWaits, WriteBursts
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, RecoveryReport
 
@@ -105,6 +105,7 @@ class Broker:
         # write; the compiled coroutine itself, so a send awaits no interpreted frame here
         self._writes = WriteBursts(on_written=self.ha_service.wake)  # slaves get new bytes at once
         self.write = self._writes.write
+        self.flush_waits = FlushWaits(self.store.flushed)  # SYNC_FLUSH answers wait for the disk here
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

@@ -8,7 +8,6 @@ event loop.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import random
 import time
@@ -328,24 +327,15 @@ class SendProcessor:
     def _after_put(self, msgs: list[PutMessage], result: PutResult) -> None:
         msg = msgs[0]
         self.broker.stats.record_put(msg.topic, len(msgs), sum(result.sizes))
-        codes = {
-            tags_code(tags) for tags in {m.properties.get(P.TAGS) for m in msgs}
-        }  # a batch's tags repeat
+        # hashed once per distinct tag: a batch's messages mostly share theirs
+        codes = {tags_code(tags) for tags in {m.properties.get(P.TAGS) for m in msgs}}
         self.broker.holds.notify(msg.topic, msg.queue_id, result.queue_offsets[-1] + 1, codes)
 
     async def _wait_flush(self, result: PutResult) -> None:
-        timeout = self.broker.store_config.sync_flush_timeout_ms / 1000
-        try:
-            done = await asyncio.wait_for(
-                asyncio.wrap_future(self.broker.store.flushed(result.end_offset)), timeout
-            )
-        except TimeoutError:
-            done = False
-        if not done:
+        timeout_ms = self.broker.store_config.sync_flush_timeout_ms
+        if not await self.broker.flush_waits.wait(result.end_offset, timeout_ms / 1000):
             result.status = PutStatus.FLUSH_DISK_TIMEOUT
-            result.remark = (
-                f"flush to disk took longer than {self.broker.store_config.sync_flush_timeout_ms} ms"
-            )
+            result.remark = f"flush to disk took longer than {timeout_ms} ms"
 
     def _recall_handle(self, msgs: list[PutMessage]) -> str | None:
         """A single message parked in the timer can be recalled before it is due (not batches)."""

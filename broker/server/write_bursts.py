@@ -1,17 +1,25 @@
-"""The broker's writes, run in order on its single store-writer thread, in bursts.
+"""The broker's writes, run in order on its single store-writer thread, in bursts; and under
+SYNC_FLUSH, the answers' waits for the disk.
 
 Writes go to the thread in bursts: those asked for in one loop turn (a socket read often holds
 dozens of sends), and while a burst runs, every write asked for meanwhile, which then goes as the
 next burst. One hop and one GIL hand-over per burst instead of per request, and the busier the
 writer, the bigger its bursts. Every send awaits :meth:`WriteBursts.write`, so this module is
 compiled by ``make install``.
+
+A SYNC_FLUSH answer waits on the loop in :class:`FlushWaits`: the answers of one loop turn ask the
+store's flush thread once, for the furthest of their offsets, and one flush releases every answer it
+covers. A thread-side future per answer, with its wrapping and its ``wait_for``, cost several times
+the answer itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from broker.server.send_processor import SendAppends
@@ -111,3 +119,58 @@ def _settle(futures: list[asyncio.Future[Any]], done: asyncio.Future[list[_Outco
             future.set_result(value)
         else:
             future.set_exception(value)
+
+
+class FlushWaits:
+    """``request_flush(offset)`` asks the store for ``offset`` on disk and returns a future of
+    whether it got there (``MessageStore.flushed``); its callbacks run on the flush thread."""
+
+    def __init__(self, request_flush: Callable[[int], Future[bool]]) -> None:
+        self._request_flush = request_flush
+        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []  # heap by offset
+        self._seq = itertools.count()
+        self._flushed = 0  # known on disk
+        self._wanted = 0  # the furthest offset asked for in this loop turn, not yet requested
+        self._requested = 0  # the furthest offset requested of the flush thread
+
+    async def wait(self, end_offset: int, timeout: float) -> bool:
+        """True once ``end_offset`` is on disk; False when that takes longer than ``timeout``
+        seconds or the store stopped first."""
+        if end_offset <= self._flushed:
+            return True
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        heapq.heappush(self._waiters, (end_offset, next(self._seq), future))
+        if end_offset > self._requested:
+            if not self._wanted:
+                loop.call_soon(self._request)
+            self._wanted = max(self._wanted, end_offset)
+        expiry = loop.call_later(timeout, _expire, future)
+        try:
+            return await future
+        finally:
+            expiry.cancel()
+
+    def _request(self) -> None:
+        offset, self._wanted = self._wanted, 0
+        if offset <= self._requested:
+            return
+        self._requested = offset
+        loop = asyncio.get_running_loop()
+        self._request_flush(offset).add_done_callback(
+            lambda done: loop.call_soon_threadsafe(self._release, offset, done.result())
+        )
+
+    def _release(self, offset: int, ok: bool) -> None:
+        if ok:
+            self._flushed = max(self._flushed, offset)
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= offset:
+            future = heapq.heappop(waiters)[2]
+            if not future.done():
+                future.set_result(ok)
+
+
+def _expire(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
