@@ -18,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 from broker.server.send_processor import SendAppends
@@ -30,37 +32,45 @@ T = TypeVar("T")
 
 
 class WriteBursts:
-    """``on_written`` runs after every write (the broker wakes its slaves' replication there)."""
+    """``on_written`` runs after every burst (the broker wakes its slaves' replication there).
+
+    The writer is a plain thread fed by a queue, and hands each burst's outcomes back with one
+    ``call_soon_threadsafe``: an executor's future, its chaining to the loop and its checks were a
+    dozen interpreted calls per burst."""
 
     def __init__(self, on_written: Callable[[], None]) -> None:
         self._on_written = on_written
-        self._executor: ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: SimpleQueue[list[_Call] | None] = SimpleQueue()
+        self._writer: threading.Thread | None = None
         self._burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
-        self._running = False  # a burst is on the writer thread; the next one gathers meanwhile
+        self._in_flight: list[asyncio.Future[Any]] = []  # the burst on the writer thread, if any
         self.pending = 0  # writes waiting for (or in) the writer thread
 
     def start(self) -> None:
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        self._loop = asyncio.get_running_loop()
+        self._writer = threading.Thread(target=self._run, name="store-write", daemon=True)
+        self._writer.start()
 
     def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown()
-            self._executor = None
+        """Stop the writer once the writes queued before have run."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
+            self._writer = None
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the writer thread, in order with every other write."""
-        assert self._executor is not None, "the broker is not started"
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        if not self._burst and not self._running:
-            loop.call_soon(self._submit)
+        assert self._loop is not None, "the broker is not started"
+        future: asyncio.Future[T] = self._loop.create_future()
+        if not self._burst and not self._in_flight:
+            self._loop.call_soon(self._submit)
         self._burst.append((fn, args, future))
         self.pending += 1
         try:
             return await future
         finally:
             self.pending -= 1
-            self._on_written()
 
     def _submit(self) -> None:
         burst = [item for item in self._burst if not item[2].cancelled()]
@@ -68,19 +78,37 @@ class WriteBursts:
         if not burst:
             return
         futures = [future for _, _, future in burst]
-        if self._executor is None:  # stopped meanwhile
+        if self._writer is None:  # stopped meanwhile
             for future in futures:
                 future.set_exception(RuntimeError("the broker is stopped"))
             return
-        self._running = True
-        done = asyncio.get_running_loop().run_in_executor(
-            self._executor, run_each, [(fn, args) for fn, args, _ in burst]
-        )
-        done.add_done_callback(lambda _: self._burst_done(futures, done))
+        self._in_flight = futures
+        self._queue.put([(fn, args) for fn, args, _ in burst])
 
-    def _burst_done(self, futures: list[asyncio.Future[Any]], done: asyncio.Future[list[_Outcome]]) -> None:
-        self._running = False
-        _settle(futures, done)
+    def _run(self) -> None:
+        """The writer thread."""
+        loop = self._loop
+        assert loop is not None
+        while (calls := self._queue.get()) is not None:
+            try:
+                outcomes = run_each(calls)
+            except BaseException as exc:  # run_each keeps Exceptions per call; anything else fails all
+                outcomes = [(False, exc)] * len(calls)
+            try:
+                loop.call_soon_threadsafe(self._burst_done, outcomes)
+            except RuntimeError:  # the loop is closed: nobody waits for these answers
+                return
+
+    def _burst_done(self, outcomes: list[_Outcome]) -> None:
+        futures, self._in_flight = self._in_flight, []
+        for future, (ok, value) in zip(futures, outcomes, strict=True):
+            if future.done():  # its waiter was cancelled; the write itself happened
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        self._on_written()
         self._submit()  # what gathered while this burst ran
 
 
@@ -107,18 +135,6 @@ def run_each(calls: list[_Call]) -> list[_Outcome]:
             outcomes.append((False, exc))
         i += 1
     return outcomes
-
-
-def _settle(futures: list[asyncio.Future[Any]], done: asyncio.Future[list[_Outcome]]) -> None:
-    error = done.exception() if not done.cancelled() else asyncio.CancelledError()
-    outcomes = done.result() if error is None else [(False, error)] * len(futures)
-    for future, (ok, value) in zip(futures, outcomes, strict=True):
-        if future.done():  # its waiter was cancelled; the write itself happened
-            continue
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
 
 
 class FlushWaits:
