@@ -161,7 +161,7 @@ class FlushWaits:
             if not self._wanted:
                 loop.call_soon(self._request)
             self._wanted = max(self._wanted, end_offset)
-        expiry = loop.call_later(timeout, _expire, future)
+        expiry = loop.call_later(timeout, time_out, future)
         try:
             return await future
         finally:
@@ -187,6 +187,7 @@ class FlushWaits:
                 future.set_result(ok)
 
 
-def _expire(future: asyncio.Future[bool]) -> None:
+def time_out(future: asyncio.Future[bool]) -> None:
+    """A timer's callback: a waiter still waiting gets False."""
     if not future.done():
         future.set_result(False)

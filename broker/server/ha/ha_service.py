@@ -21,6 +21,7 @@ from broker.protocol.ha import (
     HARuntimeInfo,
     pack_frame_header,
 )
+from broker.server.write_bursts import time_out
 from broker.store.message_store import PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class HAService:
         self.connections: set[HAConnection] = set()
         self.acked = 0  # push2SlaveMaxOffset: the most any slave is known to hold
         self._server: asyncio.Server | None = None
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._seq = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -203,7 +204,7 @@ class HAService:
         while waiters and waiters[0][0] <= offset:
             fut = heapq.heappop(waiters)[2]
             if not fut.done():
-                fut.set_result(None)
+                fut.set_result(True)
 
     def slave_ok(self, end: int) -> bool:
         """A slave is connected and not too far behind (HAService.isSlaveOK)."""
@@ -219,13 +220,17 @@ class HAService:
             return
         if self.acked >= end:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
         heapq.heappush(self._waiters, (end, next(self._seq), fut))
         self.wake()
         timeout_ms = self.broker.store_config.sync_flush_timeout_ms
+        expiry = loop.call_later(timeout_ms / 1000, time_out, fut)  # cheaper than a wait_for per send
         try:
-            await asyncio.wait_for(fut, timeout_ms / 1000)
-        except TimeoutError:
+            acked = await fut
+        finally:
+            expiry.cancel()
+        if not acked:
             result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
             result.remark = f"the slave did not confirm the message within {timeout_ms} ms"
 
