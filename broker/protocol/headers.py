@@ -29,7 +29,7 @@ from broker.protocol.header_codec import (
     parse_int,
     render_bool,
 )
-from broker.protocol.header_codec import HeaderFieldError as HeaderFieldError  # the public name
+from broker.protocol.header_codec import HeaderFieldError as HeaderFieldError  # re-exported: its public home
 
 
 class BoundaryType(Enum):

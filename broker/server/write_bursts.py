@@ -137,14 +137,52 @@ def run_each(calls: list[_Call]) -> list[_Outcome]:
     return outcomes
 
 
+class OffsetWaits:
+    """Answers waiting for a position (the disk's, a slave's) to reach their offsets: released in
+    offset order by :meth:`release`, or answered False once their timeout passes."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._seq = itertools.count()
+
+    async def wait(self, offset: int, timeout: float) -> bool:
+        """What :meth:`release` says of ``offset``; False after ``timeout`` seconds. A timer each,
+        cheaper than a ``wait_for`` per answer."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        heapq.heappush(self._heap, (offset, next(self._seq), future))
+        expiry = loop.call_later(timeout, _time_out, future)
+        try:
+            return await future
+        finally:
+            expiry.cancel()
+
+    def release(self, offset: int, ok: bool) -> None:
+        """Answer ``ok`` to every wait for ``offset`` or less."""
+        heap = self._heap
+        while heap and heap[0][0] <= offset:
+            future = heapq.heappop(heap)[2]
+            if not future.done():
+                future.set_result(ok)
+
+    def cancel_all(self) -> None:
+        for _offset, _seq, future in self._heap:
+            future.cancel()
+        self._heap = []
+
+
+def _time_out(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
+
+
 class FlushWaits:
     """``request_flush(offset)`` asks the store for ``offset`` on disk and returns a future of
     whether it got there (``MessageStore.flushed``); its callbacks run on the flush thread."""
 
     def __init__(self, request_flush: Callable[[int], Future[bool]]) -> None:
         self._request_flush = request_flush
-        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []  # heap by offset
-        self._seq = itertools.count()
+        self._waits = OffsetWaits()
         self._flushed = 0  # known on disk
         self._wanted = 0  # the furthest offset asked for in this loop turn, not yet requested
         self._requested = 0  # the furthest offset requested of the flush thread
@@ -154,18 +192,11 @@ class FlushWaits:
         seconds or the store stopped first."""
         if end_offset <= self._flushed:
             return True
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
-        heapq.heappush(self._waiters, (end_offset, next(self._seq), future))
         if end_offset > self._requested:
             if not self._wanted:
-                loop.call_soon(self._request)
+                asyncio.get_running_loop().call_soon(self._request)
             self._wanted = max(self._wanted, end_offset)
-        expiry = loop.call_later(timeout, time_out, future)
-        try:
-            return await future
-        finally:
-            expiry.cancel()
+        return await self._waits.wait(end_offset, timeout)
 
     def _request(self) -> None:
         offset, self._wanted = self._wanted, 0
@@ -180,14 +211,4 @@ class FlushWaits:
     def _release(self, offset: int, ok: bool) -> None:
         if ok:
             self._flushed = max(self._flushed, offset)
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= offset:
-            future = heapq.heappop(waiters)[2]
-            if not future.done():
-                future.set_result(ok)
-
-
-def time_out(future: asyncio.Future[bool]) -> None:
-    """A timer's callback: a waiter still waiting gets False."""
-    if not future.done():
-        future.set_result(False)
+        self._waits.release(offset, ok)

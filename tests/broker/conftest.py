@@ -55,9 +55,16 @@ def broker_config(**overrides: Any) -> BrokerConfig:
 
 @asynccontextmanager
 async def running_broker(
-    store: Path, commitlog_file_size: int = 1 << 20, **overrides: Any
+    store: Path,
+    commitlog_file_size: int = 1 << 20,
+    store_settings: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[tuple[Broker, RemotingClient]]:
-    broker = Broker(broker_config(**overrides), small_store(store, commitlog_file_size))
+    """A started broker on a small store; ``overrides`` set broker settings, ``store_settings`` store ones."""
+    store_config = small_store(store, commitlog_file_size)
+    for key, value in (store_settings or {}).items():
+        setattr(store_config, key, value)
+    broker = Broker(broker_config(**overrides), store_config)
     await broker.start()
     client = RemotingClient()
     try:

@@ -10,12 +10,10 @@ from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import ResponseCode
-from broker.server.broker import Broker
 from broker.server.write_bursts import FlushWaits
 from broker.store.flush import FlushService
-from tests.broker.conftest import async_test, broker_config, pull, records, send, small_store
+from tests.broker.conftest import async_test, pull, records, running_broker, send
 
 
 class _Disk:
@@ -81,27 +79,9 @@ async def test_stopping_the_flush_thread_releases_every_waiter() -> None:
         assert await pending is False
 
 
-@asynccontextmanager
-async def _sync_broker(
-    store: Path, **store_overrides: object
-) -> AsyncIterator[tuple[Broker, RemotingClient]]:
-    config = small_store(store)
-    config.flush_disk_type = "SYNC_FLUSH"
-    for key, value in store_overrides.items():
-        setattr(config, key, value)
-    broker = Broker(broker_config(), config)
-    await broker.start()
-    client = RemotingClient()
-    try:
-        yield broker, client
-    finally:
-        await client.close()
-        await broker.stop()
-
-
 @async_test
 async def test_sync_flush_sends_are_answered_once_on_disk(tmp_path: Path) -> None:
-    async with _sync_broker(tmp_path) as (broker, client):
+    async with running_broker(tmp_path, store_settings={"flush_disk_type": "SYNC_FLUSH"}) as (broker, client):
         bodies = [b"m%d" % i for i in range(40)]
         answers = await asyncio.gather(
             *(send(client, broker, "Durable", body, queue_id=0) for body in bodies)

@@ -19,7 +19,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import MessageRecord, decode_records
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
-from tests.broker.conftest import broker_config, pull_header, small_store
+from tests.broker.conftest import pull_header, running_broker
 
 DELAY_LEVELS = "1s 1s 2s " + " ".join(["1s"] * 15)
 REPO = Path(__file__).resolve().parents[2]
@@ -28,16 +28,10 @@ RMQ = REPO / ".venv" / "bin" / "rmq"
 
 @asynccontextmanager
 async def feature_broker(store: Path, **overrides: Any) -> AsyncIterator[tuple[Broker, RemotingClient]]:
-    config = small_store(store)
-    config.message_delay_level = DELAY_LEVELS
-    broker = Broker(broker_config(**overrides), config)
-    await broker.start()
-    client = RemotingClient()
-    try:
-        yield broker, client
-    finally:
-        await client.close()
-        await broker.stop()
+    async with running_broker(
+        store, store_settings={"message_delay_level": DELAY_LEVELS}, **overrides
+    ) as running:
+        yield running
 
 
 async def pull_all(client: RemotingClient, addr: str, topic: str, queue_id: int) -> list[MessageRecord]:

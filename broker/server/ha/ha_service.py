@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -21,7 +19,7 @@ from broker.protocol.ha import (
     HARuntimeInfo,
     pack_frame_header,
 )
-from broker.server.write_bursts import time_out
+from broker.server.write_bursts import OffsetWaits
 from broker.store.message_store import PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -147,8 +145,7 @@ class HAService:
         self.connections: set[HAConnection] = set()
         self.acked = 0  # push2SlaveMaxOffset: the most any slave is known to hold
         self._server: asyncio.Server | None = None
-        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
-        self._seq = itertools.count()
+        self._waiters = OffsetWaits()  # SYNC_MASTER answers waiting for a slave's ack
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -171,10 +168,7 @@ class HAService:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for _off, _seq, fut in self._waiters:
-            if not fut.done():
-                fut.cancel()
-        self._waiters = []
+        self._waiters.cancel_all()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, reader, writer)
@@ -200,11 +194,7 @@ class HAService:
         if offset <= self.acked:
             return
         self.acked = offset
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= offset:
-            fut = heapq.heappop(waiters)[2]
-            if not fut.done():
-                fut.set_result(True)
+        self._waiters.release(offset, True)
 
     def slave_ok(self, end: int) -> bool:
         """A slave is connected and not too far behind (HAService.isSlaveOK)."""
@@ -220,16 +210,9 @@ class HAService:
             return
         if self.acked >= end:
             return
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        heapq.heappush(self._waiters, (end, next(self._seq), fut))
         self.wake()
         timeout_ms = self.broker.store_config.sync_flush_timeout_ms
-        expiry = loop.call_later(timeout_ms / 1000, time_out, fut)  # cheaper than a wait_for per send
-        try:
-            acked = await fut
-        finally:
-            expiry.cancel()
+        acked = await self._waiters.wait(end, timeout_ms / 1000)
         if not acked:
             result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
             result.remark = f"the slave did not confirm the message within {timeout_ms} ms"
