@@ -109,6 +109,9 @@ def run(quick: bool) -> list[Result]:
             for case in cases:
                 runs: list[BenchResult] = []
                 for i in range(repeats):
+                    # each run starts on a quiet disk: the write-back of the runs before it (gigabytes
+                    # after the async cases) would otherwise compete with this run's fdatasync calls
+                    os.sync()
                     opts = BenchOptions(
                         topic=f"Bench_{case.name}", namesrv=namesrv, duration=duration, warmup=warmup,
                         flush=flush, prefill=100_000 if quick else 300_000, client=case.client,

@@ -23,7 +23,7 @@ from typing import Any, Self
 from broker.protocol.codes import RequestCode
 from broker.protocol.header_codec import (
     FieldSpec,
-    decode_fields,
+    decode_header,
     encode_fields,
     parse_bool,
     parse_int,
@@ -66,7 +66,7 @@ _RENDERERS: dict[Any, Callable[[Any], str]] = {
 _SPECS: dict[type, tuple[FieldSpec, ...]] = {}
 
 
-def _field_specs(cls: type) -> tuple[FieldSpec, ...]:
+def field_specs(cls: type) -> tuple[FieldSpec, ...]:
     specs = _SPECS.get(cls)
     if specs is None:
         hints = typing.get_type_hints(cls)
@@ -75,8 +75,11 @@ def _field_specs(cls: type) -> tuple[FieldSpec, ...]:
             hint = hints[f.name]
             if isinstance(hint, types.UnionType):  # ``X | None``
                 hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
-            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            built.append(FieldSpec(f.name, _PARSERS[hint], required, _RENDERERS[hint]))
+            if f.default_factory is not dataclasses.MISSING:  # decode_header sets plain defaults only
+                raise TypeError(f"{cls.__name__}.{f.name}: header fields take a plain default")
+            required = f.default is dataclasses.MISSING
+            default = None if required else f.default
+            built.append(FieldSpec(f.name, _PARSERS[hint], required, _RENDERERS[hint], f.name, default))
         specs = _SPECS[cls] = tuple(built)
     return specs
 
@@ -88,7 +91,8 @@ class CommandHeader:
     def from_ext_fields(cls, ext: Mapping[str, str] | None, *, strict: bool = False) -> Self:
         """Lenient decode: absent fields keep their default (required ones become ``None``);
         ``strict`` refuses an absent required field instead."""
-        return cls(**decode_fields(cls.__name__, _field_specs(cls), ext, strict))
+        header: Self = decode_header(cls, cls.__name__, field_specs(cls), ext, strict)
+        return header
 
     @classmethod
     def parse(cls, ext: Mapping[str, str] | None) -> Self:
@@ -96,14 +100,14 @@ class CommandHeader:
         return cls.from_ext_fields(ext, strict=True)
 
     def check_required(self) -> Self:
-        for spec in _field_specs(type(self)):
+        for spec in field_specs(type(self)):
             if spec.required and getattr(self, spec.name) is None:
                 raise HeaderFieldError(type(self).__name__, spec.name, "is required")
         return self
 
     def to_ext_fields(self) -> dict[str, str]:
         """Java's ``String.valueOf`` of every non-null field, under the Java field name."""
-        return encode_fields(self, _field_specs(type(self)))
+        return encode_fields(self, field_specs(type(self)))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -170,8 +174,10 @@ class SendMessageRequestHeaderV2(TopicRequestHeader):
     def parse_v1(cls, ext: Mapping[str, str] | None) -> SendMessageRequestHeader:
         """``parse(ext).to_v1()`` in one step (a send's header is decoded this way on every send);
         an error names the one-letter field that was sent."""
-        fields = decode_fields(cls.__name__, _field_specs(cls), ext, True)
-        return SendMessageRequestHeader(**{v1: fields[v2] for v2, v1 in _V2_TO_V1.items() if v2 in fields})
+        header: SendMessageRequestHeader = decode_header(
+            SendMessageRequestHeader, cls.__name__, V2_AS_V1_SPECS, ext, True
+        )
+        return header
 
     @classmethod
     def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
@@ -200,6 +206,18 @@ _V2_TO_V1 = {
     "lo": "lo",
 }
 
+
+def _v2_as_v1_specs() -> tuple[FieldSpec, ...]:
+    """V2's specs filling the v1 header's attributes (with the v1 defaults)."""
+    v1_specs = {spec.name: spec for spec in field_specs(SendMessageRequestHeader)}
+    return tuple(
+        spec._replace(attr=_V2_TO_V1[spec.name], default=v1_specs[_V2_TO_V1[spec.name]].default)
+        for spec in field_specs(SendMessageRequestHeaderV2)
+        if spec.name in _V2_TO_V1
+    )
+
+
+V2_AS_V1_SPECS = _v2_as_v1_specs()
 
 _V2_SEND_CODES = frozenset(
     {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
