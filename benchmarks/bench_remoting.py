@@ -38,6 +38,7 @@ class Case:
     options: dict[str, int] = field(default_factory=dict)
     note: str = ""
     client: runner.Client = runner.Client.REMOTING  # BOTH: SDK vs low-level; ``target`` in %
+    settings: tuple[str, ...] = ()  # broker ``--set KEY=VALUE`` overrides
 
 
 CASES = [
@@ -47,6 +48,15 @@ CASES = [
     Case("send_1k_pipelined_4x32", 50_000, options={"connections": 4, "inflight": 32}),
     Case("send_1k_batch32_async", 200_000, options={"batch": 32, "connections": 2, "inflight": 8}),
     Case("send_1k_batch32_sync", 120_000, Flush.SYNC, options={"batch": 32, "connections": 2, "inflight": 8}),
+    # the same loads with message appends on the event loop (appendOnEventLoop, off by default)
+    *(
+        Case(f"{name}_on_loop", target, options=options, settings=("appendOnEventLoop=true",))
+        for name, target, options in [
+            ("send_1k_64_sync_producers", 25_000, {"producers": 64}),
+            ("send_1k_pipelined_4x32", 50_000, {"connections": 4, "inflight": 32}),
+            ("send_1k_batch32_async", 200_000, {"batch": 32, "connections": 2, "inflight": 8}),
+        ]
+    ),
     Case("pull_32_page_cache", 600_000, consume=True, options={"connections": 2, "inflight": 8}),
     *(
         Case(name, 80, consume=consume, options=options, client=runner.Client.BOTH)
@@ -60,12 +70,13 @@ CASES = [
 
 
 @contextmanager
-def broker_process(flush: Flush) -> Iterator[str]:
+def broker_process(flush: Flush, settings: tuple[str, ...] = ()) -> Iterator[str]:
     """``rmq up`` on free ports with a temporary store; yields the NameServer address."""
     with tempfile.TemporaryDirectory(prefix="bench_remoting_") as tmp:
         cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(Path(tmp) / "store"), "--namesrv-port", "0",
                "--broker-port", "0", "--no-http", "--grpc-port", "-1", "--set", "haListenPort=0",
                "--set", f"flushDiskType={flush.name}_FLUSH"]  # fmt: skip
+        cmd += [arg for kv in settings for arg in ("--set", kv)]
         env = {**os.environ, "RMQ_CONFIG": str(Path(tmp) / "config.toml")}  # keep the user's profiles
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         try:
@@ -103,9 +114,9 @@ def _row(name: str, value: float, unit: str, target: float, baseline: float | No
 def run(quick: bool) -> list[Result]:
     repeats, duration, warmup = (1, 2.0, 0.5) if quick else (3, 5.0, 1.0)
     results: list[Result] = []
-    for flush in Flush:
-        cases = [c for c in CASES if c.flush is flush]
-        with broker_process(flush) as namesrv:
+    for flush, settings in dict.fromkeys((c.flush, c.settings) for c in CASES):  # one broker each
+        cases = [c for c in CASES if (c.flush, c.settings) == (flush, settings)]
+        with broker_process(flush, settings) as namesrv:
             for case in cases:
                 runs: list[BenchResult] = []
                 for i in range(repeats):

@@ -68,7 +68,15 @@ def decode_header(
             value = default
         else:
             try:
-                value = raw if parse is str else parse(raw)
+                # the common parsers called natively, not through their Python wrappers
+                if parse is str:
+                    value = raw
+                elif parse is parse_int:
+                    value = parse_int(raw)
+                elif parse is parse_bool:
+                    value = parse_bool(raw)
+                else:
+                    value = parse(raw)
             except ValueError as exc:
                 raise HeaderFieldError(header, name, str(exc)) from None
         setattr(obj, attr, value)

@@ -63,6 +63,7 @@ RUNTIME_SETTINGS = frozenset(
         "long_polling_enable",
         "short_polling_time_mills",
         "wait_time_mills_in_send_queue",
+        "append_on_event_loop",
         "notify_consumer_ids_changed_enable",
         "use_server_side_reset_offset",
         "reject_transaction_message",

@@ -101,9 +101,13 @@ class Broker:
         self.recovery: RecoveryReport | None = None
         self.server: RemotingServer | None = None
         self._reader: ThreadPoolExecutor | None = None
-        # ``write(fn, *args)``: fn(*args) on the store-writer thread, in order with every other
-        # write; the compiled coroutine itself, so a send awaits no interpreted frame here
-        self._writes = WriteBursts(on_written=self.ha_service.wake)  # slaves get new bytes at once
+        # ``write(fn, *args)``: fn(*args) on the store-writer thread (message appends on the loop
+        # with appendOnEventLoop), in order with every other write; the compiled coroutine itself,
+        # so a send awaits no interpreted frame here
+        self._writes = WriteBursts(
+            on_written=self.ha_service.wake,  # slaves get new bytes at once
+            appends_on_loop=lambda: self.config.append_on_event_loop,
+        )
         self.write = self._writes.write
         self.flush_waits = FlushWaits(self.store.flushed)  # SYNC_FLUSH answers wait for the disk here
         self._tasks: list[asyncio.Task[None]] = []

@@ -117,7 +117,7 @@ def _batch_flag(request: RemotingCommand) -> bool:
     """The C++ client (rocketmq-client-cpp) sends a batch as SEND_MESSAGE with ``batch`` "1", which
     Java's Boolean.parseBoolean would read as false: accept "1" as well as "true"."""
     raw = (request.ext_fields or {}).get("batch" if request.code == RequestCode.SEND_MESSAGE else "m")
-    return str(raw).strip().lower() in ("1", "true")
+    return raw is not None and str(raw).strip().lower() in ("1", "true")
 
 
 def born_host_of(channel: Sender) -> bytes:

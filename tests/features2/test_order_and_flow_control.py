@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -65,15 +66,41 @@ async def test_two_consumers_cannot_lock_the_same_queue_and_locks_expire(tmp_pat
 
 @async_test()
 async def test_a_send_that_waited_too_long_in_the_send_queue_is_refused(tmp_path: Path) -> None:
-    async with running(tmp_path, wait_time_mills_in_send_queue=200) as cluster:
-        broker = cluster.broker
-        stall = asyncio.create_task(broker.write(time.sleep, 0.6))  # the store-writer thread is busy
-        await asyncio.sleep(0.05)
-        response = await send(cluster, TOPIC)
-        await stall
-        assert response.code == ResponseCode.SYSTEM_BUSY
-        assert (response.remark or "").startswith("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control")
-        assert (await send(cluster, TOPIC)).code == ResponseCode.SUCCESS  # and then the queue is clear
+    for on_loop in (False, True):  # appends on the loop still queue behind a write on the thread
+        async with running(
+            tmp_path / str(on_loop), wait_time_mills_in_send_queue=200, append_on_event_loop=on_loop
+        ) as cluster:
+            broker = cluster.broker
+            stall = asyncio.create_task(broker.write(time.sleep, 0.6))  # the store-writer thread is busy
+            await asyncio.sleep(0.05)
+            response = await send(cluster, TOPIC)
+            await stall
+            assert response.code == ResponseCode.SYSTEM_BUSY, on_loop
+            assert (response.remark or "").startswith("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control")
+            assert (await send(cluster, TOPIC)).code == ResponseCode.SUCCESS  # and then the queue is clear
+
+
+@async_test()
+async def test_append_on_event_loop_moves_appends_to_the_loop_at_runtime(tmp_path: Path) -> None:
+    async with running(tmp_path) as cluster:
+        store = cluster.broker.store
+        clock = store.clock
+        appended_on: list[int] = []
+
+        def noting_clock() -> float:  # read under the write lock, by whichever thread appends
+            appended_on.append(threading.get_ident())
+            return clock()
+
+        store.clock = noting_clock
+        loop_thread = threading.get_ident()
+        assert (await send(cluster, TOPIC, b"on the writer thread")).code == ResponseCode.SUCCESS
+        await AdminApi(cluster.client).update_broker_config(cluster.addr, {"appendOnEventLoop": "true"})
+        assert (await send(cluster, TOPIC, b"on the loop")).code == ResponseCode.SUCCESS
+        store.clock = clock
+        assert appended_on[0] != loop_thread
+        assert appended_on[-1] == loop_thread
+        # any other write (recovery, deletion, cleanup) stays on the writer thread
+        assert await cluster.broker.write(threading.get_ident) != loop_thread
 
 
 @async_test()
