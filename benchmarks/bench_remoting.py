@@ -50,11 +50,12 @@ CASES = [
     Case("send_1k_batch32_sync", 120_000, Flush.SYNC, options={"batch": 32, "connections": 2, "inflight": 8}),
     # the same loads with message appends on the event loop (appendOnEventLoop, off by default)
     *(
-        Case(f"{name}_on_loop", target, options=options, settings=("appendOnEventLoop=true",))
-        for name, target, options in [
-            ("send_1k_64_sync_producers", 25_000, {"producers": 64}),
-            ("send_1k_pipelined_4x32", 50_000, {"connections": 4, "inflight": 32}),
-            ("send_1k_batch32_async", 200_000, {"batch": 32, "connections": 2, "inflight": 8}),
+        Case(f"{name}_on_loop", target, flush, options=options, settings=("appendOnEventLoop=true",))
+        for name, target, flush, options in [
+            ("send_1k_64_sync_producers", 25_000, Flush.ASYNC, {"producers": 64}),
+            ("send_1k_pipelined_4x32", 50_000, Flush.ASYNC, {"connections": 4, "inflight": 32}),
+            ("send_1k_batch32_async", 200_000, Flush.ASYNC, {"batch": 32, "connections": 2, "inflight": 8}),
+            ("send_1k_batch32_sync", 120_000, Flush.SYNC, {"batch": 32, "connections": 2, "inflight": 8}),
         ]
     ),
     Case("pull_32_page_cache", 600_000, consume=True, options={"connections": 2, "inflight": 8}),
