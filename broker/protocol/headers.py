@@ -66,7 +66,7 @@ _RENDERERS: dict[Any, Callable[[Any], str]] = {
 _SPECS: dict[type, tuple[FieldSpec, ...]] = {}
 
 
-def field_specs(cls: type) -> tuple[FieldSpec, ...]:
+def _field_specs(cls: type) -> tuple[FieldSpec, ...]:
     specs = _SPECS.get(cls)
     if specs is None:
         hints = typing.get_type_hints(cls)
@@ -91,7 +91,7 @@ class CommandHeader:
     def from_ext_fields(cls, ext: Mapping[str, str] | None, *, strict: bool = False) -> Self:
         """Lenient decode: absent fields keep their default (required ones become ``None``);
         ``strict`` refuses an absent required field instead."""
-        header: Self = decode_header(cls, cls.__name__, field_specs(cls), ext, strict)
+        header: Self = decode_header(cls, cls.__name__, _field_specs(cls), ext, strict)
         return header
 
     @classmethod
@@ -100,14 +100,14 @@ class CommandHeader:
         return cls.from_ext_fields(ext, strict=True)
 
     def check_required(self) -> Self:
-        for spec in field_specs(type(self)):
+        for spec in _field_specs(type(self)):
             if spec.required and getattr(self, spec.name) is None:
                 raise HeaderFieldError(type(self).__name__, spec.name, "is required")
         return self
 
     def to_ext_fields(self) -> dict[str, str]:
         """Java's ``String.valueOf`` of every non-null field, under the Java field name."""
-        return encode_fields(self, field_specs(type(self)))
+        return encode_fields(self, _field_specs(type(self)))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -175,7 +175,7 @@ class SendMessageRequestHeaderV2(TopicRequestHeader):
         """``parse(ext).to_v1()`` in one step (a send's header is decoded this way on every send);
         an error names the one-letter field that was sent."""
         header: SendMessageRequestHeader = decode_header(
-            SendMessageRequestHeader, cls.__name__, V2_AS_V1_SPECS, ext, True
+            SendMessageRequestHeader, cls.__name__, _V2_AS_V1_SPECS, ext, True
         )
         return header
 
@@ -209,15 +209,15 @@ _V2_TO_V1 = {
 
 def _v2_as_v1_specs() -> tuple[FieldSpec, ...]:
     """V2's specs filling the v1 header's attributes (with the v1 defaults)."""
-    v1_specs = {spec.name: spec for spec in field_specs(SendMessageRequestHeader)}
+    v1_specs = {spec.name: spec for spec in _field_specs(SendMessageRequestHeader)}
     return tuple(
         spec._replace(attr=_V2_TO_V1[spec.name], default=v1_specs[_V2_TO_V1[spec.name]].default)
-        for spec in field_specs(SendMessageRequestHeaderV2)
+        for spec in _field_specs(SendMessageRequestHeaderV2)
         if spec.name in _V2_TO_V1
     )
 
 
-V2_AS_V1_SPECS = _v2_as_v1_specs()
+_V2_AS_V1_SPECS = _v2_as_v1_specs()
 
 _V2_SEND_CODES = frozenset(
     {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
