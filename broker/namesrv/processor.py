@@ -10,7 +10,6 @@ not decode gets SYSTEM_ERROR saying what is wrong with it (Java's code for undec
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Callable
 
 from broker.client.remoting_client import Handler, RemotingChannel
@@ -28,6 +27,7 @@ from broker.protocol.bodies import (
     route_wants_standard_json,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.message import body_crc
 from broker.protocol.remoting import ProtocolError, RemotingCommand, make_response
 from broker.server.transport import RemotingServer
 from broker.settings import SettingsError
@@ -140,7 +140,7 @@ class NamesrvProcessor:
 
     def register_broker(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         header = H.RegisterBrokerRequestHeader.parse(request.ext_fields)
-        if header.bodyCrc32 != 0 and zlib.crc32(request.body or b"") & 0x7FFFFFFF != header.bodyCrc32:
+        if header.bodyCrc32 != 0 and body_crc(request.body or b"") != header.bodyCrc32:
             log.warning("REGISTER_BROKER from %s: body crc32 does not match", channel.remote_addr)
             return make_response(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
         if request.body is None:  # Java's placeholder: a version no real registration equals

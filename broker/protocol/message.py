@@ -10,10 +10,12 @@ import ipaddress
 import mmap
 import socket
 import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
+
+# ISA-L's CRC32 (zlib's polynomial) runs ~20x faster than zlib's on 1 KiB bodies: every append needs one
+from isal.isal_zlib import crc32
 
 from broker.protocol import properties as P
 from broker.protocol.properties import decode_properties
@@ -81,7 +83,7 @@ class RecordError(ValueError):
 
 def body_crc(body: bytes | bytearray | memoryview) -> int:
     """BODYCRC as RocketMQ stores it: CRC32 with the top bit masked off."""
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return crc32(body) & 0x7FFFFFFF
 
 
 def pack_host(addr: str) -> bytes:
@@ -153,7 +155,7 @@ def encode_record(
             (
                 _HEAD_V4.pack(
                     _FIXED_V4 + len(body) + topic_len + len(properties), MAGIC_V1,
-                    zlib.crc32(body) & 0x7FFFFFFF if crc is None else crc, queue_id, flag, queue_offset,
+                    crc32(body) & 0x7FFFFFFF if crc is None else crc, queue_id, flag, queue_offset,
                     physical_offset, sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG), born_timestamp,
                     born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
                     len(body),
@@ -328,7 +330,7 @@ def check_crc(buf: Buffer, layout: RecordLayout) -> bool:
     """Whether the body matches BODYCRC (a mapped file's body is copied: 1 KiB copies cost less than
     a memoryview, and leave no export that would keep the map from closing)."""
     body_pos = layout.body_pos
-    return zlib.crc32(buf[body_pos : body_pos + layout.body_len]) & 0x7FFFFFFF == layout.crc
+    return crc32(buf[body_pos : body_pos + layout.body_len]) & 0x7FFFFFFF == layout.crc
 
 
 class RecordHead(NamedTuple):

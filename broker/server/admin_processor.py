@@ -81,6 +81,7 @@ RUNTIME_SETTINGS = frozenset(
         "delete_when",
         "disk_max_used_space_ratio",
         "max_message_size",
+        "commit_log_cache_window",
     }
 )
 

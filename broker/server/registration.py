@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import zlib
 from collections.abc import Callable
 
 from broker.client.remoting_client import RemotingClient, RemotingError
@@ -25,6 +24,7 @@ from broker.protocol.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from broker.protocol.message import body_crc
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 
@@ -92,7 +92,7 @@ class NameServerRegistration:
             brokerId=c.broker_id,
             heartbeatTimeoutMillis=c.channel_expired_timeout,
             compressed=False,
-            bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
+            bodyCrc32=body_crc(body),
         )
         await asyncio.gather(*(self._register(addr, header, body) for addr in addrs))
 

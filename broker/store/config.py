@@ -70,6 +70,8 @@ class StoreConfig:
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
+    # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides
+    commit_log_cache_window: int = 0
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property

@@ -17,6 +17,7 @@ _PWRITE_MIN = 64  # CommitLog records and batches; not 20-byte ConsumeQueue unit
 # madvise advice for a map: the kernel's default read-ahead, or none (random reads)
 ADVICE_NORMAL = getattr(mmap, "MADV_NORMAL", 0)
 ADVICE_RANDOM = getattr(mmap, "MADV_RANDOM", 1)
+_PAGE = mmap.PAGESIZE
 
 
 def offset_to_name(offset: int) -> str:
@@ -99,6 +100,17 @@ class MappedFile:
             return False
         return True
 
+    def drop_cached(self, pos: int, length: int) -> None:
+        """Take ``length`` flushed bytes at page-aligned ``pos`` out of the page cache: unmap them
+        from this process (pages it has read stay cached while mapped), then evict them. Data is
+        untouched; a later read faults them back in from disk. A no-op where the platform lacks
+        either call or the file is already closed."""
+        try:
+            self.mm.madvise(mmap.MADV_DONTNEED, pos, length)
+            os.posix_fadvise(self._fd, pos, length, os.POSIX_FADV_DONTNEED)
+        except (AttributeError, ValueError, OSError):
+            pass
+
     def close(self) -> None:
         try:
             self.mm.close()
@@ -120,6 +132,7 @@ class MappedFileQueue:
         self.files: list[MappedFile] = []
         self._starts: list[int] = []
         self.advice: int | None = None  # madvise'd on every file, those mapped later included
+        self.cached_from = 0  # bytes before this absolute offset were taken out of the page cache
 
     def load(self) -> None:
         """Map every file of the directory; a name that is not a 20-digit offset is refused."""
@@ -210,11 +223,26 @@ class MappedFileQueue:
                 mf.flush()
         return self.flushed_offset
 
+    def drop_cached(self, below: int) -> None:
+        """Take every byte before absolute ``below`` (rounded down to a page) that is still cached
+        out of the page cache; bytes at or after the flushed position are never touched."""
+        below = min(below, self.flushed_offset)
+        below -= below % _PAGE
+        start = max(self.cached_from, self.min_offset)
+        if below <= start:
+            return
+        for mf in self.files:
+            lo, hi = max(start, mf.file_from), min(below, mf.file_end)
+            if lo < hi:
+                mf.drop_cached(lo - mf.file_from, hi - lo)
+        self.cached_from = below
+
     def truncate(self, offset: int) -> None:
         """Forget everything at or after ``offset``: later files are deleted, the tail is zeroed.
 
         A read-only queue only moves its positions; nothing on disk changes.
         """
+        self.cached_from = min(self.cached_from, offset)
         keep: list[MappedFile] = []
         for mf in self.files:
             if mf.file_from >= offset:
