@@ -65,6 +65,18 @@ def decode_properties(text: str) -> dict[str, str]:
     return result
 
 
+def encodes_exactly(text: str, props: Mapping[str, str]) -> bool:
+    """Whether ``text`` is exactly ``encode_properties(props)``, given ``props`` was decoded from it.
+    Every segment of a text that ends in a separator is a pair of the map unless one was dropped
+    (empty or malformed) or a name repeated, and either makes the map's encoding shorter."""
+    if text and text[-1] != PROPERTY_SEP:
+        return False
+    total = 0
+    for name, value in props.items():
+        total += len(name) + len(value) + 2
+    return total == len(text)
+
+
 def split_keys(keys: str | None) -> list[str]:
     """The business keys of a KEYS property (space separated, empty entries dropped)."""
     if not keys:

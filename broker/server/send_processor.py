@@ -31,7 +31,7 @@ from broker.protocol.message import (
     decode_batch,
     pack_host,
 )
-from broker.protocol.properties import decode_properties
+from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
@@ -286,6 +286,9 @@ class SendProcessor:
         dead_letter = topic.startswith(DLQ_PREFIX)
         born_timestamp = header.bornTimestamp
         reconsume_times = header.reconsumeTimes or 0
+        cluster_text = encode_properties({P.CLUSTER: cluster})
+        region_text = encode_properties({P.MSG_REGION: region})
+        trace_text = encode_properties({P.TRACE_ON: trace_on})
         msgs: list[PutMessage] = []
         for flag, msg_body, text in items:
             props = decode_properties(text)
@@ -295,13 +298,22 @@ class SendProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{cfg.broker_ip1}] sending transaction message is forbidden",
                 )
-            # the properties the broker adds (SendMessageProcessor + CommitLog in RocketMQ)
+            # The properties the broker adds (SendMessageProcessor + CommitLog in RocketMQ). Where
+            # it only appends to a canonical text (as every RocketMQ client sends), the record takes
+            # that text and the appended pairs, and the map is not encoded again.
+            reusable = P.CLUSTER not in props and P.POP_CK not in props and encodes_exactly(text, props)
             props.pop(P.POP_CK, None)
-            if not props.get(P.UNIQ_KEY):
-                props[P.UNIQ_KEY] = uniq_keys.next()
+            if P.UNIQ_KEY not in props:  # decoding drops empty values: present means non-empty
+                uniq = props[P.UNIQ_KEY] = uniq_keys.next()
+                text += encode_properties({P.UNIQ_KEY: uniq})
             props[P.CLUSTER] = cluster
-            props.setdefault(P.MSG_REGION, region)
-            props.setdefault(P.TRACE_ON, trace_on)
+            text += cluster_text
+            if P.MSG_REGION not in props:
+                props[P.MSG_REGION] = region
+                text += region_text
+            if P.TRACE_ON not in props:
+                props[P.TRACE_ON] = trace_on
+                text += trace_text
             msg = PutMessage(
                 topic, queue_id, msg_body, props, flag, sys_flag, born_timestamp, born_host, reconsume_times
             )
@@ -311,6 +323,8 @@ class SendProcessor:
                 to_half_message(msg)
             elif not PARKING_PROPERTIES.isdisjoint(props):
                 self._apply_delay(msg)
+            elif reusable and not dead_letter:
+                msg.properties_text = text
             msgs.append(msg)
         return msgs
 

@@ -109,6 +109,9 @@ class PutMessage:
     reconsume_times: int
     prepared_transaction_offset: int
     store_timestamp: int
+    # ``properties`` encoded, where the send path already holds that text (and then leaves
+    # ``properties`` alone); None: the store encodes ``properties``
+    properties_text: str | None
 
     def __init__(
         self,
@@ -135,6 +138,7 @@ class PutMessage:
         self.reconsume_times = reconsume_times
         self.prepared_transaction_offset = prepared_transaction_offset
         self.store_timestamp = store_timestamp
+        self.properties_text = None
 
 
 @dataclass(slots=True, init=False)
@@ -504,7 +508,8 @@ class MessageStore:
         encoded: list[_Encoded] = []
         for msg in msgs:
             topic_raw = msg.topic.encode("utf-8")
-            props_raw = encode_properties(msg.properties).encode("utf-8")
+            text = msg.properties_text
+            props_raw = (encode_properties(msg.properties) if text is None else text).encode("utf-8")
             problem = self._check(msg, topic_raw, props_raw)
             if problem is not None:
                 return PutResult(problem[0], problem[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.message import BatchItem, decode_record, encode_batch
+from broker.protocol.properties import decode_properties, encode_properties
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
 from tests.broker.conftest import broker_config, small_store
@@ -106,3 +109,43 @@ def test_fuzzed_pull_headers(live: LiveBroker, ext: dict[str, str], suspend: str
 
 def test_broker_serves_after_fuzzing(live: LiveBroker) -> None:
     check_still_serving(live)
+
+
+PROPERTY_NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "CLUSTER", "MSG_REGION", "TRACE_ON", "a", "bb"])
+SEGMENTS = st.one_of(
+    st.tuples(PROPERTY_NAMES, st.text("xy\x01é", max_size=3)).map(lambda p: f"{p[0]}\x01{p[1]}"),
+    st.sampled_from(["", "q", "\x01v", "k\x01"]),
+)
+PROPERTY_TEXTS = st.one_of(
+    st.dictionaries(PROPERTY_NAMES, st.text("xyz\x01é", min_size=1, max_size=3)).map(encode_properties),
+    st.tuples(st.lists(SEGMENTS, max_size=5), st.booleans()).map(
+        lambda t: "\x02".join(t[0]) + ("\x02" if t[1] else "")
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(PROPERTY_TEXTS, min_size=1, max_size=4))
+def test_stored_properties_are_the_senders_map_plus_the_brokers_in_canonical_form(
+    live: LiveBroker, texts: list[str]
+) -> None:
+    """Whatever form the sender's properties take (repeated names, empty or broken segments, no final
+    separator), the record holds the map RocketMQ's parser reads from them plus the broker's own
+    properties, encoded canonically."""
+    body = encode_batch([BatchItem(0, b"p", text) for text in texts])
+    ext = dict(a="PG", b="Props", c="TBW102", d="1", e="0", f="0", g="0", h="0", m="true")
+    response = live.invoke(RequestCode.SEND_BATCH_MESSAGE, ext, body)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    first = int(response.ext_fields["queueOffset"])
+    stored = live.broker.store.get_messages("Props", 0, first, len(texts)).records
+    assert len(stored) == len(texts)
+    for text, raw in zip(texts, stored, strict=True):
+        expected = decode_properties(text)
+        uniq = decode_record(raw).uniq_key
+        assert uniq
+        expected.setdefault("UNIQ_KEY", uniq)  # the broker makes one where the sender sent none
+        expected["CLUSTER"] = "DefaultCluster"
+        expected.setdefault("MSG_REGION", "DefaultRegion")
+        expected.setdefault("TRACE_ON", "true")
+        encoded = encode_properties(expected).encode()
+        assert raw.endswith(struct.pack(">h", len(encoded)) + encoded), (text, raw[-len(encoded) - 2 :])

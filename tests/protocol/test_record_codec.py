@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.protocol import message as M
-from broker.protocol.properties import decode_properties, encode_properties
+from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
 from tests.vectors import wire_item
 
 VEC = wire_item("message_record_v1")
@@ -94,6 +94,12 @@ def test_properties_round_trip(props: dict[str, str]) -> None:
     decoded = decode_properties(encoded)
     # Java drops segments shorter than 3 characters; everything else survives unchanged
     assert decoded == {k: v for k, v in props.items() if len(k) + len(v) + 1 >= 3}
+
+
+@given(st.text(alphabet="ab\x01\x02", max_size=12))
+def test_encodes_exactly_tells_a_canonical_text_from_its_map_alone(text: str) -> None:
+    props = decode_properties(text)
+    assert encodes_exactly(text, props) == (encode_properties(props) == text)
 
 
 @given(
