@@ -155,7 +155,7 @@ def encode_record(
             (
                 _HEAD_V4.pack(
                     _FIXED_V4 + len(body) + topic_len + len(properties), MAGIC_V1,
-                    crc32(body) & 0x7FFFFFFF if crc is None else crc, queue_id, flag, queue_offset,
+                    body_crc(body) if crc is None else crc, queue_id, flag, queue_offset,
                     physical_offset, sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG), born_timestamp,
                     born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
                     len(body),
@@ -330,7 +330,7 @@ def check_crc(buf: Buffer, layout: RecordLayout) -> bool:
     """Whether the body matches BODYCRC (a mapped file's body is copied: 1 KiB copies cost less than
     a memoryview, and leave no export that would keep the map from closing)."""
     body_pos = layout.body_pos
-    return crc32(buf[body_pos : body_pos + layout.body_len]) & 0x7FFFFFFF == layout.crc
+    return body_crc(buf[body_pos : body_pos + layout.body_len]) == layout.crc
 
 
 class RecordHead(NamedTuple):
