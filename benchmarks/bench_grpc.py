@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
-from grpc import aio  # type: ignore[import-untyped,unused-ignore]
 
 from broker.client import Message, Producer
 from broker.client.admin_api import AdminApi
@@ -46,7 +45,7 @@ from broker.client.consumer_base import ConsumeFrom
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import SendStatus
 from broker.client.remoting_client import RemotingClient
-from broker.grpc.service import SERVER_OPTIONS
+from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
 from broker.server.transport import install_uvloop
 
@@ -271,12 +270,9 @@ async def _serve_floor() -> None:
         "Unary": grpc.unary_unary_rpc_method_handler(unary),
         "Stream": grpc.unary_stream_rpc_method_handler(stream),
     }
-    server = aio.server(options=SERVER_OPTIONS)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(FLOOR_SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    print(port, flush=True)
-    await server.wait_for_termination()
+    server = NativeGrpcServer([grpc.method_handlers_generic_handler(FLOOR_SERVICE, handlers)])
+    print(await server.start("127.0.0.1", 0), flush=True)
+    await asyncio.Event().wait()
 
 
 @contextmanager

@@ -54,17 +54,6 @@ class ServerTls:
         ctx.verify_mode = CLIENT_AUTH[self.client_auth]
         return ctx
 
-    def pem(self) -> tuple[bytes, bytes, bytes | None]:
-        """(certificate chain, key, trusted roots) for grpc.ssl_server_credentials."""
-        try:
-            return (
-                self.cert.read_bytes(),
-                self.key.read_bytes(),
-                self.trust.read_bytes() if self.trust is not None else None,
-            )
-        except OSError as exc:
-            raise TlsConfigError(f"cannot read TLS material: {exc}") from None
-
 
 def client_context(
     ca: Path | None = None, cert: Path | None = None, key: Path | None = None, *, insecure: bool = False

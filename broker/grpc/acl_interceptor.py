@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -245,8 +246,8 @@ class _SerialWrites:
             await self._context.write(message)
 
 
-def server_setup(broker: Any) -> tuple[list[AclInterceptor], Any]:
-    """(interceptors, server credentials or None) for the broker's gRPC port, from its settings."""
+def server_setup(broker: Any) -> tuple[list[AclInterceptor], ssl.SSLContext | None]:
+    """(interceptors, TLS context or None) for the broker's gRPC port, from its settings."""
     from broker.server.acl_hook import AclHook, AuthHook, GuardedServer
 
     interceptors = []
@@ -257,10 +258,4 @@ def server_setup(broker: Any) -> tuple[list[AclInterceptor], Any]:
         elif isinstance(hook, AuthHook):
             interceptors.append(AclInterceptor(users_and_policies(hook.checker)))
     tls = broker.config.server_tls()
-    if tls is None:
-        return interceptors, None
-    cert, key, trust = tls.pem()
-    credentials = grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=trust, require_client_auth=tls.client_auth == "require"
-    )
-    return interceptors, credentials
+    return interceptors, None if tls is None else tls.context()

@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
-from grpc import aio  # type: ignore[import-untyped,unused-ignore]
 
 from broker.client.remoting_client import RemotingChannel
 from broker.grpc import convert
 from broker.grpc.acl_interceptor import server_setup
+from broker.grpc.calls import NativeGrpcServer
 from broker.grpc.clients import (
     CLIENT_TYPE_PRODUCER,
     CLIENT_TYPE_PUSH_CONSUMER,
@@ -121,12 +121,12 @@ def _rejected(exc: PopRejected) -> GrpcError:
     return GrpcError(_code_of(exc.code), exc.remark)
 
 
-def _metadata(context: aio.ServicerContext[Any, Any], key: str) -> str | None:
+def _metadata(context: Any, key: str) -> str | None:
     value = dict(context.invocation_metadata() or ()).get(key)
     return value if value is None or isinstance(value, str) else value.decode("utf-8", "replace")
 
 
-def _peer(context: aio.ServicerContext[Any, Any]) -> str:
+def _peer(context: Any) -> str:
     peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6":
@@ -937,41 +937,23 @@ class MessagingService:
         return PB.QueryOffsetResponse(status=status(), offset=offset)
 
 
-SERVER_OPTIONS = [
-    ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-    ("grpc.max_send_message_length", 16 * 1024 * 1024),
-    ("grpc.so_reuseport", 0),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.min_ping_interval_without_data_ms", 5000),
-]
-
-
 class GrpcServer:
-    """The gRPC listener (grpc.aio on the broker's event loop)."""
+    """The gRPC listener (:mod:`broker.grpc.calls`, on the broker's event loop)."""
 
     def __init__(self, broker: Broker, host: str, port: int) -> None:
         self.service = MessagingService(broker)
         self.host = host
         self.requested_port = port
         self.port = 0
-        self._server: aio.Server | None = None
+        self._server: NativeGrpcServer | None = None
 
     async def start(self) -> None:
-        interceptors, credentials = server_setup(self.service.broker)  # ACL and TLS when configured
-        server = aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
-        server.add_generic_rpc_handlers((self.service.generic_handler(),))
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        interceptors, tls = server_setup(self.service.broker)  # ACL and TLS when configured
+        server = NativeGrpcServer([self.service.generic_handler()], interceptors)
         try:
-            address = f"{host}:{self.requested_port}"
-            if credentials is None:
-                self.port = server.add_insecure_port(address)
-            else:
-                self.port = server.add_secure_port(address, credentials)
-        except RuntimeError as exc:
-            raise OSError(f"cannot listen on {self.host}:{self.requested_port}: {exc}") from None
-        if self.port == 0:
-            raise OSError(f"cannot listen on {self.host}:{self.requested_port} (in use?)")
-        await server.start()
+            self.port = await server.start(self.host, self.requested_port, tls)
+        except OSError as exc:
+            raise OSError(f"cannot listen on {self.host}:{self.requested_port}: {exc.strerror or exc}") from None
         self._server = server
 
     async def stop(self, grace: float = 5.0) -> None:

@@ -1,0 +1,407 @@
+"""gRPC calls over :mod:`broker.grpc.http2`: the broker's gRPC server.
+
+It serves the handlers grpcio's server API describes (``grpc.RpcMethodHandler`` from a generic
+handler, wrapped by ``grpc.aio.ServerInterceptor`` objects), on the broker's own event loop. Each call
+is a :class:`Call`, which is also the servicer context the handlers see: ``invocation_metadata()``,
+``peer()``, ``time_remaining()``, ``write()`` and ``abort()``.
+
+The protocol is gRPC over HTTP/2: a request is ``:method POST``, ``:path /Service/Method``,
+``content-type: application/grpc``; each message has a 5-byte prefix (compressed flag and length);
+the answer is a header block, the messages, and trailers with ``grpc-status`` and ``grpc-message``.
+A call that breaks these rules is answered with the gRPC status grpcio would give.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+import zlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc  # type: ignore[import-untyped,unused-ignore]
+
+from broker.grpc.hpack_codec import RESPONSE_HEADERS, Header, literal
+from broker.grpc.http2 import CANCEL, Http2Connection, Stream
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 16 * 1024 * 1024  # either way, as grpc.max_{receive,send}_message_length
+MAX_STATUS_MESSAGE = 4096
+_TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+_HIDDEN = frozenset({b"te", b"content-type", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding"})
+_DECOMPRESS = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib.decompress}
+_END = object()  # ends a request stream
+
+
+class Abort(Exception):
+    """Raised by :meth:`Call.abort`: the call ends with this status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+@dataclass(frozen=True, slots=True)
+class CallDetails:
+    """What interceptors and generic handlers look a call up by (grpc.HandlerCallDetails)."""
+
+    method: str
+    invocation_metadata: tuple[tuple[str, str], ...]
+
+
+def _status_value(code: grpc.StatusCode) -> int:
+    return int(code.value[0])
+
+
+def _percent_encode(text: str) -> bytes:
+    """grpc-message: UTF-8 with bytes outside printable ASCII and '%' as %XX."""
+    raw = text.encode("utf-8", "replace")[:MAX_STATUS_MESSAGE]
+    if all(0x20 <= b <= 0x7E and b != 0x25 for b in raw):
+        return raw
+    return b"".join(bytes((b,)) if 0x20 <= b <= 0x7E and b != 0x25 else b"%%%02X" % b for b in raw)
+
+
+def _status_block(code: grpc.StatusCode, details: str) -> bytes:
+    block = literal(b"grpc-status", str(_status_value(code)).encode())
+    return block + literal(b"grpc-message", _percent_encode(details)) if details else block
+
+
+OK_TRAILERS = _status_block(grpc.StatusCode.OK, "")
+
+
+def _timeout(value: bytes) -> float | None:
+    """grpc-timeout: up to 8 digits and a unit."""
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not digits.isdigit() or len(digits) > 8:
+        return None
+    return int(digits) * unit
+
+
+class Call(Stream):
+    """One gRPC call on its stream, and the context its handler gets."""
+
+    def __init__(self, server: NativeGrpcServer, connection: Http2Connection, stream_id: int) -> None:
+        super().__init__(connection, stream_id)
+        self.server = server
+        self.method = ""
+        self.metadata: tuple[tuple[str, str], ...] = ()
+        self.deadline: float | None = None
+        self.decompress: Any = None
+        self.handler: Any = None
+        self.buffer = bytearray()
+        self.request: bytes | None = None  # the one message of a unary request
+        self.requests: asyncio.Queue[Any] | None = None  # the messages of a streaming request
+        self.task: asyncio.Task[None] | None = None
+        self.headers_sent = False
+        self.finished = False
+
+    # == the request ===========================================================================
+    def start(self, headers: list[Header]) -> None:
+        fields: list[tuple[str, str]] = []
+        path = method = content_type = b""
+        for name, value in headers:
+            if name[:1] == b":":
+                if name == b":path":
+                    path = value
+                elif name == b":method":
+                    method = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"grpc-timeout":
+                timeout = _timeout(value)
+                if timeout is not None:
+                    self.deadline = time.monotonic() + timeout
+            elif name == b"grpc-encoding":
+                if value != b"identity":
+                    self.decompress = _DECOMPRESS.get(value, value)
+            if name not in _HIDDEN and name[:1] != b":":
+                fields.append((name.decode("latin-1"), value.decode("utf-8", "replace")))
+        self.metadata = tuple(fields)
+        self.method = path.decode("utf-8", "replace")
+        if method != b"POST" or not content_type.startswith(b"application/grpc"):
+            self.finish(grpc.StatusCode.UNIMPLEMENTED, "not a gRPC request (POST, application/grpc)")
+        elif isinstance(self.decompress, bytes):
+            name = self.decompress.decode("latin-1", "replace")
+            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"message compression {name!r} is not supported")
+        elif self.server.interceptors:  # the handler is known once they have run: queue the request
+            self.requests = asyncio.Queue()
+            self.task = asyncio.create_task(self._intercepted())
+        else:
+            self.handler = self.server.handler(self.method)
+            if self.handler is None:
+                self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
+            elif self.handler.request_streaming:
+                self.requests = asyncio.Queue()
+                self.task = asyncio.create_task(self._run())
+
+    def on_data(self, data: bytes) -> None:
+        if self.finished:
+            return
+        buffer = self.buffer
+        buffer += data
+        while len(buffer) >= 5:
+            length = int.from_bytes(buffer[1:5], "big")
+            if length > MAX_MESSAGE:
+                self.finish(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"a message of {length} bytes is over the limit of {MAX_MESSAGE}",
+                )
+                return
+            if len(buffer) < 5 + length:
+                return
+            compressed = buffer[0]
+            message = bytes(buffer[5 : 5 + length])
+            del buffer[: 5 + length]
+            if compressed:
+                if self.decompress is None:
+                    self.finish(grpc.StatusCode.INTERNAL, "a compressed message without grpc-encoding")
+                    return
+                try:
+                    message = self.decompress(message)
+                except zlib.error as exc:
+                    self.finish(grpc.StatusCode.INTERNAL, f"a message does not decompress: {exc}")
+                    return
+            if self.requests is not None:
+                self.requests.put_nowait(message)  # a streaming request, or one not yet intercepted
+            elif self.request is None:
+                self.request = message
+            else:
+                self.finish(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+                return
+
+    def on_end(self) -> None:
+        if self.finished:
+            return
+        if self.buffer:
+            self.finish(grpc.StatusCode.INTERNAL, "the request ends inside a message")
+        elif self.requests is not None:
+            self.requests.put_nowait(_END)
+        elif self.handler is not None:  # a unary request, complete
+            self.task = asyncio.create_task(self._run())
+
+    def on_reset(self) -> None:
+        self.finished = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def _request_messages(self) -> AsyncIterator[Any]:
+        assert self.requests is not None
+        deserialize = self.handler.request_deserializer
+        while True:
+            item = await self.requests.get()
+            if item is _END:
+                return
+            yield deserialize(item) if deserialize is not None else item
+
+    # == running the handler ===================================================================
+    async def _intercepted(self) -> None:
+        details = CallDetails(self.method, self.metadata)
+        self.handler = await self.server.intercepted(details)
+        if self.handler is None:
+            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
+            return
+        if not self.handler.request_streaming:
+            self.handler = _UnaryFromQueue(self.handler)
+        await self._run()
+
+    async def _run(self) -> None:
+        handler = self.handler
+        try:
+            try:
+                if handler.request_streaming:
+                    request: Any = self._request_messages()
+                else:
+                    request = await self._unary_request(handler)
+                if handler.response_streaming:
+                    fn = handler.stream_stream if handler.request_streaming else handler.unary_stream
+                    result = fn(request, self)
+                    if hasattr(result, "__aiter__"):
+                        async for item in result:
+                            await self.write(item)
+                    else:
+                        await result
+                else:
+                    fn = handler.stream_unary if handler.request_streaming else handler.unary_unary
+                    await self._send_unary(await fn(request, self))
+                    return
+            except Abort as exc:
+                self.finish(exc.code, exc.details)
+                return
+            except asyncio.CancelledError:
+                if not self.finished:  # the server is stopping
+                    self.finish(grpc.StatusCode.UNAVAILABLE, "the broker is shutting down")
+                return
+            except ConnectionResetError:
+                return
+            except Exception as exc:
+                log.exception("gRPC %s failed", self.method)
+                self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+                return
+            self.finish(grpc.StatusCode.OK, "")
+        finally:
+            self.task = None
+
+    async def _unary_request(self, handler: Any) -> Any:
+        data = self.request
+        if isinstance(handler, _UnaryFromQueue):
+            data = await handler.take(self)
+        if data is None:
+            raise Abort(grpc.StatusCode.INTERNAL, "the request holds no message")
+        deserialize = handler.request_deserializer
+        try:
+            return deserialize(data) if deserialize is not None else data
+        except Exception as exc:
+            raise Abort(grpc.StatusCode.INTERNAL, f"the request does not parse: {exc}") from None
+
+    def _serialize(self, message: Any) -> bytes:
+        serialize = self.handler.response_serializer if self.handler is not None else None
+        body = serialize(message) if serialize is not None else message
+        if len(body) > MAX_MESSAGE:
+            raise Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"an answer of {len(body)} bytes is over the limit")
+        return b"\x00" + len(body).to_bytes(4, "big") + body
+
+    async def _send_unary(self, response: Any) -> None:
+        data = self._serialize(response)
+        connection = self.connection
+        if self.finished:
+            return
+        if connection.send_ready(self, len(data)):  # the usual case: all of it in one write
+            connection.send_headers(self, RESPONSE_HEADERS)
+            connection.send_now(self, data)
+            self.finished = True
+            connection.send_headers(self, OK_TRAILERS, end_stream=True)
+            return
+        await self.write(response, data)
+        self.finish(grpc.StatusCode.OK, "")
+
+    # == the context ===========================================================================
+    async def write(self, message: Any, data: bytes | None = None) -> None:
+        if self.finished:
+            raise ConnectionResetError("the call has ended")
+        if data is None:
+            data = self._serialize(message)
+        if not self.headers_sent:
+            self.headers_sent = True
+            self.connection.send_headers(self, RESPONSE_HEADERS)
+        await self.connection.send_data(self, data)
+
+    def finish(self, code: grpc.StatusCode, details: str) -> None:
+        """Ends the call with trailers (after the headers, or trailers only)."""
+        if self.finished:
+            return
+        self.finished = True
+        block = _status_block(code, details)
+        if not self.headers_sent:
+            self.headers_sent = True
+            block = RESPONSE_HEADERS + block
+        self.connection.send_headers(self, block, end_stream=True)
+
+    async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> NoReturn:
+        raise Abort(code, details)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.metadata
+
+    def peer(self) -> str:
+        return self.connection.peer
+
+    def time_remaining(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+
+class _UnaryFromQueue:
+    """A unary handler whose request had not ended when interception finished."""
+
+    def __init__(self, handler: Any) -> None:
+        self._handler = handler
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handler, name)
+
+    async def take(self, call: Call) -> bytes | None:
+        assert call.requests is not None
+        message = None
+        while (item := await call.requests.get()) is not _END:
+            if message is not None:
+                raise Abort(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+            message = item
+        return message
+
+
+class NativeGrpcServer:
+    """Listens for gRPC over HTTP/2 (with TLS and ALPN ``h2`` when given an SSL context)."""
+
+    def __init__(self, handlers: Sequence[Any], interceptors: Sequence[Any] = ()) -> None:
+        self.generic = list(handlers)
+        self.interceptors = list(interceptors)
+        self.connections: set[Http2Connection] = set()
+        self._handlers: dict[str, Any] = {}
+        self._listener: asyncio.Server | None = None
+
+    def handler(self, method: str) -> Any:
+        handler = self._handlers.get(method)
+        if handler is None:
+            details = CallDetails(method, ())
+            for generic in self.generic:
+                handler = generic.service(details)
+                if handler is not None:
+                    self._handlers[method] = handler
+                    break
+        return handler
+
+    async def intercepted(self, details: CallDetails) -> Any:
+        async def lookup(d: Any) -> Any:
+            return self.handler(d.method)
+
+        continuation = lookup
+        for interceptor in reversed(self.interceptors):
+            continuation = _chain(interceptor, continuation)
+        return await continuation(details)
+
+    def _open(self, connection: Http2Connection, stream_id: int, headers: list[Header]) -> Stream:
+        call = Call(self, connection, stream_id)
+        call.start(headers)
+        return call
+
+    def _connection(self) -> Http2Connection:
+        connection = Http2Connection(self._open, self.connections.discard)
+        self.connections.add(connection)
+        return connection
+
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+        if tls is not None:
+            tls.set_alpn_protocols(["h2"])
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(self._connection, host, port, ssl=tls, reuse_address=True)
+        return int(self._listener.sockets[0].getsockname()[1])
+
+    async def stop(self, grace: float) -> None:
+        """GOAWAY to every client, up to ``grace`` seconds for open calls, then closes the rest."""
+        if self._listener is None:
+            return
+        self._listener.close()
+        for connection in list(self.connections):
+            connection.go_away()
+            connection.flush()
+        deadline = time.monotonic() + grace
+        while any(c.streams for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for connection in list(self.connections):
+            for stream in list(connection.streams.values()):
+                connection.reset(stream.id, CANCEL)
+            connection.close()
+        await self._listener.wait_closed()
+        self._listener = None
+
+
+def _chain(interceptor: Any, continuation: Any) -> Any:
+    async def next_step(details: Any) -> Any:
+        return await interceptor.intercept_service(continuation, details)
+
+    return next_step
