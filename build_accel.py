@@ -25,7 +25,8 @@ from pathlib import Path
 
 from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, module_name, source_digest
 
-# Hot paths: store append, dispatch, index and recovery scan; remoting frames, connections and sends.
+# Hot paths: store append, dispatch, index and recovery scan; remoting frames, connections and sends;
+# gRPC's HTTP/2 frames, header blocks and calls.
 # Modules not listed stay interpreted.
 ACCEL_MODULES = (
     "broker/protocol/javahash.py",
@@ -48,6 +49,9 @@ ACCEL_MODULES = (
     "broker/server/flow_control.py",
     "broker/server/long_polling.py",
     "broker/server/stats.py",
+    "broker/grpc/hpack_codec.py",
+    "broker/grpc/http2.py",
+    "broker/grpc/calls.py",
 )
 
 

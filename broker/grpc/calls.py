@@ -14,13 +14,15 @@ A call that breaks these rules is answered with the gRPC status grpcio would giv
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import ssl
 import time
 import zlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
@@ -37,6 +39,19 @@ _DECOMPRESS = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib
 _END = object()  # ends a request stream
 
 
+Metadatum = tuple[str, str | bytes]  # bytes for the "-bin" names, as grpcio gives them
+
+
+def _metadatum(name: bytes, value: bytes) -> Metadatum:
+    key = name.decode("latin-1")
+    if key.endswith("-bin"):  # base64, padding optional (gRPC over HTTP/2)
+        try:
+            return key, base64.b64decode(value + b"=" * (-len(value) % 4))
+        except binascii.Error:
+            return key, value
+    return key, value.decode("utf-8", "replace")
+
+
 class Abort(Exception):
     """Raised by :meth:`Call.abort`: the call ends with this status."""
 
@@ -51,7 +66,7 @@ class CallDetails:
     """What interceptors and generic handlers look a call up by (grpc.HandlerCallDetails)."""
 
     method: str
-    invocation_metadata: tuple[tuple[str, str], ...]
+    invocation_metadata: tuple[Metadatum, ...]
 
 
 def _status_value(code: grpc.StatusCode) -> int:
@@ -59,11 +74,20 @@ def _status_value(code: grpc.StatusCode) -> int:
 
 
 def _percent_encode(text: str) -> bytes:
-    """grpc-message: UTF-8 with bytes outside printable ASCII and '%' as %XX."""
-    raw = text.encode("utf-8", "replace")[:MAX_STATUS_MESSAGE]
-    if all(0x20 <= b <= 0x7E and b != 0x25 for b in raw):
-        return raw
-    return b"".join(bytes((b,)) if 0x20 <= b <= 0x7E and b != 0x25 else b"%%%02X" % b for b in raw)
+    """grpc-message: UTF-8 with bytes outside printable ASCII and '%' as %XX, cut at a character so
+    that it stays under MAX_STATUS_MESSAGE bytes (clients refuse trailers over 8 KiB)."""
+    out = bytearray()
+    for char in text:
+        raw = char.encode("utf-8", "replace")
+        coded = (
+            raw
+            if len(raw) == 1 and 0x20 <= raw[0] <= 0x7E and raw != b"%"
+            else b"".join(b"%%%02X" % b for b in raw)
+        )
+        if len(out) + len(coded) > MAX_STATUS_MESSAGE:
+            break
+        out += coded
+    return bytes(out)
 
 
 def _status_block(code: grpc.StatusCode, details: str) -> bytes:
@@ -90,7 +114,7 @@ class Call(Stream):
         super().__init__(connection, stream_id)
         self.server = server
         self.method = ""
-        self.metadata: tuple[tuple[str, str], ...] = ()
+        self.metadata: tuple[Metadatum, ...] = ()
         self.deadline: float | None = None
         self.decompress: Any = None
         self.handler: Any = None
@@ -103,7 +127,7 @@ class Call(Stream):
 
     # == the request ===========================================================================
     def start(self, headers: list[Header]) -> None:
-        fields: list[tuple[str, str]] = []
+        fields: list[Metadatum] = []
         path = method = content_type = b""
         for name, value in headers:
             if name[:1] == b":":
@@ -117,18 +141,17 @@ class Call(Stream):
                 timeout = _timeout(value)
                 if timeout is not None:
                     self.deadline = time.monotonic() + timeout
-            elif name == b"grpc-encoding":
-                if value != b"identity":
-                    self.decompress = _DECOMPRESS.get(value, value)
+            elif name == b"grpc-encoding" and value != b"identity":
+                self.decompress = _DECOMPRESS.get(value, value)
             if name not in _HIDDEN and name[:1] != b":":
-                fields.append((name.decode("latin-1"), value.decode("utf-8", "replace")))
+                fields.append(_metadatum(name, value))
         self.metadata = tuple(fields)
         self.method = path.decode("utf-8", "replace")
         if method != b"POST" or not content_type.startswith(b"application/grpc"):
             self.finish(grpc.StatusCode.UNIMPLEMENTED, "not a gRPC request (POST, application/grpc)")
         elif isinstance(self.decompress, bytes):
-            name = self.decompress.decode("latin-1", "replace")
-            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"message compression {name!r} is not supported")
+            coding = self.decompress.decode("latin-1", "replace")
+            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"message compression {coding!r} is not supported")
         elif self.server.interceptors:  # the handler is known once they have run: queue the request
             self.requests = asyncio.Queue()
             self.task = asyncio.create_task(self._intercepted())
@@ -176,7 +199,7 @@ class Call(Stream):
                 return
 
     def on_end(self) -> None:
-        if self.finished:
+        if self.finished or (self.task is not None and self.requests is None):
             return
         if self.buffer:
             self.finish(grpc.StatusCode.INTERNAL, "the request ends inside a message")
@@ -190,19 +213,17 @@ class Call(Stream):
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
-    async def _request_messages(self) -> AsyncIterator[Any]:
-        assert self.requests is not None
-        deserialize = self.handler.request_deserializer
-        while True:
-            item = await self.requests.get()
-            if item is _END:
-                return
-            yield deserialize(item) if deserialize is not None else item
-
     # == running the handler ===================================================================
     async def _intercepted(self) -> None:
         details = CallDetails(self.method, self.metadata)
-        self.handler = await self.server.intercepted(details)
+        try:
+            self.handler = await self.server.intercepted(details)
+        except asyncio.CancelledError:
+            return
+        except Exception as error:
+            log.exception("gRPC interceptor of %s failed", self.method)
+            self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
+            return
         if self.handler is None:
             self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
             return
@@ -215,7 +236,8 @@ class Call(Stream):
         try:
             try:
                 if handler.request_streaming:
-                    request: Any = self._request_messages()
+                    assert self.requests is not None
+                    request: Any = RequestStream(self.requests, handler.request_deserializer)
                 else:
                     request = await self._unary_request(handler)
                 if handler.response_streaming:
@@ -230,8 +252,8 @@ class Call(Stream):
                     fn = handler.stream_unary if handler.request_streaming else handler.unary_unary
                     await self._send_unary(await fn(request, self))
                     return
-            except Abort as exc:
-                self.finish(exc.code, exc.details)
+            except Abort as abort:  # its own name: mypyc types a shared one by the first clause
+                self.finish(abort.code, abort.details)
                 return
             except asyncio.CancelledError:
                 if not self.finished:  # the server is stopping
@@ -239,9 +261,9 @@ class Call(Stream):
                 return
             except ConnectionResetError:
                 return
-            except Exception as exc:
+            except Exception as error:
                 log.exception("gRPC %s failed", self.method)
-                self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc).__name__}: {exc}")
+                self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
                 return
             self.finish(grpc.StatusCode.OK, "")
         finally:
@@ -261,9 +283,11 @@ class Call(Stream):
 
     def _serialize(self, message: Any) -> bytes:
         serialize = self.handler.response_serializer if self.handler is not None else None
-        body = serialize(message) if serialize is not None else message
+        body: bytes = serialize(message) if serialize is not None else message
         if len(body) > MAX_MESSAGE:
-            raise Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"an answer of {len(body)} bytes is over the limit")
+            raise Abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, f"an answer of {len(body)} bytes is over the limit"
+            )
         return b"\x00" + len(body).to_bytes(4, "big") + body
 
     async def _send_unary(self, response: Any) -> None:
@@ -305,7 +329,7 @@ class Call(Stream):
     async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> NoReturn:
         raise Abort(code, details)
 
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+    def invocation_metadata(self) -> tuple[Metadatum, ...]:
         return self.metadata
 
     def peer(self) -> str:
@@ -313,6 +337,24 @@ class Call(Stream):
 
     def time_remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+
+class RequestStream:
+    """The messages of a streaming request, as the handler iterates them."""
+
+    def __init__(self, queue: asyncio.Queue[Any], deserialize: Any) -> None:
+        self.queue = queue
+        self.deserialize = deserialize
+
+    def __aiter__(self) -> RequestStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self.queue.get()
+        if item is _END:
+            self.queue.put_nowait(_END)  # ended for good
+            raise StopAsyncIteration
+        return self.deserialize(item) if self.deserialize is not None else item
 
 
 class _UnaryFromQueue:
@@ -360,7 +402,7 @@ class NativeGrpcServer:
             return self.handler(d.method)
 
         continuation = lookup
-        for interceptor in reversed(self.interceptors):
+        for interceptor in self.interceptors[::-1]:
             continuation = _chain(interceptor, continuation)
         return await continuation(details)
 
@@ -379,7 +421,8 @@ class NativeGrpcServer:
             tls.set_alpn_protocols(["h2"])
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(self._connection, host, port, ssl=tls, reuse_address=True)
-        return int(self._listener.sockets[0].getsockname()[1])
+        sockets: Any = cast(Any, self._listener).sockets  # a list under uvloop, not the tuple typeshed says
+        return int(sockets[0].getsockname()[1])
 
     async def stop(self, grace: float) -> None:
         """GOAWAY to every client, up to ``grace`` seconds for open calls, then closes the rest."""

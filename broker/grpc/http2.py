@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 # frame types
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    range(10)
+)
 # flags
 END_STREAM = 0x1
 ACK = 0x1
@@ -84,9 +86,7 @@ class StreamFailure(Exception):
 
 
 def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    return (
-        len(payload).to_bytes(3, "big") + bytes((kind, flags)) + stream_id.to_bytes(4, "big") + payload
-    )
+    return len(payload).to_bytes(3, "big") + bytes((kind, flags)) + stream_id.to_bytes(4, "big") + payload
 
 
 def _settings_payload(pairs: tuple[tuple[int, int], ...]) -> bytes:
@@ -321,6 +321,8 @@ class Http2Connection(asyncio.Protocol):
             raise ConnectionFailure(COMPRESSION_ERROR, str(exc)) from None
         stream = self.streams.get(stream_id)
         if stream is not None:  # trailers: gRPC clients send none, but they would end the stream
+            if stream.remote_closed:
+                raise StreamFailure(stream_id, STREAM_CLOSED, "HEADERS after the end of the stream")
             if not flags & END_STREAM:
                 raise StreamFailure(stream_id, PROTOCOL_ERROR, "a second header block without END_STREAM")
             self._remote_end(stream)
@@ -418,7 +420,8 @@ class Http2Connection(asyncio.Protocol):
 
     def send_ready(self, stream: Stream, size: int) -> bool:
         """Whether ``size`` bytes of DATA fit the windows now."""
-        return size <= self.send_window and size <= stream.send_window and self.writable is None
+        writable = self.writable is None or self.writable.done()
+        return size <= self.send_window and size <= stream.send_window and writable
 
     def send_now(self, stream: Stream, data: bytes) -> None:
         """DATA that :meth:`send_ready` said fits."""
@@ -473,11 +476,13 @@ class Http2Connection(asyncio.Protocol):
 
     def go_away(self, code: int = NO_ERROR, reason: str = "") -> None:
         """Accepts no new streams; the ones open go on."""
-        if self.closed or self.closing and code == NO_ERROR:
+        if self.closed or (self.closing and code == NO_ERROR):
             return
         self.closing = True
         debug = reason.encode("utf-8", "replace")[:256]
-        self.write(frame(GOAWAY, 0, 0, self.last_stream_id.to_bytes(4, "big") + code.to_bytes(4, "big") + debug))
+        self.write(
+            frame(GOAWAY, 0, 0, self.last_stream_id.to_bytes(4, "big") + code.to_bytes(4, "big") + debug)
+        )
 
     def fail(self, code: int, reason: str) -> None:
         log.warning("gRPC connection from %s closed: %s", self.peer, reason)

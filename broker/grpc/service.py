@@ -953,7 +953,9 @@ class GrpcServer:
         try:
             self.port = await server.start(self.host, self.requested_port, tls)
         except OSError as exc:
-            raise OSError(f"cannot listen on {self.host}:{self.requested_port}: {exc.strerror or exc}") from None
+            raise OSError(
+                f"cannot listen on {self.host}:{self.requested_port}: {exc.strerror or exc}"
+            ) from None
         self._server = server
 
     async def stop(self, grace: float = 5.0) -> None:
