@@ -38,7 +38,11 @@ from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
-from broker.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from broker.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    SendMessageRequestHeader,
+)
 from broker.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -613,26 +617,26 @@ class MessagingService:
         queue_id = sp.queue_id if 0 <= sp.queue_id < queues else random.randrange(queues)
         born = convert.timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else 0
         born = born if 0 < born < 1 << 62 else int(time.time() * 1000)
-        ext = {
-            "producerGroup": props.get(P.PGROUP, config.topicName),
-            "topic": config.topicName,
-            "defaultTopic": DEFAULT_TOPIC,
-            "defaultTopicQueueNums": str(self.broker.config.default_topic_queue_nums),
-            "queueId": str(queue_id),
-            "sysFlag": str(TRANSACTION_PREPARED_TYPE if transactional else 0),
-            "bornTimestamp": str(born),
-            "flag": "0",
-            "properties": P.encode_properties(props),
-            "reconsumeTimes": "0",
-            "unitMode": "false",
-            "batch": "false",
-        }
-        remoting = make_request(RequestCode.SEND_MESSAGE, ext_fields=ext, body=bytes(msg.body))
-        answer = await self._handler(RequestCode.SEND_MESSAGE)(
-            remoting, cast(RemotingChannel, session.channel)
+        header = SendMessageRequestHeader(
+            producerGroup=props.get(P.PGROUP, config.topicName),
+            topic=config.topicName,
+            defaultTopic=DEFAULT_TOPIC,
+            defaultTopicQueueNums=self.broker.config.default_topic_queue_nums,
+            queueId=queue_id,
+            sysFlag=TRANSACTION_PREPARED_TYPE if transactional else 0,
+            bornTimestamp=born,
+            flag=0,
+            properties=P.encode_properties(props),
+            reconsumeTimes=0,
+            unitMode=False,
+            batch=False,
         )
-        if answer is None:
-            raise GrpcError(Code.INTERNAL_SERVER_ERROR, "the send produced no answer")
+        # straight to the send processor: the header is built, not encoded to be decoded again
+        started = time.monotonic()
+        remoting = make_request(RequestCode.SEND_MESSAGE, body=bytes(msg.body))
+        channel = cast(RemotingChannel, session.channel)
+        answer = await self.broker.sends.send_header(remoting, header, False, channel, started)
+        self.broker.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
         code = _code_of(answer.code)
         if code is not Code.OK:
             raise GrpcError(code, answer.remark or f"send failed with code {answer.code}")

@@ -156,8 +156,9 @@ class Broker:
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
         )
+        self.sends = SendProcessor(self)
         for processor in (
-            SendProcessor(self),
+            self.sends,
             SendBackProcessor(self),
             PullProcessor(self),
             OffsetProcessor(self),

@@ -164,6 +164,17 @@ class SendProcessor:
         else:  # V2 names its fields a..n: check them in that form so an error names what was sent
             header = SendMessageRequestHeaderV2.parse_v1(request.ext_fields)
         batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
+        return await self.send_header(request, header, batch, channel, arrived)
+
+    async def send_header(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        batch: bool,
+        channel: Sender,
+        arrived: float,
+    ) -> RemotingCommand:
+        """A send whose header is decoded (the gRPC API builds it from a SendMessageRequest)."""
         problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
         if problem:
             return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
