@@ -11,8 +11,8 @@ Two figures per direction compare the paths: throughput (msg/s) and the broker p
 per message (utime + stime from ``/proc/<pid>/stat`` across the window). The client of either path
 may be the bottleneck, so CPU per message is the fairer "broker side" cost. Medians of the rounds.
 
-A third figure per direction is gRPC's own floor, measured in the same rounds: a bare ``grpc.aio``
-server in its own process (the broker's server options and event loop) that answers the same call
+A third figure per direction is gRPC's own floor, measured in the same rounds: the broker's gRPC
+server (:mod:`broker.grpc.calls`) bare, in its own process on the broker's event loop, that answers the same call
 pattern with canned bytes, driven by plain grpcio: one unary call per send; per 32 received messages
 one server stream of 34 responses and 32 unary acks.
 """
@@ -248,7 +248,7 @@ async def _prepare(node: Node, topics: list[str], backlog_topic: str, backlog: i
             await producer.send_batch([Message(backlog_topic, BODY) for _ in range(BATCH)])
 
 
-# == gRPC's floor: canned answers from a bare grpc.aio server =====================================
+# == gRPC's floor: canned answers from the bare gRPC server ======================================
 def serve_floor() -> None:
     """Prints the port, then answers until killed (run in its own process by :func:`floor_process`)."""
     install_uvloop()  # as ``rmq up`` does
@@ -406,7 +406,7 @@ def run(quick: bool) -> list[Result]:
                 g, r, f = pair["grpc"][-1], pair["remoting"][-1], pair["floor"][-1]
                 print(f"#   round {i + 1} {kind}: gRPC {g.rate:,.0f} msg/s {g.cpu_us:,.0f} us/msg, "
                       f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.0f} us/msg, "
-                      f"bare grpc.aio {f.rate:,.0f} msg/s {f.cpu_us:,.0f} us/msg",
+                      f"bare server {f.rate:,.0f} msg/s {f.cpu_us:,.0f} us/msg",
                       file=sys.stderr)  # fmt: skip
     shape = f"1 KiB, median of {rounds} x {seconds:g} s"
     notes = {
@@ -434,7 +434,7 @@ def run(quick: bool) -> list[Result]:
             "unit": "us",
             "baseline": f"grpc_{kind}_broker_cpu",
             "baseline_value": round(grpc_us, 1),
-            "note": f"bare grpc.aio answering the same calls with canned bytes: server CPU per message; "
+            "note": f"the bare gRPC server answering the same calls with canned bytes: server CPU per message; "
                     f"the broker spends {grpc_us - floor_us:,.0f} us more",
         })  # fmt: skip
     return rates + costs + floors

@@ -154,14 +154,14 @@ class Call(Stream):
             self.finish(grpc.StatusCode.UNIMPLEMENTED, f"message compression {coding!r} is not supported")
         elif self.server.interceptors:  # the handler is known once they have run: queue the request
             self.requests = asyncio.Queue()
-            self.task = asyncio.create_task(self._intercepted())
+            self.task = self.connection.loop.create_task(self._intercepted())
         else:
             self.handler = self.server.handler(self.method)
             if self.handler is None:
                 self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
             elif self.handler.request_streaming:
                 self.requests = asyncio.Queue()
-                self.task = asyncio.create_task(self._run())
+                self.task = self.connection.loop.create_task(self._run())
 
     def on_data(self, data: bytes) -> None:
         if self.finished:
@@ -206,7 +206,7 @@ class Call(Stream):
         elif self.requests is not None:
             self.requests.put_nowait(_END)
         elif self.handler is not None:  # a unary request, complete
-            self.task = asyncio.create_task(self._run())
+            self.task = self.connection.loop.create_task(self._run())
 
     def on_reset(self) -> None:
         self.finished = True

@@ -128,6 +128,7 @@ class Http2Connection(asyncio.Protocol):
         self.open_stream = open_stream
         self.on_closed = on_closed
         self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()  # kept: each lookup costs a getpid() system call
         self.peer = ""
         self.buffer = bytearray()
         self.preface_seen = False
@@ -174,7 +175,7 @@ class Http2Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self.writable is None or self.writable.done():
-            self.writable = asyncio.get_running_loop().create_future()
+            self.writable = self.loop.create_future()
 
     def resume_writing(self) -> None:
         if self.writable is not None and not self.writable.done():
@@ -402,7 +403,7 @@ class Http2Connection(asyncio.Protocol):
         self.outgoing.append(data)
         if not self.flush_scheduled:
             self.flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self.loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self.flush_scheduled = False
@@ -443,7 +444,7 @@ class Http2Connection(asyncio.Protocol):
                 continue
             room = min(self.send_window, stream.send_window, len(data) - at)
             if room <= 0:
-                waiter = asyncio.get_running_loop().create_future()
+                waiter = self.loop.create_future()
                 self.window_waiters.append(waiter)
                 await waiter
                 continue

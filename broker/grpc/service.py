@@ -557,23 +557,26 @@ class MessagingService:
     async def send_message(self, request: Any, context: Any) -> Any:
         session = self._session(context)
         assert session is not None
-        if not len(request.messages):
+        messages = request.messages
+        if len(messages) == 1:  # what clients send: one status for one entry
+            entry = await self._entry(messages[0], session)
+            return PB.SendMessageResponse(status=entry.status, entries=(entry,))
+        if not messages:
             raise GrpcError(Code.BAD_REQUEST, "the request holds no message")
-        topics = {m.topic.name for m in request.messages}
-        if len(topics) != 1:
+        if len({m.topic.name for m in messages}) != 1:
             raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
-        response = PB.SendMessageResponse()
-        for msg in request.messages:
-            try:
-                response.entries.append(await self._send_one(msg, session))
-            except GrpcError as exc:
-                response.entries.add(status=status(exc.code, exc.message))
-        codes = {e.status.code for e in response.entries}
+        entries = [await self._entry(msg, session) for msg in messages]
+        codes = {e.status.code for e in entries}
         if len(codes) == 1:
-            response.status.CopyFrom(response.entries[0].status)
-        else:
-            response.status.CopyFrom(status(Code.MULTIPLE_RESULTS, "the messages have different results"))
-        return response
+            return PB.SendMessageResponse(status=entries[0].status, entries=entries)
+        mixed = status(Code.MULTIPLE_RESULTS, "the messages have different results")
+        return PB.SendMessageResponse(status=mixed, entries=entries)
+
+    async def _entry(self, msg: Any, session: Session) -> Any:
+        try:
+            return await self._send_one(msg, session)
+        except GrpcError as exc:
+            return PB.SendResultEntry(status=status(exc.code, exc.message))
 
     @property
     def _check_message_type(self) -> bool:
