@@ -12,9 +12,9 @@ per message (utime + stime from ``/proc/<pid>/stat`` across the window). The cli
 may be the bottleneck, so CPU per message is the fairer "broker side" cost. Medians of the rounds.
 
 A third figure per direction is gRPC's own floor, measured in the same rounds: the broker's gRPC
-server (:mod:`broker.grpc.calls`) bare, in its own process on the broker's event loop, that answers the same call
-pattern with canned bytes, driven by plain grpcio: one unary call per send; per 32 received messages
-one server stream of 34 responses and 32 unary acks.
+server (:mod:`broker.grpc.calls`) bare, in its own process on the broker's event loop, answering
+the same call pattern with canned bytes, driven by plain grpcio: one unary call per send; per 32
+received messages one server stream of 34 responses and 32 unary acks.
 """
 
 from __future__ import annotations
@@ -434,7 +434,7 @@ def run(quick: bool) -> list[Result]:
             "unit": "us",
             "baseline": f"grpc_{kind}_broker_cpu",
             "baseline_value": round(grpc_us, 1),
-            "note": f"the bare gRPC server answering the same calls with canned bytes: server CPU per message; "
+            "note": f"the bare gRPC server answering the same calls with canned bytes: its CPU per message; "
                     f"the broker spends {grpc_us - floor_us:,.0f} us more",
         })  # fmt: skip
     return rates + costs + floors
