@@ -26,7 +26,7 @@ from pathlib import Path
 from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, module_name, source_digest
 
 # Hot paths: store append, dispatch, index and recovery scan; remoting frames, connections and sends;
-# gRPC's HTTP/2 frames, header blocks and calls.
+# gRPC's HTTP/2 frames, header blocks and calls, and its sends.
 # Modules not listed stay interpreted.
 ACCEL_MODULES = (
     "broker/protocol/javahash.py",
@@ -52,6 +52,8 @@ ACCEL_MODULES = (
     "broker/grpc/hpack_codec.py",
     "broker/grpc/http2.py",
     "broker/grpc/calls.py",
+    "broker/grpc/convert.py",
+    "broker/grpc/send_rpc.py",
 )
 
 

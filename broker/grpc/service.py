@@ -35,29 +35,25 @@ from broker.grpc.clients import (
     Session,
 )
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
+from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from broker.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
-    SendMessageRequestHeader,
 )
 from broker.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     RecordError,
     decode_record,
 )
-from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
 from broker.server.message_type import (
-    MESSAGE_TYPE_ATTRIBUTE,
     TopicMessageType,
-    sent_message_type,
     topic_message_type,
 )
 from broker.server.pop_processor import PopRejected, check_consume
@@ -67,10 +63,8 @@ from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.server.topic_config import (
     DEFAULT_TOPIC,
-    DLQ_PREFIX,
     PERM_READ,
     PERM_WRITE,
-    RETRY_PREFIX,
     topic_name_problem,
 )
 
@@ -89,20 +83,6 @@ PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
 # RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
 DEFAULT_RETRY_LEVEL = 3
 
-_REMOTING_CODES: dict[int, Code] = {
-    ResponseCode.SUCCESS: Code.OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
-    ResponseCode.TOPIC_NOT_EXIST: Code.TOPIC_NOT_FOUND,
-    ResponseCode.NO_PERMISSION: Code.FORBIDDEN,
-    ResponseCode.SYSTEM_BUSY: Code.TOO_MANY_REQUESTS,
-    ResponseCode.MESSAGE_ILLEGAL: Code.BAD_REQUEST,
-    ResponseCode.INVALID_PARAMETER: Code.BAD_REQUEST,
-    ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: Code.CONSUMER_GROUP_NOT_FOUND,
-    ResponseCode.SUBSCRIPTION_PARSE_FAILED: Code.ILLEGAL_FILTER_EXPRESSION,
-    ResponseCode.REQUEST_CODE_NOT_SUPPORTED: Code.NOT_IMPLEMENTED,
-}
 _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map to
     RecallProblem.DISABLED: Code.FORBIDDEN,
     RecallProblem.NOT_WRITEABLE: Code.INTERNAL_SERVER_ERROR,
@@ -117,17 +97,15 @@ _EXPIRED = (Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
 
 
-def _code_of(remoting_code: int) -> Code:
-    return _REMOTING_CODES.get(remoting_code, Code.INTERNAL_SERVER_ERROR)
-
-
 def _rejected(exc: PopRejected) -> GrpcError:
-    return GrpcError(_code_of(exc.code), exc.remark)
+    return GrpcError(code_of(exc.code), exc.remark)
 
 
 def _metadata(context: Any, key: str) -> str | None:
-    value = dict(context.invocation_metadata() or ()).get(key)
-    return value if value is None or isinstance(value, str) else value.decode("utf-8", "replace")
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return None
 
 
 def _peer(context: Any) -> str:
@@ -137,10 +115,6 @@ def _peer(context: Any) -> str:
         host, _, port = rest.rpartition(":")
         return f"{host.strip('[]')}:{port}" if port.isdigit() else rest
     return rest or peer
-
-
-def encode_transaction_id(commit_log_offset: int, queue_offset: int, transaction_id: str) -> str:
-    return f"{commit_log_offset}:{queue_offset}:{transaction_id}"
 
 
 def decode_transaction_id(text: str) -> tuple[int, int, str]:
@@ -156,6 +130,7 @@ class MessagingService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.sessions: dict[str, Session] = {}
+        self.sends = SendRpc(self)
 
     # == plumbing ==============================================================================
     def generic_handler(self) -> grpc.GenericRpcHandler:
@@ -176,7 +151,7 @@ class MessagingService:
         handlers = {
             "QueryRoute": unary(self.query_route, PB.QueryRouteRequest, PB.QueryRouteResponse),
             "Heartbeat": unary(self.heartbeat, PB.HeartbeatRequest, PB.HeartbeatResponse),
-            "SendMessage": unary(self.send_message, PB.SendMessageRequest, PB.SendMessageResponse),
+            "SendMessage": unary(self.sends.send_message, PB.SendMessageRequest, PB.SendMessageResponse),
             "QueryAssignment": unary(
                 self.query_assignment, PB.QueryAssignmentRequest, PB.QueryAssignmentResponse
             ),
@@ -554,108 +529,10 @@ class MessagingService:
             raise GrpcError(Code.NOT_IMPLEMENTED, f"this broker does not handle request code {code}")
         return handler
 
-    async def send_message(self, request: Any, context: Any) -> Any:
-        session = self._session(context)
-        assert session is not None
-        messages = request.messages
-        if len(messages) == 1:  # what clients send: one status for one entry
-            entry = await self._entry(messages[0], session)
-            return PB.SendMessageResponse(status=entry.status, entries=(entry,))
-        if not messages:
-            raise GrpcError(Code.BAD_REQUEST, "the request holds no message")
-        if len({m.topic.name for m in messages}) != 1:
-            raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
-        entries = [await self._entry(msg, session) for msg in messages]
-        codes = {e.status.code for e in entries}
-        if len(codes) == 1:
-            return PB.SendMessageResponse(status=entries[0].status, entries=entries)
-        mixed = status(Code.MULTIPLE_RESULTS, "the messages have different results")
-        return PB.SendMessageResponse(status=mixed, entries=entries)
-
-    async def _entry(self, msg: Any, session: Session) -> Any:
-        try:
-            return await self._send_one(msg, session)
-        except GrpcError as exc:
-            return PB.SendResultEntry(status=status(exc.code, exc.message))
-
     @property
     def _check_message_type(self) -> bool:
         """RocketMQ's proxy setting enableTopicMessageTypeCheck (on by default)."""
         return self.broker.config.enable_topic_message_type_check
-
-    def _check_type(self, config: Any, props: dict[str, str]) -> None:
-        """A message must be of its topic's ``message.type`` (MIXED takes any), as RocketMQ's proxy checks
-        before a send; retry and dead-letter topics and transferred messages are not checked. A topic
-        without the attribute (or UNSPECIFIED) takes any type."""
-        if not self._check_message_type or P.TRANSFER_FLAG in props:
-            return
-        if MESSAGE_TYPE_ATTRIBUTE not in (config.attributes or {}):
-            return
-        if config.topicName.startswith((RETRY_PREFIX, DLQ_PREFIX)):
-            return
-        expected = topic_message_type(config)
-        if expected in (TopicMessageType.UNSPECIFIED, TopicMessageType.MIXED):
-            return
-        actual = sent_message_type(props)
-        if actual is not expected:
-            raise GrpcError(
-                Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                f"TopicMessageType validate failed, the expected type is {expected.value}, "
-                f"but actual type is {actual.value}",
-            )
-
-    async def _send_one(self, msg: Any, session: Session) -> Any:
-        config = self._topic(msg.topic.name)
-        props = convert.properties_of(msg, self.broker.store_config.max_message_size)
-        self._check_type(config, props)
-        transactional = props.get(P.TRAN_MSG) == "true"
-        if transactional:
-            if RequestCode.END_TRANSACTION not in self.broker.handlers:
-                raise GrpcError(
-                    Code.UNSUPPORTED, "transactional messages need the broker's transaction service"
-                )
-            props.setdefault(P.PGROUP, config.topicName)
-        sp = msg.system_properties
-        queues = max(1, config.writeQueueNums)
-        queue_id = sp.queue_id if 0 <= sp.queue_id < queues else random.randrange(queues)
-        born = convert.timestamp_ms(sp.born_timestamp) if sp.HasField("born_timestamp") else 0
-        born = born if 0 < born < 1 << 62 else int(time.time() * 1000)
-        header = SendMessageRequestHeader(
-            producerGroup=props.get(P.PGROUP, config.topicName),
-            topic=config.topicName,
-            defaultTopic=DEFAULT_TOPIC,
-            defaultTopicQueueNums=self.broker.config.default_topic_queue_nums,
-            queueId=queue_id,
-            sysFlag=TRANSACTION_PREPARED_TYPE if transactional else 0,
-            bornTimestamp=born,
-            flag=0,
-            properties=P.encode_properties(props),
-            reconsumeTimes=0,
-            unitMode=False,
-            batch=False,
-        )
-        # straight to the send processor: the header is built, not encoded to be decoded again
-        started = time.monotonic()
-        remoting = make_request(RequestCode.SEND_MESSAGE, body=bytes(msg.body))
-        channel = cast(RemotingChannel, session.channel)
-        answer = await self.broker.sends.send_header(remoting, header, False, channel, started)
-        self.broker.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
-        code = _code_of(answer.code)
-        if code is not Code.OK:
-            raise GrpcError(code, answer.remark or f"send failed with code {answer.code}")
-        fields = answer.ext_fields or {}
-        entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY])
-        entry.offset = int(fields.get("queueOffset", "0") or 0)
-        if fields.get("recallHandle"):  # parked in the timer queue
-            entry.recall_handle = fields["recallHandle"]
-        if transactional:
-            try:
-                phys = decode_offset_msg_id(fields.get("msgId", "").split(",")[0]).offset
-            except MessageIdError:
-                phys = 0
-            tx = fields.get("transactionId") or props[P.UNIQ_KEY]
-            entry.transaction_id = encode_transaction_id(phys, entry.offset, tx)
-        return entry
 
     async def end_transaction(self, request: Any, context: Any) -> Any:
         session = self._session(context)
@@ -680,7 +557,7 @@ class MessagingService:
             remoting, cast(RemotingChannel, session.channel)
         )
         if answer is not None and answer.code != ResponseCode.SUCCESS:
-            raise GrpcError(_code_of(answer.code), answer.remark or "ending the transaction failed")
+            raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
         return PB.EndTransactionResponse(status=status())
 
     async def recall_message(self, request: Any, context: Any) -> Any:
