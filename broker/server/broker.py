@@ -267,7 +267,7 @@ class Broker:
             return
         try:
             from broker.grpc.service import GrpcServer
-        except ImportError as exc:  # grpcio/protobuf are the optional ``grpc`` extra
+        except ImportError as exc:  # grpcio, protobuf and hpack are the optional ``grpc`` extra
             log.warning("gRPC port not served: %s (install rmqkit[grpc])", exc)
             return
         server = GrpcServer(self, self.config.listen_host, self.config.grpc_port)
