@@ -165,6 +165,7 @@ class Call(Stream):
 
     def on_data(self, data: bytes) -> None:
         if self.finished:
+            self.connection.consumed(len(data))
             return
         buffer = self.buffer
         buffer += data
@@ -181,6 +182,7 @@ class Call(Stream):
             compressed = buffer[0]
             message = bytes(buffer[5 : 5 + length])
             del buffer[: 5 + length]
+            self.connection.consumed(5 + length)
             if compressed:
                 if self.decompress is None:
                     self.finish(grpc.StatusCode.INTERNAL, "a compressed message without grpc-encoding")
@@ -210,6 +212,7 @@ class Call(Stream):
 
     def on_reset(self) -> None:
         self.finished = True
+        self._drop_buffer()
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -315,11 +318,17 @@ class Call(Stream):
             self.connection.send_headers(self, RESPONSE_HEADERS)
         await self.connection.send_data(self, data)
 
+    def _drop_buffer(self) -> None:
+        if self.buffer:
+            self.connection.consumed(len(self.buffer))
+            self.buffer.clear()
+
     def finish(self, code: grpc.StatusCode, details: str) -> None:
         """Ends the call with trailers (after the headers, or trailers only)."""
         if self.finished:
             return
         self.finished = True
+        self._drop_buffer()
         block = _status_block(code, details)
         if not self.headers_sent:
             self.headers_sent = True

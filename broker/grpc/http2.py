@@ -139,7 +139,8 @@ class Http2Connection(asyncio.Protocol):
         self.peer_initial_window = DEFAULT_WINDOW
         self.peer_max_frame = DEFAULT_MAX_FRAME
         self.send_window = DEFAULT_WINDOW
-        self.unacked = 0  # connection-level bytes received since the last WINDOW_UPDATE
+        self.receive_window = RECEIVE_WINDOW  # what the client may still send on the connection
+        self.unacked = 0  # bytes consumed since the last connection WINDOW_UPDATE
         self.outgoing: list[bytes] = []
         self.flush_scheduled = False
         self.window_waiters: list[asyncio.Future[None]] = []
@@ -265,18 +266,17 @@ class Http2Connection(asyncio.Protocol):
     def _data(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id == 0:
             raise ConnectionFailure(PROTOCOL_ERROR, "DATA on stream 0")
-        self.unacked += len(payload)
-        if self.unacked > RECEIVE_WINDOW:
+        self.receive_window -= len(payload)
+        if self.receive_window < 0:
             raise ConnectionFailure(FLOW_CONTROL_ERROR, "the client sent past the connection window")
-        if self.unacked >= RECEIVE_WINDOW // 2:
-            self.write(frame(WINDOW_UPDATE, 0, 0, self.unacked.to_bytes(4, "big")))
-            self.unacked = 0
         stream = self.streams.get(stream_id)
         if stream is None:
+            self.consumed(len(payload))
             if stream_id > self.last_stream_id:
                 raise ConnectionFailure(PROTOCOL_ERROR, f"DATA on idle stream {stream_id}")
             return  # a stream we reset or finished: the client may still be sending
         if stream.remote_closed:
+            self.consumed(len(payload))
             raise StreamFailure(stream_id, STREAM_CLOSED, "DATA after the end of the stream")
         stream.unacked += len(payload)
         if stream.unacked > RECEIVE_WINDOW:
@@ -285,10 +285,22 @@ class Http2Connection(asyncio.Protocol):
             self.write(frame(WINDOW_UPDATE, 0, stream_id, stream.unacked.to_bytes(4, "big")))
             stream.unacked = 0
         data = self._unpad(flags, payload, stream_id)
+        self.consumed(len(payload) - len(data))  # the padding
         if data:
-            stream.on_data(data)
+            stream.on_data(data)  # the stream reports the bytes consumed as it hands them on
         if flags & END_STREAM:
             self._remote_end(stream)
+
+    def consumed(self, size: int) -> None:
+        """``size`` received bytes are no longer held: the connection window opens again by them.
+
+        Streams report bytes only once a whole message has gone to its handler (or was dropped), so
+        the requests a connection holds in memory never exceed the window, however many streams."""
+        self.unacked += size
+        if self.unacked >= RECEIVE_WINDOW // 2:
+            self.write(frame(WINDOW_UPDATE, 0, 0, self.unacked.to_bytes(4, "big")))
+            self.receive_window += self.unacked
+            self.unacked = 0
 
     def _headers(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id == 0 or not stream_id & 1:

@@ -34,15 +34,18 @@ from broker.grpc.http2 import (
     DATA,
     END_HEADERS,
     END_STREAM,
+    FLOW_CONTROL_ERROR,
     FRAME_SIZE_ERROR,
     GOAWAY,
     HEADERS,
     INITIAL_WINDOW_SIZE,
+    MAX_FRAME,
     MAX_FRAME_SIZE,
     PING,
     PREFACE,
     PRIORITY,
     PROTOCOL_ERROR,
+    RECEIVE_WINDOW,
     RST_STREAM,
     SETTINGS,
     STREAM_CLOSED,
@@ -235,6 +238,33 @@ def test_large_calls_at_once_share_the_connection_window(channel: Any) -> None:
     payloads = [os.urandom(1 << 20) + bytes((i,)) for i in range(6)]
     futures = [echo.future(payload, timeout=TIMEOUT) for payload in payloads]
     assert [future.result() for future in futures] == payloads
+
+
+def test_calls_beyond_the_connection_window_in_total(channel: Any) -> None:
+    """The window opens again as whole messages reach their handlers."""
+    echo = channel.unary_unary(ECHO)
+    payload = os.urandom(2 << 20)
+    for _ in range(RECEIVE_WINDOW // len(payload) + 8):
+        assert echo(payload, timeout=TIMEOUT) == payload
+
+
+def test_partial_messages_hold_the_connection_window(served: Served) -> None:
+    """Bytes of messages not yet complete are not given back: however many streams a client opens,
+    the requests a connection holds stay within the window, and sending past it is an error."""
+    chunk = MAX_FRAME - 64
+    streams = RECEIVE_WINDOW // chunk
+    with Raw(served.port) as raw:
+        for i in range(streams):
+            sid = 1 + 2 * i
+            head = (16 << 20).to_bytes(4, "big")  # announces 16 MiB, sends about 1 MiB of it
+            raw.send(
+                frame(HEADERS, END_HEADERS, sid, request_block(ECHO)),
+                frame(DATA, 0, sid, b"\x00" + head + bytes(chunk - 5)),
+            )
+        raw.send(frame(DATA, 0, 1 + 2 * streams - 2, bytes(RECEIVE_WINDOW - streams * chunk + 1)))
+        debug = raw.closed_with(FLOW_CONTROL_ERROR)
+    assert b"window" in debug
+    assert_serving(served)
 
 
 def test_many_concurrent_calls(channel: Any) -> None:
