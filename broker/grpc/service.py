@@ -1,13 +1,13 @@
 """``apache.rocketmq.v2.MessagingService`` served by the broker itself (what RocketMQ 5's proxy
 does in front of a broker, here in the same process and on the same core).
 
-* Sends go through the broker's own SEND_MESSAGE handler, so every check, the delay/timer and
-  transaction routing, flow control and statistics are the remoting ones.
+* Sends go through the broker's own send processor (:mod:`broker.grpc.send_rpc`), so every check, the
+  delay/timer and transaction routing, flow control and statistics are the remoting ones.
 * Receives, acks and invisible-time changes go to :class:`broker.server.pop_service.PopService`,
   shared with the remoting POP codes.
 * A refused request is answered with a v2 ``Status`` (BAD_REQUEST, ILLEGAL_TOPIC, TOPIC_NOT_FOUND ...)
   and a readable message; an unexpected failure with INTERNAL_SERVER_ERROR. gRPC errors are left to
-  gRPC itself (a request that does not parse).
+  the gRPC server, :mod:`broker.grpc.calls` (a request that does not parse).
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
-from broker.protocol.headers import (
-    CheckTransactionStateRequestHeader,
-    EndTransactionRequestHeader,
-)
+from broker.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from broker.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -52,21 +49,13 @@ from broker.protocol.message import (
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
-from broker.server.message_type import (
-    TopicMessageType,
-    topic_message_type,
-)
+from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.pop_processor import PopRejected, check_consume
 from broker.server.pop_service import AckStatus, Receipt
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
-from broker.server.topic_config import (
-    DEFAULT_TOPIC,
-    PERM_READ,
-    PERM_WRITE,
-    topic_name_problem,
-)
+from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
