@@ -1,7 +1,7 @@
 """SendMessage of the gRPC API: v2 messages into the broker's send processor.
 
 Each message becomes a SEND_MESSAGE header built here (not extFields to be decoded again) and goes
-through :meth:`broker.server.send_processor.SendProcessor.send_header`, so checks, delay and timer
+through :meth:`broker.server.send_processor.SendProcessor.put`, so checks, delay and timer
 routing, transaction half messages, flow control and statistics are the remoting ones. It is the
 busiest RPC, so this module is compiled by ``make install``.
 """
@@ -19,8 +19,6 @@ from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import SendMessageRequestHeader
 from broker.protocol.message import TRANSACTION_PREPARED_TYPE
-from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
-from broker.protocol.remoting import make_request
 from broker.server.message_type import (
     MESSAGE_TYPE_ATTRIBUTE,
     TopicMessageType,
@@ -139,23 +137,16 @@ class SendRpc:
             batch=False,
         )
         started = time.monotonic()
-        remoting = make_request(RequestCode.SEND_MESSAGE, body=bytes(msg.body))
-        answer = await broker.sends.send_header(remoting, header, False, session.channel, started)
+        sent = await broker.sends.put(header, bytes(msg.body), False, session.channel, started)
         broker.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
-        code = code_of(answer.code)
-        if code is not Code.OK:
-            raise GrpcError(code, answer.remark or f"send failed with code {answer.code}")
-        fields: dict[str, str] = answer.ext_fields or {}
-        entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY])
-        entry.offset = int(fields.get("queueOffset", "0") or 0)
-        recall = fields.get("recallHandle")
+        code = code_of(sent.code)
+        if code is not Code.OK or sent.result is None:
+            raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
+        offset = sent.result.queue_offsets[0]
+        entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY], offset=offset)
+        recall = broker.sends.recall_handle(sent.msgs)
         if recall:  # parked in the timer queue
             entry.recall_handle = recall
-        if transactional:
-            try:
-                phys = decode_offset_msg_id(fields.get("msgId", "").split(",")[0]).offset
-            except MessageIdError:
-                phys = 0
-            tx = fields.get("transactionId") or props[P.UNIQ_KEY]
-            entry.transaction_id = encode_transaction_id(phys, int(entry.offset), tx)
+        if transactional:  # where the half message is, for EndTransaction to find it
+            entry.transaction_id = encode_transaction_id(sent.result.offsets[0], offset, props[P.UNIQ_KEY])
         return entry

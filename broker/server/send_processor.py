@@ -123,6 +123,25 @@ def _packed_host(addr: str) -> bytes:
         return _UNKNOWN_HOST
 
 
+class Sent:
+    """What a send came to: the answer's ``code`` and ``remark``; with ``result`` the messages went to
+    the store (``queue_id`` is the queue the producer addressed)."""
+
+    def __init__(
+        self,
+        code: int,
+        remark: str,
+        result: PutResult | None = None,
+        msgs: list[PutMessage] | None = None,
+        queue_id: int = 0,
+    ) -> None:
+        self.code = code
+        self.remark = remark
+        self.result = result
+        self.msgs: list[PutMessage] = [] if msgs is None else msgs
+        self.queue_id = queue_id
+
+
 class SendAppends:
     """The sends' appends, run on the store-writer thread. The appends of one burst go to the store
     together (``MessageStore.append_all``: one lock, one CommitLog write, one dispatch); each is first
@@ -174,23 +193,31 @@ class SendProcessor:
         channel: Sender,
         arrived: float,
     ) -> RemotingCommand:
-        """A send whose header is decoded (the gRPC API builds it from a SendMessageRequest)."""
+        sent = await self.put(header, request.body or b"", batch, channel, arrived)
+        if sent.result is None:
+            return make_response(request, sent.code, sent.remark)
+        return self._response(request, sent)
+
+    async def put(
+        self, header: SendMessageRequestHeader, body: bytes, batch: bool, channel: Sender, arrived: float
+    ) -> Sent:
+        """A send whose header is decoded, up to what the store made of it; the gRPC API builds the
+        header from a SendMessageRequest and answers from this."""
         problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
         if problem:
-            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
+            return Sent(ResponseCode.INVALID_PARAMETER, problem)
         try:
             target = self._target(header, channel, batch)
-            msgs = self._build(header, request.body or b"", target, born_host_of(channel), batch)
+            msgs = self._build(header, body, target, born_host_of(channel), batch)
         except SendRejected as exc:
-            return make_response(request, exc.code, exc.remark)
+            return Sent(exc.code, exc.remark)
         busy = page_cache_busy(self.broker)
         if busy is not None:
-            return make_response(request, ResponseCode.SYSTEM_BUSY, busy)
+            return Sent(ResponseCode.SYSTEM_BUSY, busy)
         result = await self.broker.write(self._appends, msgs, arrived)
         if result is None:
             waited = int((time.monotonic() - arrived) * 1000)
-            return make_response(
-                request,
+            return Sent(
                 ResponseCode.SYSTEM_BUSY,
                 f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
                 f"{waited}ms, size of queue: {self.broker.write_queue_size}",
@@ -201,7 +228,12 @@ class SendProcessor:
                 await self._wait_flush(result)
             if self.broker.config.broker_role == "SYNC_MASTER" and msgs[0].properties.get(P.WAIT) != "false":
                 await self.broker.ha_service.wait_slave(result)
-        return self._response(request, result, msgs, target.queue_id)
+        # PutStatus hashes in Python (Enum.__hash__): the common answer skips the lookup
+        ok = result.status is PutStatus.PUT_OK
+        code = ResponseCode.SUCCESS if ok else _PUT_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if not ok and result.status not in _SENT:
+            return Sent(code, result.remark or result.status.value)
+        return Sent(code, result.remark, result, msgs, target.queue_id)
 
     # == checks ================================================================================
     def _target(self, header: SendMessageRequestHeader, channel: Sender, batch: bool) -> _Target:
@@ -361,30 +393,25 @@ class SendProcessor:
             result.status = PutStatus.FLUSH_DISK_TIMEOUT
             result.remark = f"flush to disk took longer than {timeout_ms} ms"
 
-    def _recall_handle(self, msgs: list[PutMessage]) -> str | None:
+    def recall_handle(self, msgs: list[PutMessage]) -> str | None:
         """A single message parked in the timer can be recalled before it is due (not batches)."""
         if len(msgs) != 1:
             return None
         handle = parked_recall_handle(msgs[0], self.broker.config.broker_name)
         return None if handle is None else handle.encode()
 
-    def _response(
-        self, request: RemotingCommand, result: PutResult, msgs: list[PutMessage], queue_id: int
-    ) -> RemotingCommand:
-        """``queue_id`` is the queue the producer addressed, even when a delay parked the message."""
-        # PutStatus hashes in Python (Enum.__hash__): the common answer skips the lookup
-        ok = result.status is PutStatus.PUT_OK
-        code = ResponseCode.SUCCESS if ok else _PUT_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
-        if not ok and result.status not in _SENT:
-            return make_response(request, code, result.remark or result.status.value)
+    def _response(self, request: RemotingCommand, sent: Sent) -> RemotingCommand:
+        """The answer names the queue the producer addressed, even when a delay parked the message."""
+        result, msgs = sent.result, sent.msgs
+        assert result is not None
         header = SendMessageResponseHeader(
             msgId=",".join(result.msg_ids),
-            queueId=queue_id,
+            queueId=sent.queue_id,
             queueOffset=result.queue_offsets[0],
             transactionId=msgs[0].properties.get(P.UNIQ_KEY) if len(msgs) == 1 else None,
-            recallHandle=self._recall_handle(msgs),
+            recallHandle=self.recall_handle(msgs),
         )
-        response = make_response(request, code, result.remark or None, header=header)
+        response = make_response(request, sent.code, result.remark or None, header=header)
         cfg = self.broker.config
         response.ext_fields[P.MSG_REGION] = cfg.region_id
         response.ext_fields[P.TRACE_ON] = "true" if cfg.trace_on else "false"
