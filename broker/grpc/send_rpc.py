@@ -14,7 +14,7 @@ from typing import Any
 
 from broker.grpc import convert
 from broker.grpc.clients import Session
-from broker.grpc.schema import PB, Code, GrpcError, status
+from broker.grpc.schema import PB, Code, GrpcError
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import SendMessageRequestHeader
@@ -61,25 +61,27 @@ class SendRpc:
     async def send_message(self, request: Any, context: Any) -> Any:
         session = self.service._session(context)
         messages = request.messages
-        if len(messages) == 1:  # what clients send: one status for one entry
-            entry = await self._entry(messages[0], session)
-            return PB.SendMessageResponse(status=entry.status, entries=(entry,))
         if not messages:
             raise GrpcError(Code.BAD_REQUEST, "the request holds no message")
-        if len({m.topic.name for m in messages}) != 1:
+        if len(messages) > 1 and len({m.topic.name for m in messages}) != 1:
             raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
-        entries = [await self._entry(msg, session) for msg in messages]
-        codes = {e.status.code for e in entries}
-        if len(codes) == 1:
-            return PB.SendMessageResponse(status=entries[0].status, entries=entries)
-        mixed = status(Code.MULTIPLE_RESULTS, "the messages have different results")
-        return PB.SendMessageResponse(status=mixed, entries=entries)
-
-    async def _entry(self, msg: Any, session: Session) -> Any:
-        try:
-            return await self._send_one(msg, session)
-        except GrpcError as exc:
-            return PB.SendResultEntry(status=status(exc.code, exc.message))
+        response = PB.SendMessageResponse()
+        entries = response.entries
+        for msg in messages:  # each entry is filled where it lies: no message built to be copied
+            entry = entries.add()
+            try:
+                await self._send_one(msg, session, entry)
+            except GrpcError as exc:
+                entry.Clear()
+                entry.status.code = exc.code
+                entry.status.message = exc.message
+        first = entries[0].status
+        if all(e.status.code == first.code for e in entries):
+            response.status.CopyFrom(first)
+        else:
+            response.status.code = Code.MULTIPLE_RESULTS
+            response.status.message = "the messages have different results"
+        return response
 
     def _check_type(self, config: Any, props: dict[str, str]) -> None:
         """A message must be of its topic's ``message.type`` (MIXED takes any), as RocketMQ's proxy checks
@@ -102,7 +104,8 @@ class SendRpc:
                 f"but actual type is {actual.value}",
             )
 
-    async def _send_one(self, msg: Any, session: Session) -> Any:
+    async def _send_one(self, msg: Any, session: Session, entry: Any) -> None:
+        """Sends one message and fills in its SendResultEntry; GrpcError when it is refused."""
         broker = self.broker
         config = self.service._topic(msg.topic.name)
         props = convert.properties_of(msg, broker.store_config.max_message_size)
@@ -143,10 +146,12 @@ class SendRpc:
         if code is not Code.OK or sent.result is None:
             raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
         offset = sent.result.queue_offsets[0]
-        entry = PB.SendResultEntry(status=status(), message_id=props[P.UNIQ_KEY], offset=offset)
+        entry.status.code = Code.OK
+        entry.status.message = "OK"
+        entry.message_id = props[P.UNIQ_KEY]
+        entry.offset = offset
         recall = broker.sends.recall_handle(sent.msgs)
         if recall:  # parked in the timer queue
             entry.recall_handle = recall
         if transactional:  # where the half message is, for EndTransaction to find it
             entry.transaction_id = encode_transaction_id(sent.result.offsets[0], offset, props[P.UNIQ_KEY])
-        return entry
