@@ -114,7 +114,8 @@ class Call(Stream):
         super().__init__(connection, stream_id)
         self.server = server
         self.method = ""
-        self.metadata: tuple[Metadatum, ...] = ()
+        self.headers: list[Header] = []
+        self.metadata: tuple[Metadatum, ...] | None = None  # built from the headers when first asked
         self.deadline: float | None = None
         self.decompress: Any = None
         self.handler: Any = None
@@ -127,10 +128,10 @@ class Call(Stream):
 
     # == the request ===========================================================================
     def start(self, headers: list[Header]) -> None:
-        fields: list[Metadatum] = []
+        self.headers = headers
         path = method = content_type = b""
         for name, value in headers:
-            if name[:1] == b":":
+            if name.startswith(b":"):
                 if name == b":path":
                     path = value
                 elif name == b":method":
@@ -143,9 +144,6 @@ class Call(Stream):
                     self.deadline = time.monotonic() + timeout
             elif name == b"grpc-encoding" and value != b"identity":
                 self.decompress = _DECOMPRESS.get(value, value)
-            if name not in _HIDDEN and name[:1] != b":":
-                fields.append(_metadatum(name, value))
-        self.metadata = tuple(fields)
         self.method = path.decode("utf-8", "replace")
         if method != b"POST" or not content_type.startswith(b"application/grpc"):
             self.finish(grpc.StatusCode.UNIMPLEMENTED, "not a gRPC request (POST, application/grpc)")
@@ -218,7 +216,7 @@ class Call(Stream):
 
     # == running the handler ===================================================================
     async def _intercepted(self) -> None:
-        details = CallDetails(self.method, self.metadata)
+        details = CallDetails(self.method, self.invocation_metadata())
         try:
             self.handler = await self.server.intercepted(details)
         except asyncio.CancelledError:
@@ -339,7 +337,21 @@ class Call(Stream):
         raise Abort(code, details)
 
     def invocation_metadata(self) -> tuple[Metadatum, ...]:
+        if self.metadata is None:
+            self.metadata = tuple(
+                _metadatum(name, value)
+                for name, value in self.headers
+                if name not in _HIDDEN and not name.startswith(b":")
+            )
         return self.metadata
+
+    def metadata_value(self, key: str) -> str | None:
+        """One text header, without building the whole metadata (what most RPCs need)."""
+        wanted = key.encode("latin-1")
+        for name, value in self.headers:
+            if name == wanted:
+                return value.decode("utf-8", "replace")
+        return None
 
     def peer(self) -> str:
         return self.connection.peer

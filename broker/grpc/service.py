@@ -90,13 +90,6 @@ def _rejected(exc: PopRejected) -> GrpcError:
     return GrpcError(code_of(exc.code), exc.remark)
 
 
-def _metadata(context: Any, key: str) -> str | None:
-    for name, value in context.invocation_metadata() or ():
-        if name == key:
-            return value if isinstance(value, str) else value.decode("utf-8", "replace")
-    return None
-
-
 def _peer(context: Any) -> str:
     peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
@@ -210,7 +203,7 @@ class MessagingService:
 
     # == clients ===============================================================================
     def _session(self, context: Any, *, required: bool = True) -> Session | None:
-        client_id = _metadata(context, "x-mq-client-id")
+        client_id: str | None = context.metadata_value("x-mq-client-id")
         if not client_id:
             if required:
                 raise GrpcError(Code.CLIENT_ID_REQUIRED, "the x-mq-client-id header is missing")
