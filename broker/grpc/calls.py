@@ -240,7 +240,10 @@ class Call(Stream):
                     assert self.requests is not None
                     request: Any = RequestStream(self.requests, handler.request_deserializer)
                 else:
-                    request = await self._unary_request(handler)
+                    data = self.request
+                    if isinstance(handler, _UnaryFromQueue):
+                        data = await handler.take(self)
+                    request = self._unary_request(handler, data)
                 if handler.response_streaming:
                     fn = handler.stream_stream if handler.request_streaming else handler.unary_stream
                     result = fn(request, self)
@@ -251,7 +254,10 @@ class Call(Stream):
                         await result
                 else:
                     fn = handler.stream_unary if handler.request_streaming else handler.unary_unary
-                    await self._send_unary(await fn(request, self))
+                    response = self._serialize(await fn(request, self))
+                    if not self._answer_now(response):
+                        await self.write(None, response)
+                        self.finish(grpc.StatusCode.OK, "")
                     return
             except Abort as abort:  # its own name: mypyc types a shared one by the first clause
                 self.finish(abort.code, abort.details)
@@ -270,10 +276,8 @@ class Call(Stream):
         finally:
             self.task = None
 
-    async def _unary_request(self, handler: Any) -> Any:
-        data = self.request
-        if isinstance(handler, _UnaryFromQueue):
-            data = await handler.take(self)
+    @staticmethod
+    def _unary_request(handler: Any, data: bytes | None) -> Any:
         if data is None:
             raise Abort(grpc.StatusCode.INTERNAL, "the request holds no message")
         deserialize = handler.request_deserializer
@@ -291,19 +295,18 @@ class Call(Stream):
             )
         return b"\x00" + len(body).to_bytes(4, "big") + body
 
-    async def _send_unary(self, response: Any) -> None:
-        data = self._serialize(response)
+    def _answer_now(self, data: bytes) -> bool:
+        """A unary answer in one write when the windows allow (the usual case); False otherwise."""
         connection = self.connection
         if self.finished:
-            return
-        if connection.send_ready(self, len(data)):  # the usual case: all of it in one write
-            connection.send_headers(self, RESPONSE_HEADERS)
-            connection.send_now(self, data)
-            self.finished = True
-            connection.send_headers(self, OK_TRAILERS, end_stream=True)
-            return
-        await self.write(response, data)
-        self.finish(grpc.StatusCode.OK, "")
+            return True  # reset meanwhile: nothing to answer
+        if not connection.send_ready(self, len(data)):
+            return False
+        connection.send_headers(self, RESPONSE_HEADERS)
+        connection.send_now(self, data)
+        self.finished = True
+        connection.send_headers(self, OK_TRAILERS, end_stream=True)
+        return True
 
     # == the context ===========================================================================
     async def write(self, message: Any, data: bytes | None = None) -> None:

@@ -205,7 +205,9 @@ class Http2Connection(asyncio.Protocol):
                 break
             kind = buffer[pos + 3]
             flags = buffer[pos + 4]
-            stream_id = int.from_bytes(buffer[pos + 5 : pos + 9], "big") & 0x7FFFFFFF
+            stream_id = (
+                (buffer[pos + 5] & 0x7F) << 24 | buffer[pos + 6] << 16 | buffer[pos + 7] << 8 | buffer[pos + 8]
+            )
             payload = bytes(buffer[pos + 9 : pos + 9 + length])
             pos += 9 + length
             try:
@@ -225,12 +227,12 @@ class Http2Connection(asyncio.Protocol):
             self._data(flags, stream_id, payload)
         elif kind == HEADERS:
             self._headers(flags, stream_id, payload)
+        elif kind == WINDOW_UPDATE:  # two with every call from grpcio clients
+            self._window_update(stream_id, payload)
         elif kind == CONTINUATION:
             self._continuation(flags, stream_id, payload)
         elif kind == SETTINGS:
             self._settings(flags, stream_id, payload)
-        elif kind == WINDOW_UPDATE:
-            self._window_update(stream_id, payload)
         elif kind == PING:
             if stream_id or len(payload) != 8:
                 raise ConnectionFailure(FRAME_SIZE_ERROR if stream_id == 0 else PROTOCOL_ERROR, "a bad PING")
@@ -386,7 +388,8 @@ class Http2Connection(asyncio.Protocol):
                 raise ConnectionFailure(PROTOCOL_ERROR, f"ENABLE_PUSH of {value}")
             # the client's table size matters not: answers never use the dynamic table
         self.write(SETTINGS_ACK)
-        self._wake(None)
+        if self.window_waiters:
+            self._wake(None)
 
     def _window_update(self, stream_id: int, payload: bytes) -> None:
         if len(payload) != 4:
@@ -407,7 +410,8 @@ class Http2Connection(asyncio.Protocol):
             stream.send_window += increment
             if stream.send_window > MAX_WINDOW:
                 raise StreamFailure(stream_id, FLOW_CONTROL_ERROR, "the stream window is over 2^31-1")
-        self._wake(None)
+        if self.window_waiters:
+            self._wake(None)
 
     # == writing ===============================================================================
     def write(self, data: bytes) -> None:
