@@ -205,9 +205,8 @@ class Http2Connection(asyncio.Protocol):
                 break
             kind = buffer[pos + 3]
             flags = buffer[pos + 4]
-            stream_id = (
-                (buffer[pos + 5] & 0x7F) << 24 | buffer[pos + 6] << 16 | buffer[pos + 7] << 8 | buffer[pos + 8]
-            )
+            stream_id = (buffer[pos + 5] & 0x7F) << 24 | buffer[pos + 6] << 16
+            stream_id |= buffer[pos + 7] << 8 | buffer[pos + 8]
             payload = bytes(buffer[pos + 9 : pos + 9 + length])
             pos += 9 + length
             try:
