@@ -3,7 +3,8 @@
 It serves the handlers grpcio's server API describes (``grpc.RpcMethodHandler`` from a generic
 handler, wrapped by ``grpc.aio.ServerInterceptor`` objects), on the broker's own event loop. Each call
 is a :class:`Call`, which is also the servicer context the handlers see: ``invocation_metadata()``,
-``peer()``, ``time_remaining()``, ``write()`` and ``abort()``.
+``peer()``, ``time_remaining()``, ``write()`` and ``abort()`` as in grpc.aio, and ``metadata_value()``
+for one header without building the rest.
 
 The protocol is gRPC over HTTP/2: a request is ``:method POST``, ``:path /Service/Method``,
 ``content-type: application/grpc``; each message has a 5-byte prefix (compressed flag and length);
