@@ -73,6 +73,16 @@ class RequestDispatcher:
         return self._handlers.get(code)
 
 
+def wake(waiters: list[asyncio.Future[None]], error: Exception | None) -> None:
+    """Resolves every writer waiting for room: with None to go on, or with ``error`` to give up."""
+    for waiter in waiters:
+        if not waiter.done():
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+
+
 class RemotingChannel(asyncio.Protocol):
     """One connection as an asyncio protocol: frames are decoded as the bytes arrive, responses
     complete their invocations by opaque, requests run as handler tasks, at most ``max_inflight`` at
@@ -194,12 +204,7 @@ class RemotingChannel(asyncio.Protocol):
 
     def _wake_writers(self, error: Exception | None) -> None:
         waiters, self._writable = self._writable, []
-        for waiter in waiters:
-            if not waiter.done():
-                if error is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(error)
+        wake(waiters, error)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for the response with the same opaque."""

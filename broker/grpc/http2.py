@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, cast
 
+from broker.client.remoting_client import wake
 from broker.grpc.hpack_codec import Header, HeaderDecoder, HpackError
 
 log = logging.getLogger(__name__)
@@ -468,12 +469,7 @@ class Http2Connection(asyncio.Protocol):
 
     def _wake(self, error: Exception | None) -> None:
         waiters, self.window_waiters = self.window_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                if error is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(error)
+        wake(waiters, error)
 
     def _local_end(self, stream: Stream) -> None:
         stream.local_closed = True

@@ -183,16 +183,6 @@ class SendProcessor:
         else:  # V2 names its fields a..n: check them in that form so an error names what was sent
             header = SendMessageRequestHeaderV2.parse_v1(request.ext_fields)
         batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
-        return await self.send_header(request, header, batch, channel, arrived)
-
-    async def send_header(
-        self,
-        request: RemotingCommand,
-        header: SendMessageRequestHeader,
-        batch: bool,
-        channel: Sender,
-        arrived: float,
-    ) -> RemotingCommand:
         sent = await self.put(header, request.body or b"", batch, channel, arrived)
         if sent.result is None:
             return make_response(request, sent.code, sent.remark)
