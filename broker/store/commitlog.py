@@ -26,6 +26,7 @@ from broker.store.mapped_file import MappedFile, MappedFileQueue
 DEFAULT_FILE_SIZE: Final = 1 << 30
 _BLANK: Final = struct.Struct(">ii")
 _I64: Final = struct.Struct(">q")
+_PROPERTY_SEP: Final = 0x02
 
 
 @dataclass(slots=True, frozen=True)
@@ -208,6 +209,13 @@ class CommitLog:
                     return
                 if check_body_crc and not check_crc(mm, layout):
                     yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, "body CRC mismatch")
+                    return
+                props_len = layout.props_len
+                if props_len and mm[layout.props_pos + props_len - 1] != _PROPERTY_SEP:
+                    # the sizes and the body are whole but the last bytes never reached the file: a
+                    # write cut at a page by SIGKILL (every writer ends each property with 0x02)
+                    reason = "properties end without their separator: the record's end was never written"
+                    yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, reason)
                     return
                 yield mf, pos, layout, None
                 pos += layout.total_size

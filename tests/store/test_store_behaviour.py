@@ -145,6 +145,27 @@ def test_torn_tail_is_truncated_exactly(tmp_path: Path) -> None:
     store.shutdown()
 
 
+def test_a_record_whose_properties_were_cut_is_truncated(tmp_path: Path) -> None:
+    """A kill during a write that crosses a page leaves the record's sizes and body whole and its
+    last bytes zero: recovery must drop that record, not hand out one missing its properties."""
+    store = open_store(tmp_path)
+    offsets = [store.put_messages([msg(KEYS=f"k{i}")]).offsets[0] for i in range(5)]
+    last = store.record_at(offsets[-1])
+    assert last is not None
+    store.shutdown()
+    cl = tmp_path / "commitlog" / "00000000000000000000"
+    data = bytearray(cl.read_bytes())
+    end = offsets[-1] + len(last)
+    data[end - 3 : end] = bytes(3)  # the tail of its properties never reached the file
+    cl.write_bytes(bytes(data))
+    (tmp_path / "abort").write_text("1")
+    store = open_store(tmp_path)
+    assert store.recovery is not None and "separator" in (store.recovery.problem or "")
+    assert store.commitlog.max_offset == offsets[-1]
+    assert store.max_offset("T", 0) == 4
+    store.shutdown()
+
+
 def test_flipped_byte_truncates_from_that_record_and_queues_follow(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     offsets = [store.put_messages([msg(body=bytes([i]) * 50)]).offsets[0] for i in range(10)]
