@@ -41,7 +41,7 @@ class Case:
     settings: tuple[str, ...] = ()  # broker ``--set KEY=VALUE`` overrides
 
 
-TUNED = ("appendOnEventLoop=true", f"commitLogCacheWindow={256 << 20}")
+TUNED = (f"commitLogCacheWindow={256 << 20}",)
 # batches of 32: 16 in flight on each of 2 connections, so the broker always has a request queued
 # while the load generator answers (with 8 it waits ~10 % of the time)
 BATCHES = {"batch": 32, "connections": 2, "inflight": 16}
@@ -52,8 +52,8 @@ CASES = [
     Case("send_1k_pipelined_4x32", 50_000, options={"connections": 4, "inflight": 32}),
     Case("send_1k_batch32_async", 200_000, options=BATCHES),
     Case("send_1k_batch32_sync", 120_000, Flush.SYNC, options=BATCHES),
-    # the same loads on a broker tuned for sends (both settings are off by default): appends on the
-    # event loop, and a CommitLog page-cache window that keeps the broker reusing its memory
+    # the same loads on a broker tuned for sends (off by default): a CommitLog page-cache window that
+    # keeps the broker reusing its memory
     *(
         Case(f"{name}_tuned", target, flush, options=options, settings=TUNED)
         for name, target, flush, options in [

@@ -137,68 +137,76 @@ def fill_message(
     msg.body = body
 
 
-def properties_of(msg: Any, max_body: int, now_ms: int = 0) -> dict[str, str]:
-    """The record properties of a message a producer sends; GrpcError for what RocketMQ refuses."""
-    now_ms = now_ms or int(time.time() * 1000)
+def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
+    """The record properties of a message a producer sends (``body`` is its body, read once);
+    GrpcError for what RocketMQ refuses. Every field is read once: each read of a protobuf field
+    builds a new Python object."""
     sp = msg.system_properties
-    body = bytes(msg.body)
     if len(body) > max_body:
         raise GrpcError(
             Code.MESSAGE_BODY_TOO_LARGE, f"message body size {len(body)} exceeds {max_body} bytes"
         )
-    digest = sp.body_digest
-    if digest.type == 2 and digest.checksum and digest.checksum.upper() != md5_hex(body):
-        raise GrpcError(Code.MESSAGE_CORRUPTED, "message body MD5 digest does not match the body")
+    if sp.HasField("body_digest"):
+        digest = sp.body_digest
+        if digest.type == 2 and digest.checksum and digest.checksum.upper() != md5_hex(body):
+            raise GrpcError(Code.MESSAGE_CORRUPTED, "message body MD5 digest does not match the body")
     props: dict[str, str] = {}
-    for key, value in msg.user_properties.items():
-        if not key or key in SYSTEM_PROPERTIES:
-            raise GrpcError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key!r} is reserved or blank")
-        if "\x01" in key + value or "\x02" in key + value:
-            raise GrpcError(
-                Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {key!r} contains control characters"
-            )
-        props[key] = value
+    user = msg.user_properties
+    if user:
+        for key, value in user.items():
+            if not key or key in SYSTEM_PROPERTIES:
+                raise GrpcError(
+                    Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key!r} is reserved or blank"
+                )
+            if "\x01" in key + value or "\x02" in key + value:
+                raise GrpcError(
+                    Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {key!r} contains control characters"
+                )
+            props[key] = value
     if sp.HasField("tag"):
         tag = sp.tag
         if not tag.strip() or "|" in tag or "\x01" in tag or "\x02" in tag:
             raise GrpcError(Code.ILLEGAL_MESSAGE_TAG, f"tag {tag!r} is blank or contains '|'")
         props[P.TAGS] = tag
-    keys = list(sp.keys)
-    for key in keys:
-        if not key.strip() or " " in key or "\x01" in key or "\x02" in key:
-            raise GrpcError(Code.ILLEGAL_MESSAGE_KEY, f"key {key!r} is blank or contains whitespace")
+    keys = sp.keys
     if keys:
-        props[P.KEYS] = P.KEY_SEPARATOR.join(keys)
-    if not sp.message_id:
+        listed = list(keys)
+        for key in listed:
+            if not key.strip() or " " in key or "\x01" in key or "\x02" in key:
+                raise GrpcError(Code.ILLEGAL_MESSAGE_KEY, f"key {key!r} is blank or contains whitespace")
+        props[P.KEYS] = P.KEY_SEPARATOR.join(listed)
+    message_id = sp.message_id
+    if not message_id:
         raise GrpcError(Code.ILLEGAL_MESSAGE_ID, "message_id is empty")
-    if "\x01" in sp.message_id or "\x02" in sp.message_id or len(sp.message_id) > 128:
+    if "\x01" in message_id or "\x02" in message_id or len(message_id) > 128:
         raise GrpcError(Code.ILLEGAL_MESSAGE_ID, "message_id is malformed")
-    props[P.UNIQ_KEY] = sp.message_id
+    props[P.UNIQ_KEY] = message_id
+    kinds = 0  # FIFO, delayed and transactional exclude each other
     if sp.HasField("message_group"):
+        kinds += 1
         group = sp.message_group
         if not group.strip() or len(group) > 64 or "\x01" in group or "\x02" in group:
             raise GrpcError(Code.ILLEGAL_MESSAGE_GROUP, f"message group {group!r} is blank or too long")
         props[P.SHARDING_KEY] = group
     if sp.HasField("delivery_timestamp"):
+        kinds += 1
         deliver_ms = timestamp_ms(sp.delivery_timestamp)
-        if deliver_ms <= 0 or deliver_ms - now_ms > MAX_DELAY_MS:
+        if deliver_ms <= 0 or deliver_ms - int(time.time() * 1000) > MAX_DELAY_MS:
             raise GrpcError(
                 Code.ILLEGAL_DELIVERY_TIME, f"delivery timestamp {deliver_ms} is not within the next 40 days"
             )
         props[P.TIMER_DELIVER_MS] = str(deliver_ms)
     if sp.message_type == MT_TRANSACTION:
+        kinds += 1
         props[P.TRAN_MSG] = "true"
         if sp.HasField("orphaned_transaction_recovery_duration"):
             seconds = duration_ms(sp.orphaned_transaction_recovery_duration) // 1000
             props[P.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(max(0, seconds))
-    if sp.HasField("trace_context") and sp.trace_context:
-        props[TRACE_CONTEXT] = sp.trace_context
-    kinds = [
-        sp.HasField("message_group"),
-        sp.HasField("delivery_timestamp"),
-        sp.message_type == MT_TRANSACTION,
-    ]
-    if sum(kinds) > 1:
+    if sp.HasField("trace_context"):
+        trace = sp.trace_context
+        if trace:
+            props[TRACE_CONTEXT] = trace
+    if kinds > 1:
         raise GrpcError(
             Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
             "a message can be FIFO (message group), delayed or transactional, but only one of them",

@@ -108,7 +108,8 @@ class SendRpc:
         """Sends one message and fills in its SendResultEntry; GrpcError when it is refused."""
         broker = self.broker
         config = self.service._topic(msg.topic.name)
-        props = convert.properties_of(msg, broker.store_config.max_message_size)
+        body: bytes = msg.body
+        props = convert.properties_of(msg, body, broker.store_config.max_message_size)
         self._check_type(config, props)
         transactional = props.get(P.TRAN_MSG) == "true"
         if transactional:
@@ -140,7 +141,7 @@ class SendRpc:
             batch=False,
         )
         started = time.monotonic()
-        sent = await broker.sends.put(header, bytes(msg.body), False, session.channel, started)
+        sent = await broker.sends.put(header, body, False, session.channel, started)
         broker.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
         code = code_of(sent.code)
         if code is not Code.OK or sent.result is None:

@@ -102,8 +102,8 @@ class Broker:
         self.server: RemotingServer | None = None
         self._reader: ThreadPoolExecutor | None = None
         # ``write(fn, *args)``: fn(*args) on the store-writer thread (message appends on the loop
-        # with appendOnEventLoop), in order with every other write; the compiled coroutine itself,
-        # so a send awaits no interpreted frame here
+        # with appendOnEventLoop, the default), in order with every other write; the compiled
+        # coroutine itself, so a send awaits no interpreted frame here
         self._writes = WriteBursts(
             on_written=self.ha_service.wake,  # slaves get new bytes at once
             appends_on_loop=lambda: self.config.append_on_event_loop,

@@ -182,6 +182,9 @@ class SendProcessor:
             header = SendMessageRequestHeader.parse(request.ext_fields)
         else:  # V2 names its fields a..n: check them in that form so an error names what was sent
             header = SendMessageRequestHeaderV2.parse_v1(request.ext_fields)
+        problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
+        if problem:
+            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
         batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
         sent = await self.put(header, request.body or b"", batch, channel, arrived)
         if sent.result is None:
@@ -191,11 +194,8 @@ class SendProcessor:
     async def put(
         self, header: SendMessageRequestHeader, body: bytes, batch: bool, channel: Sender, arrived: float
     ) -> Sent:
-        """A send whose header is decoded, up to what the store made of it; the gRPC API builds the
-        header from a SendMessageRequest and answers from this."""
-        problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
-        if problem:
-            return Sent(ResponseCode.INVALID_PARAMETER, problem)
+        """A send whose header is decoded and its numbers in Java's ranges, up to what the store made
+        of it; the gRPC API builds the header from a SendMessageRequest and answers from this."""
         try:
             target = self._target(header, channel, batch)
             msgs = self._build(header, body, target, born_host_of(channel), batch)

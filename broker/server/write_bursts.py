@@ -6,12 +6,16 @@ and while a burst runs, every write asked for meanwhile, which then goes as the 
 and one GIL hand-over per burst instead of per request, and the busier the writer, the bigger its
 bursts. Every send awaits :meth:`WriteBursts.write`, so this module is compiled by ``make install``.
 
-With ``appendOnEventLoop`` a burst of message appends runs right on the event loop at the end of
-its turn instead (any other burst still goes to the thread, and bursts never overlap, so the store
-keeps one writer at a time). With one GIL the thread gives appends no parallelism, only hand-overs:
-on the loop, batches of 32 went from ~165k to ~200k msg/s and pipelined sends from ~47k to ~53k.
-The price: an append stalled in the kernel (page-cache pressure, a slow disk) stalls every
-connection, where the thread leaves the loop free to turn new sends away ([PC_SYNCHRONIZED]).
+With ``appendOnEventLoop`` (the default) a burst of message appends runs right on the event loop at
+the end of its turn instead (any other burst still goes to the thread, and bursts never overlap, so
+the store keeps one writer at a time). With one GIL the thread gives appends no parallelism, only
+hand-overs, and those cost most when bursts are small: on the loop, batches of 32 went from ~165k to
+~200k msg/s, pipelined sends from ~47k to ~53k, and a gRPC send's broker CPU from ~52 to ~41 us. The
+price: an append stalled in the kernel (page-cache pressure, a slow disk) stalls every connection,
+where the thread leaves the loop free to turn new sends away ([PC_SYNCHRONIZED]). So a burst on the
+loop that takes ``STALL_S`` or more sends the appends to the thread for the next ``stall_hold_s``
+seconds, renewed by every slow burst there: the first stall of a bad spell freezes the loop once,
+the rest of the spell is handled as with the setting off.
 
 A SYNC_FLUSH answer waits on the loop in :class:`FlushWaits`: the answers of one loop turn ask the
 store's flush thread once, for the furthest of their offsets, and one flush releases every answer it
@@ -24,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
@@ -32,9 +38,13 @@ from typing import Any, TypeVar
 
 from broker.server.send_processor import SendAppends
 
+log = logging.getLogger(__name__)
+
 _Call = tuple[Callable[..., Any], tuple[Any, ...]]
 _Outcome = tuple[bool, Any]
 T = TypeVar("T")
+STALL_S = 0.1  # a burst of appends this slow was held up in the kernel, not by its own size
+STALL_HOLD_S = 60.0  # how long appends then stay on the writer thread
 
 
 class WriteBursts:
@@ -53,6 +63,8 @@ class WriteBursts:
         self._burst: list[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]] = []
         self._in_flight: list[asyncio.Future[Any]] = []  # the burst on the writer thread, if any
         self.pending = 0  # writes waiting for (or in) the writer thread
+        self.stall_hold_s = STALL_HOLD_S
+        self.stalled_until = 0.0  # monotonic: appends go to the writer thread until then
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -68,7 +80,7 @@ class WriteBursts:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the writer thread (on the loop for message appends, :class:`SendAppends`,
-        when ``appends_on_loop()``), in order with every other write."""
+        when ``appends_on_loop()`` and no append stalled lately), in order with every other write."""
         assert self._loop is not None, "the broker is not started"
         future: asyncio.Future[T] = self._loop.create_future()
         if not self._burst and not self._in_flight:
@@ -92,8 +104,12 @@ class WriteBursts:
             return
         self._in_flight = futures
         calls = [(fn, args) for fn, args, _ in burst]
-        if self._appends_on_loop() and all(isinstance(fn, SendAppends) for fn, _ in calls):
-            self._burst_done(run_guarded(calls))
+        if not all(isinstance(fn, SendAppends) for fn, _ in calls):
+            self._queue.put(calls)
+        elif self._appends_on_loop() and time.monotonic() >= self.stalled_until:
+            started = time.monotonic()
+            outcomes = run_guarded(calls)
+            self._burst_done(outcomes, time.monotonic() - started)
         else:
             self._queue.put(calls)
 
@@ -102,13 +118,18 @@ class WriteBursts:
         loop = self._loop
         assert loop is not None
         while (calls := self._queue.get()) is not None:
+            started = time.monotonic()
             outcomes = run_guarded(calls)
+            took = time.monotonic() - started if all(isinstance(fn, SendAppends) for fn, _ in calls) else 0.0
             try:
-                loop.call_soon_threadsafe(self._burst_done, outcomes)
+                loop.call_soon_threadsafe(self._burst_done, outcomes, took)
             except RuntimeError:  # the loop is closed: nobody waits for these answers
                 return
 
-    def _burst_done(self, outcomes: list[_Outcome]) -> None:
+    def _burst_done(self, outcomes: list[_Outcome], appends_took: float) -> None:
+        """``appends_took``: how long the burst ran, when it was message appends only."""
+        if appends_took >= STALL_S:
+            self._stalled(appends_took)
         futures, self._in_flight = self._in_flight, []
         for future, (ok, value) in zip(futures, outcomes, strict=True):
             if future.done():  # its waiter was cancelled; the write itself happened
@@ -119,6 +140,15 @@ class WriteBursts:
                 future.set_exception(value)
         self._on_written()
         self._submit()  # what gathered while this burst ran
+
+    def _stalled(self, took: float) -> None:
+        now = time.monotonic()
+        if now >= self.stalled_until and self._appends_on_loop():
+            log.warning(
+                "a burst of message appends took %.0f ms: appends run on the store-writer thread for "
+                "the next %.0f s (appendOnEventLoop)", took * 1000, self.stall_hold_s,
+            )  # fmt: skip
+        self.stalled_until = now + self.stall_hold_s
 
 
 def run_guarded(calls: list[_Call]) -> list[_Outcome]:

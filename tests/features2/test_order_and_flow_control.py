@@ -82,7 +82,7 @@ async def test_a_send_that_waited_too_long_in_the_send_queue_is_refused(tmp_path
 
 @async_test()
 async def test_append_on_event_loop_moves_appends_to_the_loop_at_runtime(tmp_path: Path) -> None:
-    async with running(tmp_path) as cluster:
+    async with running(tmp_path, append_on_event_loop=False) as cluster:
         store = cluster.broker.store
         clock = store.clock
         appended_on: list[int] = []
@@ -105,7 +105,7 @@ async def test_append_on_event_loop_moves_appends_to_the_loop_at_runtime(tmp_pat
 
 @async_test()
 async def test_a_stalled_append_turns_new_sends_away_with_pc_synchronized(tmp_path: Path) -> None:
-    async with running(tmp_path, wait_time_mills_in_send_queue=5000) as cluster:
+    async with running(tmp_path, wait_time_mills_in_send_queue=5000, append_on_event_loop=False) as cluster:
         store = cluster.broker.store
         cluster.broker.store_config.os_page_cache_busy_time_out_mills = 200
         clock = store.clock
@@ -123,6 +123,43 @@ async def test_a_stalled_append_turns_new_sends_away_with_pc_synchronized(tmp_pa
         assert (await stalled).code == ResponseCode.SUCCESS
         store.clock = clock
         assert (await send(cluster, TOPIC)).code == ResponseCode.SUCCESS
+
+
+@async_test()
+async def test_a_stalled_append_on_the_loop_sends_later_appends_to_the_writer_thread(tmp_path: Path) -> None:
+    async with running(tmp_path, wait_time_mills_in_send_queue=5000) as cluster:  # appends on the loop
+        store = cluster.broker.store
+        cluster.broker.store_config.os_page_cache_busy_time_out_mills = 200
+        clock = store.clock
+        loop_thread = threading.get_ident()
+        appended_on: list[int] = []
+        stall_s = [0.2]
+
+        def stalling_clock() -> float:  # read under the write lock, by whichever thread appends
+            appended_on.append(threading.get_ident())
+            time.sleep(stall_s[0])
+            return clock()
+
+        store.clock = stalling_clock
+        assert (await send(cluster, TOPIC, b"stalls the loop")).code == ResponseCode.SUCCESS
+        assert appended_on[-1] == loop_thread
+        # the next spell of the stall is on the writer thread: the loop turns sends away meanwhile
+        stall_s[0] = 0.7
+        stalled = asyncio.create_task(send(cluster, TOPIC, b"stalls the thread"))
+        deadline = time.monotonic() + 5
+        while store.lock_held_ms() < 300:  # an append stalled on the loop would never be seen held
+            assert time.monotonic() < deadline, "the loop never saw the stalled append"
+            await asyncio.sleep(0.02)
+        response = await send(cluster, TOPIC, b"turned away")
+        assert (response.code, response.remark) == (ResponseCode.SYSTEM_BUSY, PC_SYNCHRONIZED)
+        assert (await stalled).code == ResponseCode.SUCCESS
+        assert appended_on[-1] != loop_thread
+        # once the spell is over, appends are back on the loop
+        stall_s[0] = 0.0
+        cluster.broker._writes.stalled_until = 0.0
+        assert (await send(cluster, TOPIC, b"quick again")).code == ResponseCode.SUCCESS
+        assert appended_on[-1] == loop_thread
+        store.clock = clock
 
 
 @async_test()
