@@ -25,6 +25,8 @@ from broker.server.message_type import (
     sent_message_type,
     topic_message_type,
 )
+from broker.server.send_processor import SendProcessor
+from broker.server.stats import BrokerStats
 from broker.server.topic_config import DEFAULT_TOPIC, DLQ_PREFIX, RETRY_PREFIX
 
 REMOTING_CODES: dict[int, Code] = {
@@ -57,6 +59,8 @@ class SendRpc:
     def __init__(self, service: Any) -> None:
         self.service = service
         self.broker: Any = service.broker
+        self.processor: SendProcessor = service.broker.sends  # typed: called natively
+        self.stats: BrokerStats = service.broker.stats
 
     async def send_message(self, request: Any, context: Any) -> Any:
         session = self.service._session(context)
@@ -141,8 +145,8 @@ class SendRpc:
             batch=False,
         )
         started = time.monotonic()
-        sent = await broker.sends.put(header, body, False, session.channel, started)
-        broker.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
+        sent = await self.processor.put(header, body, False, session.channel, started)
+        self.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
         code = code_of(sent.code)
         if code is not Code.OK or sent.result is None:
             raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
@@ -151,7 +155,7 @@ class SendRpc:
         entry.status.message = "OK"
         entry.message_id = props[P.UNIQ_KEY]
         entry.offset = offset
-        recall = broker.sends.recall_handle(sent.msgs)
+        recall = self.processor.recall_handle(sent.msgs)
         if recall:  # parked in the timer queue
             entry.recall_handle = recall
         if transactional:  # where the half message is, for EndTransaction to find it

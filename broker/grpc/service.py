@@ -34,6 +34,7 @@ from broker.grpc.clients import (
     GrpcChannel,
     Session,
 )
+from broker.grpc.guard import Guarded
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
@@ -118,7 +119,7 @@ class MessagingService:
     def generic_handler(self) -> grpc.GenericRpcHandler:
         def unary(fn: Callable[[Any, Any], Awaitable[Any]], req: Any, resp: Any) -> grpc.RpcMethodHandler:
             return grpc.unary_unary_rpc_method_handler(
-                self._guard(fn, resp), request_deserializer=req.FromString,
+                Guarded(fn, resp), request_deserializer=req.FromString,
                 response_serializer=resp.SerializeToString,
             )  # fmt: skip
 
@@ -167,22 +168,6 @@ class MessagingService:
             "RecallMessage": unary(self.recall_message, PB.RecallMessageRequest, PB.RecallMessageResponse),
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
-
-    def _guard(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], response: Any
-    ) -> Callable[[Any, Any], Awaitable[Any]]:
-        async def run(request: Any, context: Any) -> Any:
-            try:
-                return await fn(request, context)
-            except GrpcError as exc:
-                return response(status=status(exc.code, exc.message))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # nothing a client sends may take the broker down
-                log.exception("gRPC %s failed", getattr(fn, "__name__", fn))
-                return response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
-
-        return run
 
     def _guard_stream(
         self, fn: Callable[[Any, Any], AsyncIterator[Any]], response: Any
