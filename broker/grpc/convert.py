@@ -139,8 +139,9 @@ def fill_message(
 
 def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
     """The record properties of a message a producer sends (``body`` is its body, read once);
-    GrpcError for what RocketMQ refuses. Every field is read once: each read of a protobuf field
-    builds a new Python object."""
+    GrpcError for what RocketMQ refuses. They encode exactly (no empty value, no separator inside a
+    name or value), so the send processor stores them as they are. Every field is read once: each
+    read of a protobuf field builds a new Python object."""
     sp = msg.system_properties
     if len(body) > max_body:
         raise GrpcError(
@@ -162,7 +163,8 @@ def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
                 raise GrpcError(
                     Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {key!r} contains control characters"
                 )
-            props[key] = value
+            if value:  # an empty value is no property, as the record's text decodes
+                props[key] = value
     if sp.HasField("tag"):
         tag = sp.tag
         if not tag.strip() or "|" in tag or "\x01" in tag or "\x02" in tag:
@@ -204,7 +206,7 @@ def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
             props[P.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(max(0, seconds))
     if sp.HasField("trace_context"):
         trace = sp.trace_context
-        if trace:
+        if trace and "\x01" not in trace and "\x02" not in trace:  # advisory: a broken one is dropped
             props[TRACE_CONTEXT] = trace
     if kinds > 1:
         raise GrpcError(

@@ -71,17 +71,22 @@ class SendRpc:
             raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
         response = PB.SendMessageResponse()
         entries = response.entries
+        first = -1  # the first entry's code, and whether another one differs
+        mixed = False
         for msg in messages:  # each entry is filled where it lies: no message built to be copied
             entry = entries.add()
+            code = int(Code.OK)
             try:
                 await self._send_one(msg, session, entry)
             except GrpcError as exc:
                 entry.Clear()
-                entry.status.code = exc.code
+                entry.status.code = code = int(exc.code)
                 entry.status.message = exc.message
-        first = entries[0].status
-        if all(e.status.code == first.code for e in entries):
-            response.status.CopyFrom(first)
+            if first < 0:
+                first = code
+            mixed = mixed or code != first
+        if not mixed:
+            response.status.CopyFrom(entries[0].status)
         else:
             response.status.code = Code.MULTIPLE_RESULTS
             response.status.message = "the messages have different results"
@@ -145,14 +150,15 @@ class SendRpc:
             batch=False,
         )
         started = time.monotonic()
-        sent = await self.processor.put(header, body, False, session.channel, started)
+        sent = await self.processor.put(header, body, False, session.channel, started, props)
         self.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
         code = code_of(sent.code)
         if code is not Code.OK or sent.result is None:
             raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
         offset = sent.result.queue_offsets[0]
-        entry.status.code = Code.OK
-        entry.status.message = "OK"
+        status = entry.status
+        status.code = Code.OK
+        status.message = "OK"
         entry.message_id = props[P.UNIQ_KEY]
         entry.offset = offset
         recall = self.processor.recall_handle(sent.msgs)

@@ -192,13 +192,21 @@ class SendProcessor:
         return self._response(request, sent)
 
     async def put(
-        self, header: SendMessageRequestHeader, body: bytes, batch: bool, channel: Sender, arrived: float
+        self,
+        header: SendMessageRequestHeader,
+        body: bytes,
+        batch: bool,
+        channel: Sender,
+        arrived: float,
+        props: dict[str, str] | None = None,
     ) -> Sent:
         """A send whose header is decoded and its numbers in Java's ranges, up to what the store made
-        of it; the gRPC API builds the header from a SendMessageRequest and answers from this."""
+        of it; the gRPC API builds the header from a SendMessageRequest and answers from this. A
+        caller that encoded ``header.properties`` from a map passes the map as ``props`` (the message
+        takes it over), so it is not decoded again."""
         try:
             target = self._target(header, channel, batch)
-            msgs = self._build(header, body, target, born_host_of(channel), batch)
+            msgs = self._build(header, body, target, born_host_of(channel), batch, props)
         except SendRejected as exc:
             return Sent(exc.code, exc.remark)
         busy = page_cache_busy(self.broker)
@@ -292,7 +300,13 @@ class SendProcessor:
 
     # == building ==============================================================================
     def _build(
-        self, header: SendMessageRequestHeader, body: bytes, target: _Target, born_host: bytes, batch: bool
+        self,
+        header: SendMessageRequestHeader,
+        body: bytes,
+        target: _Target,
+        born_host: bytes,
+        batch: bool,
+        decoded: dict[str, str] | None,
     ) -> list[PutMessage]:
         sys_flag = header.sysFlag
         if target.config.topicFilterType == TopicFilterType.MULTI_TAG:
@@ -324,7 +338,7 @@ class SendProcessor:
         trace_text = encode_properties({P.TRACE_ON: trace_on})
         msgs: list[PutMessage] = []
         for flag, msg_body, text in items:
-            props = decode_properties(text)
+            props = decode_properties(text) if decoded is None or batch else decoded
             prepared = props.get(P.TRAN_MSG) == "true"
             if prepared and cfg.reject_transaction_message:
                 raise SendRejected(
@@ -334,7 +348,11 @@ class SendProcessor:
             # The properties the broker adds (SendMessageProcessor + CommitLog in RocketMQ). Where
             # it only appends to a canonical text (as every RocketMQ client sends), the record takes
             # that text and the appended pairs, and the map is not encoded again.
-            reusable = P.CLUSTER not in props and P.POP_CK not in props and encodes_exactly(text, props)
+            reusable = (
+                P.CLUSTER not in props
+                and P.POP_CK not in props
+                and (props is decoded or encodes_exactly(text, props))
+            )
             props.pop(P.POP_CK, None)
             if P.UNIQ_KEY not in props:  # decoding drops empty values: present means non-empty
                 uniq = props[P.UNIQ_KEY] = uniq_keys.next()

@@ -148,6 +148,38 @@ async def test_bad_requests_get_v2_codes(tmp_path: Path) -> None:
 
 
 @async_test
+async def test_a_sent_message_keeps_its_properties_and_drops_what_cannot_be_stored(tmp_path: Path) -> None:
+    broker = await _broker(tmp_path)
+    client = Client(broker.grpc_port)
+    try:
+        broker.topics.put(TopicConfig(topicName="P", readQueueNums=1, writeQueueNums=1))
+        msg = _message("P", b"props", tag="TagA", trace_context="00-\x01-broken")
+        msg.system_properties.keys.extend(["k1", "k2"])
+        msg.user_properties.update({"region": "eu", "empty": ""})
+        sent = await client.unary(
+            "SendMessage", PB.SendMessageRequest(messages=[msg]), PB.SendMessageResponse
+        )
+        assert sent.status.code == Code.OK
+        receive = PB.ReceiveMessageRequest(group=PB.Resource(name="G"), batch_size=1)
+        receive.message_queue.topic.name = "P"
+        receive.invisible_duration.seconds = 5
+        receive.long_polling_timeout.seconds = 1
+        items = await client.stream("ReceiveMessage", receive, PB.ReceiveMessageResponse)
+        got = next(i.message for i in items if i.HasField("message"))
+        assert dict(got.user_properties) == {"region": "eu"}  # an empty value is no property
+        sp = got.system_properties
+        assert (sp.tag, list(sp.keys), sp.message_id) == (
+            "TagA",
+            ["k1", "k2"],
+            msg.system_properties.message_id,
+        )
+        assert not sp.HasField("trace_context")  # separators inside it would break the record's text
+    finally:
+        await client.channel.close()
+        await broker.stop()
+
+
+@async_test
 async def test_pop_over_remoting_and_state_survives_restart(tmp_path: Path) -> None:
     broker = await _broker(tmp_path)
     remoting = RemotingClient()
