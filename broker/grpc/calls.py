@@ -167,37 +167,58 @@ class Call(Stream):
             self.connection.consumed(len(data))
             return
         buffer = self.buffer
-        buffer += data
-        while len(buffer) >= 5:
+        if buffer:  # a message began in an earlier frame: nothing to do until it is whole
+            buffer += data
+            if len(buffer) < 5:
+                return
             length = int.from_bytes(buffer[1:5], "big")
+            if length <= MAX_MESSAGE and len(buffer) < 5 + length:
+                return
+            data = bytes(buffer)
+            buffer.clear()
+        # messages are cut straight from the frame's bytes: one copy each
+        pos = 0
+        end = len(data)
+        while end - pos >= 5:
+            length = data[pos + 1] << 24 | data[pos + 2] << 16 | data[pos + 3] << 8 | data[pos + 4]
             if length > MAX_MESSAGE:
+                self.connection.consumed(end - pos)
                 self.finish(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"a message of {length} bytes is over the limit of {MAX_MESSAGE}",
                 )
                 return
-            if len(buffer) < 5 + length:
-                return
-            compressed = buffer[0]
-            message = bytes(buffer[5 : 5 + length])
-            del buffer[: 5 + length]
+            if end - pos - 5 < length:
+                break
+            compressed = data[pos]
+            message = data[pos + 5 : pos + 5 + length]
+            pos += 5 + length
             self.connection.consumed(5 + length)
-            if compressed:
-                if self.decompress is None:
-                    self.finish(grpc.StatusCode.INTERNAL, "a compressed message without grpc-encoding")
-                    return
-                try:
-                    message = self.decompress(message)
-                except zlib.error as exc:
-                    self.finish(grpc.StatusCode.INTERNAL, f"a message does not decompress: {exc}")
-                    return
-            if self.requests is not None:
-                self.requests.put_nowait(message)  # a streaming request, or one not yet intercepted
-            elif self.request is None:
-                self.request = message
-            else:
-                self.finish(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+            if not self._take(message, compressed):
+                self.connection.consumed(end - pos)  # the rest goes with the ended call
                 return
+        if pos < end:
+            buffer += data[pos:]
+
+    def _take(self, message: bytes, compressed: int) -> bool:
+        """Hands a request message on; False when that ended the call instead."""
+        if compressed:
+            if self.decompress is None:
+                self.finish(grpc.StatusCode.INTERNAL, "a compressed message without grpc-encoding")
+                return False
+            try:
+                message = self.decompress(message)
+            except zlib.error as exc:
+                self.finish(grpc.StatusCode.INTERNAL, f"a message does not decompress: {exc}")
+                return False
+        if self.requests is not None:
+            self.requests.put_nowait(message)  # a streaming request, or one not yet intercepted
+        elif self.request is None:
+            self.request = message
+        else:
+            self.finish(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+            return False
+        return True
 
     def on_end(self) -> None:
         if self.finished or (self.task is not None and self.requests is None):

@@ -124,6 +124,14 @@ class Stream:
 OpenStream = Callable[["Http2Connection", int, list[Header]], Stream]
 
 
+def _holds_frame(buffer: bytearray) -> bool:
+    """Whether ``buffer`` starts with a whole frame (or with the header of one too large to wait for)."""
+    if len(buffer) < 9:
+        return False
+    length = (buffer[0] << 16) | (buffer[1] << 8) | buffer[2]
+    return length > MAX_FRAME or len(buffer) >= 9 + length
+
+
 class Http2Connection(asyncio.Protocol):
     def __init__(self, open_stream: OpenStream, on_closed: Callable[[Http2Connection], None]) -> None:
         self.open_stream = open_stream
@@ -186,29 +194,36 @@ class Http2Connection(asyncio.Protocol):
     # == reading ===============================================================================
     def _receive(self, data: bytes) -> None:
         buffer = self.buffer
-        buffer += data
-        if not self.preface_seen:
-            if len(buffer) < len(PREFACE):
-                if not PREFACE.startswith(bytes(buffer)):
-                    raise ConnectionFailure(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
+        if buffer:  # a frame (or the preface) began in an earlier read: nothing to do until it is whole
+            buffer += data
+            if self.preface_seen and not _holds_frame(buffer):
                 return
-            if buffer[: len(PREFACE)] != PREFACE:
-                raise ConnectionFailure(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
-            del buffer[: len(PREFACE)]
-            self.preface_seen = True
+            data = bytes(buffer)
+            buffer.clear()
         pos = 0
-        available = len(buffer)
+        if not self.preface_seen:
+            if len(data) < len(PREFACE):
+                if not PREFACE.startswith(data):
+                    raise ConnectionFailure(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
+                buffer += data
+                return
+            if not data.startswith(PREFACE):
+                raise ConnectionFailure(PROTOCOL_ERROR, "not an HTTP/2 connection preface")
+            pos = len(PREFACE)
+            self.preface_seen = True
+        # payloads are cut straight from the read's bytes: one copy each
+        available = len(data)
         while available - pos >= 9:
-            length = (buffer[pos] << 16) | (buffer[pos + 1] << 8) | buffer[pos + 2]
+            length = (data[pos] << 16) | (data[pos + 1] << 8) | data[pos + 2]
             if length > MAX_FRAME:
                 raise ConnectionFailure(FRAME_SIZE_ERROR, f"a frame of {length} bytes is over {MAX_FRAME}")
             if available - pos - 9 < length:
                 break
-            kind = buffer[pos + 3]
-            flags = buffer[pos + 4]
-            stream_id = (buffer[pos + 5] & 0x7F) << 24 | buffer[pos + 6] << 16
-            stream_id |= buffer[pos + 7] << 8 | buffer[pos + 8]
-            payload = bytes(buffer[pos + 9 : pos + 9 + length])
+            kind = data[pos + 3]
+            flags = data[pos + 4]
+            stream_id = (data[pos + 5] & 0x7F) << 24 | data[pos + 6] << 16
+            stream_id |= data[pos + 7] << 8 | data[pos + 8]
+            payload = data[pos + 9 : pos + 9 + length]
             pos += 9 + length
             try:
                 self._frame(kind, flags, stream_id, payload)
@@ -217,8 +232,8 @@ class Http2Connection(asyncio.Protocol):
                 log.debug("gRPC stream %d from %s reset: %s", exc.stream_id, self.peer, exc)
             if self.closed:
                 return
-        if pos:
-            del buffer[:pos]
+        if pos < available:
+            buffer += data[pos:]
 
     def _frame(self, kind: int, flags: int, stream_id: int, payload: bytes) -> None:
         if self.continuing is not None and kind != CONTINUATION:

@@ -587,6 +587,56 @@ def test_a_raw_call(served: Served) -> None:
         assert answer.trailers == [(b"grpc-status", b"0")]
 
 
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bodies=st.lists(st.binary(min_size=0, max_size=3000), min_size=1, max_size=3),
+    frame_cuts=st.lists(st.integers(0, 1 << 16), max_size=4),
+    read_cuts=st.lists(st.integers(0, 1 << 16), max_size=12),
+)
+def test_calls_cut_anywhere_into_frames_and_reads(
+    served: Served, bodies: list[bytes], frame_cuts: list[int], read_cuts: list[int]
+) -> None:
+    """Messages split across DATA frames, frames and the preface split across reads: every call
+    is answered whole, and the window comes back (the fresh call after them is served)."""
+    wire = PREFACE + frame(SETTINGS, 0, 0)
+    for i, body in enumerate(bodies):
+        sid = 1 + 2 * i
+        pieces = _cut(message(body), frame_cuts)
+        wire += frame(HEADERS, END_HEADERS, sid, request_block(ECHO))
+        wire += b"".join(
+            frame(DATA, END_STREAM if j == len(pieces) - 1 else 0, sid, piece)
+            for j, piece in enumerate(pieces)
+        )
+    with Raw(served.port, preface=b"") as raw:
+        raw.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for piece in _cut(wire, read_cuts):
+            raw.send(piece)
+            time.sleep(0.001)  # most pieces arrive as reads of their own
+        for i, body in enumerate(bodies):
+            assert answer_of(raw, 1 + 2 * i).messages == message(body)
+    assert_serving(served)
+
+
+def test_a_message_over_the_limit_announced_in_a_later_frame(served: Served) -> None:
+    with Raw(served.port) as raw:
+        raw.send(
+            frame(HEADERS, END_HEADERS, 1, request_block(ECHO)),
+            frame(DATA, 0, 1, b"\x00\x01"),  # the length arrives in the next frame
+            frame(DATA, END_STREAM, 1, (calls.MAX_MESSAGE + 1).to_bytes(4, "big") + b"x" * 100),
+        )
+        answer = answer_of(raw, 1)
+        assert (b"grpc-status", b"8") in answer.trailers  # RESOURCE_EXHAUSTED
+        raw.send(
+            frame(HEADERS, END_HEADERS, 3, request_block(ECHO)), frame(DATA, END_STREAM, 3, message(b"next"))
+        )
+        assert answer_of(raw, 3).messages == message(b"next")
+
+
 def test_a_header_block_in_continuation_frames(served: Served) -> None:
     block = request_block(ECHO, (b"x-long", b"v" * 5000))
     with Raw(served.port) as raw:
