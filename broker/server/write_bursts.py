@@ -10,7 +10,7 @@ With ``appendOnEventLoop`` (the default) a burst of message appends runs right o
 the end of its turn instead (any other burst still goes to the thread, and bursts never overlap, so
 the store keeps one writer at a time). With one GIL the thread gives appends no parallelism, only
 hand-overs, and those cost most when bursts are small: on the loop, batches of 32 went from ~165k to
-~200k msg/s, pipelined sends from ~47k to ~53k, and a gRPC send's broker CPU from ~52 to ~41 us. The
+~200k msg/s, pipelined sends from ~47k to ~53k, and a gRPC send's broker CPU from ~37 to ~33 us. The
 price: an append stalled in the kernel (page-cache pressure, a slow disk) stalls every connection,
 where the thread leaves the loop free to turn new sends away ([PC_SYNCHRONIZED]). So a burst on the
 loop that takes ``STALL_S`` or more sends the appends to the thread for the next ``stall_hold_s``
@@ -104,9 +104,11 @@ class WriteBursts:
             return
         self._in_flight = futures
         calls = [(fn, args) for fn, args, _ in burst]
-        if not all(isinstance(fn, SendAppends) for fn, _ in calls):
-            self._queue.put(calls)
-        elif self._appends_on_loop() and time.monotonic() >= self.stalled_until:
+        if (
+            self._appends_on_loop()
+            and time.monotonic() >= self.stalled_until
+            and all(isinstance(fn, SendAppends) for fn, _ in calls)
+        ):
             started = time.monotonic()
             outcomes = run_guarded(calls)
             self._burst_done(outcomes, time.monotonic() - started)
