@@ -358,6 +358,7 @@ class AdminProcessor:
                 "bootTimestamp": str(snap.boot_timestamp),
                 "runtime": _runtime(snap.boot_timestamp),
                 "sendThreadPoolQueueSize": str(broker.write_queue_size),
+                "appendsOnEventLoop": "true" if broker.appends_on_event_loop else "false",
                 "sendThreadPoolQueueHeadWaitTimeMills": "0",
                 "pullThreadPoolQueueSize": "0",
                 "pullThreadPoolQueueHeadWaitTimeMills": "0",

@@ -129,6 +129,11 @@ class Broker:
         return self._started and self.registration.all_registered
 
     @property
+    def appends_on_event_loop(self) -> bool:
+        """Message appends run on the event loop now (appendOnEventLoop, and no append stalled lately)."""
+        return self._writes.appends_on_loop_now()
+
+    @property
     def write_queue_size(self) -> int:
         """Appends waiting for (or in) the store-writer thread."""
         return self._writes.pending

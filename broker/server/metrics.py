@@ -42,6 +42,9 @@ def _broker_metrics(out: MetricsText, broker: Broker) -> None:
         topic, _, group = c.key.partition("@")
         out.counter("bytes_out", "Message bytes delivered, by topic and group.", c.bytes,
                     {**labels, "topic": topic, "group": group})  # fmt: skip
+    out.gauge("appends_on_event_loop", "1 while message appends run on the event loop; 0 on the store-writer "
+              "thread (appendOnEventLoop off, or an append stalled in the last minute).",
+              1 if broker.appends_on_event_loop else 0, labels)  # fmt: skip
     for lat in snap.requests:
         finite = [(bound, count) for bound, count in lat.buckets if bound != float("inf")]
         req = {**labels, "code": str(lat.code), "request": lat.name}

@@ -104,16 +104,16 @@ class WriteBursts:
             return
         self._in_flight = futures
         calls = [(fn, args) for fn, args, _ in burst]
-        if (
-            self._appends_on_loop()
-            and time.monotonic() >= self.stalled_until
-            and all(isinstance(fn, SendAppends) for fn, _ in calls)
-        ):
+        if self.appends_on_loop_now() and all(isinstance(fn, SendAppends) for fn, _ in calls):
             started = time.monotonic()
             outcomes = run_guarded(calls)
             self._burst_done(outcomes, time.monotonic() - started)
         else:
             self._queue.put(calls)
+
+    def appends_on_loop_now(self) -> bool:
+        """Whether message appends run on the event loop: the setting is on and none stalled lately."""
+        return self._appends_on_loop() and time.monotonic() >= self.stalled_until
 
     def _run(self) -> None:
         """The writer thread."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ from broker.client.admin_api import AdminApi, RemoteError
 from broker.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.server.flow_control import PC_SYNCHRONIZED
+from broker.server.metrics import render_metrics
 from tests.features2.conftest import Cluster, async_test, running, send
 
 TOPIC = "Ordered"
@@ -141,8 +143,15 @@ async def test_a_stalled_append_on_the_loop_sends_later_appends_to_the_writer_th
             return clock()
 
         store.clock = stalling_clock
+        admin = AdminApi(cluster.client)
+        assert (await admin.runtime_info(cluster.addr))["appendsOnEventLoop"] == "true"
         assert (await send(cluster, TOPIC, b"stalls the loop")).code == ResponseCode.SUCCESS
         assert appended_on[-1] == loop_thread
+        # operators see the switch: the runtime info and /metrics
+        assert (await admin.runtime_info(cluster.addr))["appendsOnEventLoop"] == "false"
+        assert re.search(
+            r"^rocketmq_appends_on_event_loop\{[^}]*\} 0$", render_metrics(cluster.broker, None), re.M
+        )
         # the next spell of the stall is on the writer thread: the loop turns sends away meanwhile
         stall_s[0] = 0.7
         stalled = asyncio.create_task(send(cluster, TOPIC, b"stalls the thread"))
@@ -159,6 +168,9 @@ async def test_a_stalled_append_on_the_loop_sends_later_appends_to_the_writer_th
         cluster.broker._writes.stalled_until = 0.0
         assert (await send(cluster, TOPIC, b"quick again")).code == ResponseCode.SUCCESS
         assert appended_on[-1] == loop_thread
+        assert re.search(
+            r"^rocketmq_appends_on_event_loop\{[^}]*\} 1$", render_metrics(cluster.broker, None), re.M
+        )
         store.clock = clock
 
 
