@@ -1,7 +1,8 @@
-"""The wrapper every unary MessagingService handler runs in: a refusal (GrpcError) becomes the
-response's v2 status, and anything else an INTERNAL_SERVER_ERROR status, logged, so nothing a client
-sends can take the broker down. Every call passes through it, so this module is compiled by
-``make install``."""
+"""The wrappers every MessagingService handler runs in: a refusal (GrpcError) becomes the response's
+v2 status, and anything else an INTERNAL_SERVER_ERROR status, logged, so nothing a client sends can
+take the broker down. Every unary call passes through :class:`Guarded`, so this module is compiled
+by ``make install`` (a streaming handler's wrapper is an async generator, which mypyc cannot
+compile: :meth:`broker.grpc.service.MessagingService._guard_stream` answers with :func:`failed`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ from broker.grpc.schema import Code, GrpcError, status
 log = logging.getLogger("broker.grpc.service")
 
 
+def failed(fn: Any, response: Any, error: Exception) -> Any:
+    """The ``response`` (an RPC's response message class) that answers ``fn`` raising ``error``;
+    called in the ``except`` clause, so an unexpected error is logged with its traceback."""
+    if isinstance(error, GrpcError):
+        return response(status=status(error.code, error.message))
+    log.exception("gRPC %s failed", getattr(fn, "__name__", fn))
+    return response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}"))
+
+
 class Guarded:
     """``fn`` answering with ``response`` (the RPC's response message class) when it fails."""
 
@@ -25,12 +35,7 @@ class Guarded:
     async def __call__(self, request: Any, context: Any) -> Any:
         try:
             return await self.fn(request, context)
-        except GrpcError as refused:  # each clause its own name: mypyc types a shared one by the first
-            return self.response(status=status(refused.code, refused.message))
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            log.exception("gRPC %s failed", getattr(self.fn, "__name__", self.fn))
-            return self.response(
-                status=status(Code.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")
-            )
+            return failed(self.fn, self.response, error)

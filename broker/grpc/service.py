@@ -34,7 +34,7 @@ from broker.grpc.clients import (
     GrpcChannel,
     Session,
 )
-from broker.grpc.guard import Guarded
+from broker.grpc.guard import Guarded, failed
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
@@ -176,13 +176,10 @@ class MessagingService:
             try:
                 async for item in fn(request, context):
                     yield item
-            except GrpcError as exc:
-                yield response(status=status(exc.code, exc.message))
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                log.exception("gRPC %s failed", getattr(fn, "__name__", fn))
-                yield response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+            except Exception as error:
+                yield failed(fn, response, error)
 
         return run
 

@@ -21,12 +21,13 @@ from broker.protocol.message import (
     check_crc,
     read_layout,
 )
+from broker.protocol.properties import PROPERTY_SEP
 from broker.store.mapped_file import MappedFile, MappedFileQueue
 
 DEFAULT_FILE_SIZE: Final = 1 << 30
 _BLANK: Final = struct.Struct(">ii")
 _I64: Final = struct.Struct(">q")
-_PROPERTY_SEP: Final = 0x02
+_PROPERTY_SEP: Final = ord(PROPERTY_SEP)
 
 
 @dataclass(slots=True, frozen=True)
