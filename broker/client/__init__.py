@@ -1,5 +1,5 @@
-"""The rmqkit Python SDK: producers, push and lite pull consumers, allocation strategies, and blocking
-facades for scripts. See docs/sdk.md.
+"""The rmqkit Python SDK: producers, push, lite pull and simple (POP) consumers, allocation
+strategies, and blocking facades for scripts. See docs/sdk.md.
 
 Names are imported on first use, so that importing one submodule (as the CLI's admin RPCs do) does
 not load the whole SDK.
@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "BlockingLitePullConsumer": "broker.client.blocking",
     "BlockingProducer": "broker.client.blocking",
     "BlockingPushConsumer": "broker.client.blocking",
+    "BlockingSimpleConsumer": "broker.client.blocking",
     "Credentials": "broker.acl.signer",
     "ConsumeConcurrentlyStatus": "broker.client.consumer",
     "ConsumeOrderlyStatus": "broker.client.consumer",
@@ -38,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "TransactionProducer": "broker.client.producer",
     "TransactionSendResult": "broker.client.producer",
     "hash_selector": "broker.client.producer",
+    "SimpleConsumer": "broker.client.simple_consumer",
     "MessageModel": "broker.protocol.bodies",
     "MessageQueue": "broker.protocol.bodies",
 }
@@ -51,6 +53,7 @@ __all__ = [
     "BlockingLitePullConsumer",
     "BlockingProducer",
     "BlockingPushConsumer",
+    "BlockingSimpleConsumer",
     "ConsumeConcurrentlyStatus",
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
@@ -69,6 +72,7 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "TransactionProducer",
     "TransactionSendResult",
     "hash_selector",
@@ -84,7 +88,12 @@ if TYPE_CHECKING:
         AllocateStrategy,
         MachineRoomResolver,
     )
-    from broker.client.blocking import BlockingLitePullConsumer, BlockingProducer, BlockingPushConsumer
+    from broker.client.blocking import (
+        BlockingLitePullConsumer,
+        BlockingProducer,
+        BlockingPushConsumer,
+        BlockingSimpleConsumer,
+    )
     from broker.client.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
     from broker.client.consumer_base import ConsumeFrom
     from broker.client.lite_consumer import LitePullConsumer
@@ -104,6 +113,7 @@ if TYPE_CHECKING:
         TransactionSendResult,
         hash_selector,
     )
+    from broker.client.simple_consumer import SimpleConsumer
     from broker.protocol.bodies import MessageModel, MessageQueue
 
 

@@ -15,6 +15,7 @@ from broker.client.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStat
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import Message, MessageExt, SendResult
 from broker.client.producer import Producer
+from broker.client.simple_consumer import SimpleConsumer
 from broker.protocol.bodies import MessageQueue
 
 T = TypeVar("T")
@@ -170,3 +171,19 @@ class BlockingLitePullConsumer(_BlockingConsumer[LitePullConsumer]):
 
     def commit_sync(self, offsets: dict[MessageQueue, int], persist: bool = True) -> None:
         self._run(self.client.commit_sync(offsets, persist))
+
+
+class BlockingSimpleConsumer(_BlockingConsumer[SimpleConsumer]):
+    """:class:`SimpleConsumer` with blocking methods."""
+
+    def __init__(self, group: str, namesrv_addr: str, **kwargs: Any) -> None:
+        super().__init__(lambda: SimpleConsumer(group, namesrv_addr, **kwargs), f"simple-consumer-{group}")
+
+    def receive(self, max_messages: int = 16, **kwargs: Any) -> list[MessageExt]:
+        return self._run(self.client.receive(max_messages, **kwargs))
+
+    def ack(self, message: MessageExt) -> None:
+        self._run(self.client.ack(message))
+
+    def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
+        self._run(self.client.change_invisible_duration(message, invisible_duration))

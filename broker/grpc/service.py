@@ -47,12 +47,13 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
+from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
 from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.pop_processor import PopRejected, check_consume
-from broker.server.pop_service import AckStatus, Receipt
+from broker.server.pop_service import AckStatus
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
@@ -65,7 +66,6 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 32
 DEFAULT_INVISIBLE_MS = 60_000
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
 DEFAULT_LONG_POLLING_MS = 20_000
 MAX_LONG_POLLING_MS = 60_000
 DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
@@ -612,7 +612,7 @@ class MessagingService:
                     continue
                 response = PB.ReceiveMessageResponse()
                 convert.fill_message(
-                    response.message, record, receipt_handle=Receipt.of(p, broker_name).encode(),
+                    response.message, record, receipt_handle=p.receipt(broker_name).encode(),
                     invisible_ms=invisible, delivery_attempt=p.attempts,
                 )  # fmt: skip
                 found.append(response)
@@ -671,10 +671,7 @@ class MessagingService:
         )
         if entry is None:
             raise GrpcError(*_EXPIRED)
-        renewed = Receipt(
-            receipt.start_offset, entry.pop_time, invisible, receipt.revive_qid, receipt.topic_type,
-            receipt.broker_name, receipt.queue_id, receipt.offset,
-        )  # fmt: skip
+        renewed = receipt.renewed(entry.pop_time, invisible)
         return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
 
     async def forward_to_dlq(self, request: Any, context: Any) -> Any:

@@ -511,6 +511,24 @@ def decode_records(buf: Buffer) -> Iterator[MessageRecord]:
         pos += rec.total_size
 
 
+def with_added_property(record: bytes, name: str, value: str) -> bytes:
+    """``record`` with ``name=value`` appended to its properties; every other byte stays as it is
+    (the caller knows the record lacks ``name``). Raises :class:`RecordError` for a record that is not
+    one, or whose properties would outgrow their 2-byte length."""
+    layout, _ = _checked_layout(record, 0)
+    pair = P.encode_properties({name: value}).encode()
+    if layout.props_len and record[-1:] != pair[-1:]:  # a text without its closing separator
+        pair = pair[-1:] + pair
+    props_len = layout.props_len + len(pair)
+    if props_len > MAX_PROPERTIES_BYTES:
+        raise RecordError(f"adding {name} would make the properties {props_len} bytes long")
+    out = bytearray(record)
+    out += pair
+    _I32.pack_into(out, POS_TOTAL_SIZE, layout.total_size + len(pair))
+    _I16.pack_into(out, layout.props_pos - 2, props_len)
+    return bytes(out)
+
+
 # --- batch send body -----------------------------------------------------------------------
 
 _BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC(0), BODYCRC(0), FLAG, BODYLENGTH

@@ -1,10 +1,10 @@
 """POP over remoting: POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME
 (200053) and BATCH_ACK_MESSAGE (200151), on the same :class:`PopService` the gRPC API uses.
 
-The headers carry RocketMQ's names. A popped message's receipt is RocketMQ's "extra info"
-(``startOffset popTime invisibleTime reviveQid topicType brokerName queueId queueOffset``): the
-response header's startOffsetInfo/msgOffsetInfo let a Java client rebuild it, and the broker also
-puts it into each returned record's POP_CK property so simpler clients can ack with it directly.
+The headers (:mod:`broker.protocol.pop`) carry RocketMQ's names. A popped message's receipt is
+RocketMQ's "extra info": the response header's startOffsetInfo/msgOffsetInfo let a Java client
+rebuild it, and the broker also appends it to each returned record's properties as POP_CK, so
+simpler clients (the SDK's SimpleConsumer) ack with it directly.
 """
 
 from __future__ import annotations
@@ -13,78 +13,30 @@ import base64
 import json
 import random
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.headers import CommandHeader, RpcRequestHeader
-from broker.protocol.message import RecordError, decode_record, encode_record, pack_host
+from broker.protocol.message import RecordError, with_added_property
+from broker.protocol.pop import (
+    MAX_INVISIBLE_MS,
+    MAX_POP_NUMS,
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+    Receipt,
+)
 from broker.protocol.remoting import RemotingCommand, make_response
-from broker.server.pop_service import AckStatus, InitMode, Popped, Receipt
+from broker.server.pop_service import AckStatus, InitMode, Popped
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.topic_config import PERM_READ, topic_name_problem
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
-
-MAX_POP_NUMS = 32
-MIN_POLL_MS = 0
-
-
-@dataclass(kw_only=True, slots=True)
-class PopMessageRequestHeader(RpcRequestHeader):
-    consumerGroup: str
-    topic: str
-    queueId: int
-    maxMsgNums: int
-    invisibleTime: int
-    pollTime: int
-    bornTime: int
-    initMode: int
-    expType: str | None = None
-    exp: str | None = None
-    order: bool | None = False
-    attemptId: str | None = None
-
-
-@dataclass(kw_only=True, slots=True)
-class PopMessageResponseHeader(CommandHeader):
-    popTime: int
-    invisibleTime: int
-    reviveQid: int
-    restNum: int
-    startOffsetInfo: str | None = None
-    msgOffsetInfo: str | None = None
-    orderCountInfo: str | None = None
-
-
-@dataclass(kw_only=True, slots=True)
-class AckMessageRequestHeader(RpcRequestHeader):
-    consumerGroup: str
-    topic: str
-    queueId: int
-    extraInfo: str
-    offset: int
-
-
-@dataclass(kw_only=True, slots=True)
-class ChangeInvisibleTimeRequestHeader(RpcRequestHeader):
-    consumerGroup: str
-    topic: str
-    queueId: int
-    extraInfo: str
-    offset: int
-    invisibleTime: int
-
-
-@dataclass(kw_only=True, slots=True)
-class ChangeInvisibleTimeResponseHeader(CommandHeader):
-    popTime: int
-    invisibleTime: int
-    reviveQid: int
 
 
 class PopRejected(Exception):
@@ -122,29 +74,12 @@ def check_consume(broker: Broker, group: str, topic: str) -> list[int]:
 
 
 def _record_with_ck(record: bytes, ck: str) -> bytes:
-    """The stored record re-encoded with POP_CK among its properties."""
+    """The record with its receipt as the POP_CK property (stored records never carry one: sends
+    strip it); a record that cannot take it is handed out as it is."""
     try:
-        msg = decode_record(record)
+        return with_added_property(record, P.POP_CK, ck)
     except RecordError:
         return record
-    props = dict(msg.properties)
-    props[P.POP_CK] = ck
-    return encode_record(
-        topic=msg.topic.encode(),
-        queue_id=msg.queue_id,
-        body=msg.body,
-        properties=P.encode_properties(props).encode(),
-        flag=msg.flag,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=pack_host(msg.born_host),
-        store_timestamp=msg.store_timestamp,
-        store_host=msg.store_host_raw or pack_host(msg.store_host),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-        queue_offset=msg.queue_offset,
-        physical_offset=msg.physical_offset,
-    )
 
 
 class PopProcessor:
@@ -176,7 +111,7 @@ class PopProcessor:
                 ResponseCode.INVALID_PARAMETER,
                 f"maxMsgNums {h.maxMsgNums} is not within 1..{MAX_POP_NUMS}",
             )
-        if not 0 < h.invisibleTime <= 12 * 3600 * 1000:
+        if not 0 < h.invisibleTime <= MAX_INVISIBLE_MS:
             return make_response(
                 request, ResponseCode.INVALID_PARAMETER, f"invisibleTime {h.invisibleTime} is out of range"
             )
@@ -198,7 +133,7 @@ class PopProcessor:
         tag_filter = tag_filter_of(h.exp)
         mode = InitMode.MIN if h.initMode == 0 else InitMode.MAX
         orderly = bool(h.order) or None
-        deadline = time.monotonic() + max(MIN_POLL_MS, h.pollTime) / 1000
+        deadline = time.monotonic() + max(0, h.pollTime) / 1000
         pop_service = broker.pop
         while True:
             popped = await pop_service.pop(
@@ -227,7 +162,7 @@ class PopProcessor:
         for p in popped:
             starts.setdefault(p.queue_id, p.start_offset)
             offsets.setdefault(p.queue_id, []).append(p.offset)
-            records.append(_record_with_ck(p.record, Receipt.of(p, name).encode()))
+            records.append(_record_with_ck(p.record, p.receipt(name).encode()))
         header = PopMessageResponseHeader(
             popTime=popped[0].pop_time,
             invisibleTime=h.invisibleTime,
@@ -259,7 +194,7 @@ class PopProcessor:
             receipt = Receipt.decode(h.extraInfo, h.offset)
         except ValueError as exc:
             return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
-        if not 0 <= h.invisibleTime <= 12 * 3600 * 1000:
+        if not 0 <= h.invisibleTime <= MAX_INVISIBLE_MS:
             return make_response(
                 request, ResponseCode.INVALID_PARAMETER, f"invisibleTime {h.invisibleTime} is out of range"
             )

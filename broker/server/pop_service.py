@@ -42,6 +42,7 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
+from broker.protocol.pop import Receipt
 from broker.server.dlq import ensure_dlq, mark_dead_letter
 from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.topic_config import dlq_topic
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PERSIST_INTERVAL = 1.0
-MAX_INVISIBLE_MS = 12 * 3600 * 1000
 _I32 = struct.Struct(">i")
 Key = tuple[str, str, int]  # group, topic, queue id
 
@@ -101,6 +101,18 @@ class Popped:
     invisible_ms: int
     attempts: int
     start_offset: int  # the first offset this pop read in the queue (RocketMQ's ckQueueOffset)
+
+    def receipt(self, broker_name: str) -> Receipt:
+        return Receipt(
+            self.start_offset,
+            self.pop_time,
+            self.invisible_ms,
+            0,
+            "0",
+            broker_name,
+            self.queue_id,
+            self.offset,
+        )
 
 
 class AckStatus(Enum):
@@ -480,47 +492,3 @@ class PopService:
 
     def inflight_count(self, group: str, topic: str) -> int:
         return sum(len(s.inflight) for (g, t, _), s in self.queues.items() if g == group and t == topic)
-
-
-@dataclass(slots=True, frozen=True)
-class Receipt:
-    """RocketMQ's POP "extra info" (the POP_CK property and, with the topic, a gRPC receipt handle):
-    ``startOffset popTime invisibleTime reviveQid topicType brokerName queueId queueOffset``."""
-
-    start_offset: int
-    pop_time: int
-    invisible_ms: int
-    revive_qid: int
-    topic_type: str  # "0" normal topic, "1" retry topic (RocketMQ's flag; always "0" here)
-    broker_name: str
-    queue_id: int
-    offset: int
-
-    def encode(self) -> str:
-        return (
-            f"{self.start_offset} {self.pop_time} {self.invisible_ms} {self.revive_qid} {self.topic_type} "
-            f"{self.broker_name} {self.queue_id} {self.offset}"
-        )
-
-    @classmethod
-    def of(cls, popped: Popped, broker_name: str) -> Receipt:
-        return cls(
-            popped.start_offset, popped.pop_time, popped.invisible_ms, 0, "0",
-            broker_name, popped.queue_id, popped.offset,
-        )  # fmt: skip
-
-    @classmethod
-    def decode(cls, text: str, offset: int | None = None) -> Receipt:
-        """Raises ValueError naming the problem. ``offset`` fills in a 7-field (older) extra info."""
-        parts = (text or "").split(" ")
-        if len(parts) == 7 and offset is not None:
-            parts.append(str(offset))
-        if len(parts) < 8:
-            raise ValueError(f"receipt handle {text!r:.80} does not have 8 space-separated fields")
-        try:
-            return cls(
-                int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5],
-                int(parts[6]), int(parts[7]),
-            )  # fmt: skip
-        except ValueError:
-            raise ValueError(f"receipt handle {text!r:.80} has a field that is not a number") from None

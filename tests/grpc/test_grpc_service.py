@@ -19,11 +19,11 @@ from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.message import decode_records
+from broker.protocol.pop import AckMessageRequestHeader, PopMessageRequestHeader, Receipt
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
-from broker.server.pop_processor import AckMessageRequestHeader, PopMessageRequestHeader
-from broker.server.pop_service import InFlight, QueueState, Receipt
+from broker.server.pop_service import InFlight, QueueState
 from tests.peers.conftest import small_store
 
 

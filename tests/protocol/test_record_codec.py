@@ -128,6 +128,43 @@ def test_record_round_trip(
     assert rec.total_size == len(raw)
 
 
+@given(
+    props=st.text("ab\x01\x02", max_size=12),
+    v6=st.booleans(),
+    value=st.text("0123456789 abc", min_size=1, max_size=40),
+)
+def test_an_added_property_joins_the_others_and_keeps_every_other_field(
+    props: str, v6: bool, value: str
+) -> None:
+    host = M.pack_host("[::1]:1" if v6 else "10.0.0.1:1")
+    raw = M.encode_record(
+        topic=b"T", queue_id=2, flag=7, queue_offset=5, physical_offset=6, sys_flag=0, born_timestamp=11,
+        born_host=host, store_timestamp=12, store_host=host, reconsume_times=3, prepared_transaction_offset=4,
+        body=b"body", properties=props.encode(),
+    )  # fmt: skip
+    before = M.decode_record(raw)
+    added = M.with_added_property(raw, "POP_CK", value)
+    after = M.decode_record(added, verify_crc=True)
+    assert after.properties == {**before.properties, "POP_CK": value}
+    assert after.total_size == len(added)
+    for name in ("topic", "body", "queue_id", "flag", "queue_offset", "physical_offset", "sys_flag",
+                 "born_host", "store_host", "reconsume_times", "prepared_transaction_offset"):  # fmt: skip
+        assert getattr(after, name) == getattr(before, name)
+
+
+def test_a_property_that_does_not_fit_is_refused() -> None:
+    raw = M.encode_record(
+        topic=b"T", queue_id=0, flag=0, queue_offset=0, physical_offset=0, sys_flag=0, born_timestamp=0,
+        born_host=M.pack_host("10.0.0.1:1"), store_timestamp=0, store_host=M.pack_host("10.0.0.1:1"),
+        reconsume_times=0, prepared_transaction_offset=0, body=b"",
+        properties=b"k\x01" + b"v" * 32700 + b"\x02",
+    )  # fmt: skip
+    with pytest.raises(M.RecordError, match=r"adding POP_CK would make the properties 3277\d bytes long"):
+        M.with_added_property(raw, "POP_CK", "x" * 60)
+    with pytest.raises(M.RecordError, match="bad magic"):
+        M.with_added_property(b"\0" * 100, "POP_CK", "x")
+
+
 @given(st.binary(max_size=300))
 def test_random_bytes_never_crash_the_decoder(data: bytes) -> None:
     with contextlib.suppress(M.RecordError):

@@ -1,0 +1,111 @@
+"""POP consumption on the wire: the remoting headers of POP_MESSAGE (200050), ACK_MESSAGE (200051) and
+CHANGE_MESSAGE_INVISIBLETIME (200053), and the receipt every popped message carries.
+
+The receipt is RocketMQ's POP "extra info", ``startOffset popTime invisibleTime reviveQid topicType
+brokerName queueId queueOffset``: the POP_CK property of a message popped over remoting, and the
+receipt handle of one received over gRPC. The broker and the SDK both read and write it here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from broker.protocol.headers import CommandHeader, RpcRequestHeader
+
+MAX_POP_NUMS = 32  # messages per POP_MESSAGE
+MAX_INVISIBLE_MS = 12 * 3600 * 1000
+
+
+@dataclass(kw_only=True, slots=True)
+class PopMessageRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int  # -1: any readable queue of the topic on this broker
+    maxMsgNums: int
+    invisibleTime: int
+    pollTime: int  # long polling, ms
+    bornTime: int
+    initMode: int  # where a group new to a queue starts: 0 its first message, 1 its end
+    expType: str | None = None
+    exp: str | None = None
+    order: bool | None = False
+    attemptId: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class PopMessageResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+    restNum: int
+    startOffsetInfo: str | None = None
+    msgOffsetInfo: str | None = None
+    orderCountInfo: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class AckMessageRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ChangeInvisibleTimeRequestHeader(RpcRequestHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+    invisibleTime: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ChangeInvisibleTimeResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+
+
+@dataclass(slots=True, frozen=True)
+class Receipt:
+    """One delivery of a popped message. ``pop_time`` is the delivery's generation: a redelivery or
+    a changed invisible time gives the message a new one, and a receipt with an older one is expired."""
+
+    start_offset: int
+    pop_time: int
+    invisible_ms: int
+    revive_qid: int
+    topic_type: str  # "0" normal topic, "1" retry topic (RocketMQ's flag; always "0" here)
+    broker_name: str
+    queue_id: int
+    offset: int
+
+    def encode(self) -> str:
+        return (
+            f"{self.start_offset} {self.pop_time} {self.invisible_ms} {self.revive_qid} {self.topic_type} "
+            f"{self.broker_name} {self.queue_id} {self.offset}"
+        )
+
+    def renewed(self, pop_time: int, invisible_ms: int) -> Receipt:
+        """The receipt after the invisible time was changed to ``invisible_ms`` at ``pop_time``."""
+        return dataclasses.replace(self, pop_time=pop_time, invisible_ms=invisible_ms)
+
+    @classmethod
+    def decode(cls, text: str, offset: int | None = None) -> Receipt:
+        """Raises ValueError naming the problem. ``offset`` fills in a 7-field (older) extra info."""
+        parts = (text or "").split(" ")
+        if len(parts) == 7 and offset is not None:
+            parts.append(str(offset))
+        if len(parts) < 8:
+            raise ValueError(f"receipt handle {text!r:.80} does not have 8 space-separated fields")
+        try:
+            return cls(
+                int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5],
+                int(parts[6]), int(parts[7]),
+            )  # fmt: skip
+        except ValueError:
+            raise ValueError(f"receipt handle {text!r:.80} has a field that is not a number") from None

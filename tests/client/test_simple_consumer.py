@@ -1,0 +1,165 @@
+"""The SDK's SimpleConsumer (POP over remoting) against a real NameServer and broker on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from broker.client import (
+    BlockingSimpleConsumer,
+    ConsumeFrom,
+    Message,
+    MessageExt,
+    MQBrokerError,
+    MQClientError,
+    Producer,
+    SimpleConsumer,
+)
+from broker.client.admin_api import AdminApi
+from broker.client.remoting_client import RemotingClient
+from broker.protocol import properties as P
+from broker.protocol.bodies import SubscriptionGroupConfig
+from broker.protocol.codes import ResponseCode
+from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster
+
+pytestmark = needs_servers
+
+
+async def _send(cluster: Cluster, topic: str, bodies: list[tuple[bytes, str]]) -> None:
+    async with Producer("pg-simple", cluster.namesrv) as producer:
+        for body, tags in bodies:
+            await producer.send(Message(topic, body, tags=tags))
+
+
+async def _receive_all(consumer: SimpleConsumer, count: int, invisible: float = 30.0) -> list[MessageExt]:
+    got: list[MessageExt] = []
+    for _ in range(50):
+        if len(got) >= count:
+            break
+        got += await consumer.receive(32, invisible, await_duration=1.0)
+    return got
+
+
+@async_test()
+async def test_receive_filters_by_tag_and_an_unacked_message_comes_back(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopTopic", 4)
+        await _send(cluster, "PopTopic", [(f"{i}".encode(), "a" if i % 2 else "b") for i in range(20)])
+        consumer = SimpleConsumer("cg-simple", cluster.namesrv, await_duration=1.0)
+        consumer.subscribe("PopTopic", "a")
+        async with consumer:
+            got = await _receive_all(consumer, 10, invisible=2.0)
+            assert sorted(int(m.body) for m in got) == list(range(1, 20, 2))
+            assert {m.tags for m in got} == {"a"}
+            assert all(m.reconsume_times == 0 for m in got)
+            kept = got[0]
+            for msg in got[1:]:
+                await consumer.ack(msg)
+            again = await _receive_all(consumer, 1)
+            assert [(m.body, m.reconsume_times) for m in again] == [(kept.body, 1)]
+            with pytest.raises(MQBrokerError) as expired:
+                await consumer.ack(kept)  # the first delivery's receipt is stale now
+            assert expired.value.code == ResponseCode.NO_MESSAGE
+            await consumer.ack(again[0])
+            assert await consumer.receive(32, 1.0, await_duration=0.5) == []
+
+
+@async_test()
+async def test_change_invisible_duration_renews_the_receipt(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopRenew", 1)
+        await _send(cluster, "PopRenew", [(b"one", "t"), (b"two", "t")])
+        async with SimpleConsumer("cg-renew", cluster.namesrv, await_duration=1.0) as consumer:
+            consumer.subscribe("PopRenew")
+            first, second = await _receive_all(consumer, 2)
+            stale = first.properties[P.POP_CK]
+            await consumer.change_invisible_duration(first, 60.0)
+            assert first.properties[P.POP_CK] != stale
+            await consumer.ack(first)  # with the renewed receipt
+            await consumer.change_invisible_duration(second, 0)  # visible again at once
+            back = await _receive_all(consumer, 1)
+            assert [(m.body, m.reconsume_times) for m in back] == [(b"two", 1)]
+            await consumer.ack(back[0])
+            assert await consumer.receive(await_duration=0.3) == []
+
+
+@async_test()
+async def test_a_message_never_acked_ends_in_the_dead_letter_queue(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopDead", 1)
+        admin = AdminApi(RemotingClient())
+        try:
+            await admin.create_group(
+                cluster.broker_addr, SubscriptionGroupConfig(groupName="cg-dead", retryMaxTimes=1)
+            )
+        finally:
+            await admin.client.close()
+        await _send(cluster, "PopDead", [(b"poison", "t")])
+        async with SimpleConsumer("cg-dead", cluster.namesrv, await_duration=1.0) as consumer:
+            consumer.subscribe("PopDead")
+            attempts = [m.reconsume_times for m in await _receive_all(consumer, 1, invisible=0.2)]
+            attempts += [m.reconsume_times for m in await _receive_all(consumer, 1, invisible=0.2)]
+            assert attempts == [0, 1]  # retryMaxTimes 1: two deliveries in all
+            assert await consumer.receive(invisible_duration=0.2, await_duration=1.0) == []
+        async with SimpleConsumer("cg-dlq", cluster.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET) as dlq:
+            dlq.subscribe("%DLQ%cg-dead")
+            dead = await _receive_all(dlq, 1)
+            assert [m.body for m in dead] == [b"poison"]
+            await dlq.ack(dead[0])
+
+
+@async_test()
+async def test_bad_calls_get_a_clear_error(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopBad", 1)
+        await _send(cluster, "PopBad", [(b"x", "t")])
+        with pytest.raises(MQClientError, match="FIRST_OFFSET or the LAST_OFFSET"):
+            SimpleConsumer("cg-bad", cluster.namesrv, consume_from=ConsumeFrom.TIMESTAMP)
+        async with SimpleConsumer("cg-bad", cluster.namesrv) as consumer:
+            with pytest.raises(MQClientError, match="subscribe to a topic"):
+                await consumer.receive()
+            consumer.subscribe("PopBad")
+            for kwargs, problem in [
+                ({"max_messages": 0}, "not within 1..32"),
+                ({"max_messages": 33}, "not within 1..32"),
+                ({"invisible_duration": 0}, "not within 1 ms..12 h"),
+                ({"invisible_duration": 13 * 3600}, "not within 1 ms..12 h"),
+            ]:
+                with pytest.raises(MQClientError, match=problem):
+                    await consumer.receive(**kwargs)
+            (msg,) = await _receive_all(consumer, 1)
+            msg.properties[P.POP_CK] = "12 garbage"
+            with pytest.raises(MQClientError, match="does not have 8 space-separated fields"):
+                await consumer.ack(msg)
+            del msg.properties[P.POP_CK]
+            with pytest.raises(MQClientError, match="has no receipt"):
+                await consumer.change_invisible_duration(msg, 1.0)
+            consumer.unsubscribe("PopBad")
+            consumer.subscribe("NoSuchTopic")
+            with pytest.raises(MQClientError, match="no broker serves"):
+                await consumer.receive()
+
+
+@async_test()
+async def test_blocking_simple_consumer(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopBlock", 2)
+        await _send(cluster, "PopBlock", [(b"hi", "t")])
+
+        def consume() -> list[bytes]:
+            with BlockingSimpleConsumer("cg-pblock", cluster.namesrv, await_duration=1.0) as consumer:
+                consumer.subscribe("PopBlock")
+                got: list[MessageExt] = []
+                for _ in range(10):
+                    got += consumer.receive(8)
+                    if got:
+                        break
+                for msg in got:
+                    consumer.change_invisible_duration(msg, 10.0)
+                    consumer.ack(msg)
+                assert consumer.receive(8, await_duration=0.2) == []
+                return [m.body for m in got]
+
+        assert await asyncio.to_thread(consume) == [b"hi"]
