@@ -3,9 +3,12 @@
 The broker runs as ``rmq up`` in its own process. Each round measures four windows of the same
 length after a warm-up: gRPC sends (rocketmq-python-client 5.1.2, ``send_async`` with 64 in
 flight, run in its own process and venv), remoting sends (``broker.client.Producer``, 64 in flight,
-in this process), gRPC receives (SimpleConsumer: 4 receiving threads, batches of 32, every message
-acked before its thread receives again) and remoting receives (``LitePullConsumer``, batches of 32).
-Both receive from one backlog topic, each round with new groups. All bodies are 1 KiB.
+in this process), gRPC receives (the official SimpleConsumer: 4 receiving threads, batches of 32, every
+message acked before its thread receives again) and remoting receives the same way (the SDK's
+``SimpleConsumer``: 4 receiving tasks, POP_MESSAGE batches of 32, one ACK_MESSAGE per message). A
+fifth window reads with the SDK's ``LitePullConsumer`` (batches of 32, offsets committed, no
+per-message ack), for scale. All receive from one backlog topic, each round with new groups. All
+bodies are 1 KiB.
 
 Two figures per direction compare the paths: throughput (msg/s) and the broker process's CPU time
 per message (utime + stime from ``/proc/<pid>/stat`` across the window). The client of either path
@@ -45,6 +48,7 @@ from broker.client.consumer_base import ConsumeFrom
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import SendStatus
 from broker.client.remoting_client import RemotingClient
+from broker.client.simple_consumer import SimpleConsumer
 from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
 from broker.server.transport import install_uvloop
@@ -228,6 +232,30 @@ async def _remoting_receive(node: Node, topic: str, group: str, seconds: float, 
     return window
 
 
+async def _remoting_pop(node: Node, topic: str, group: str, seconds: float, backlog: int) -> Window:
+    """The SimpleConsumer as the gRPC driver consumes: receivers of batches, each acking every
+    message (concurrently) before receiving again."""
+    meter = _Meter(node.pid, backlog)
+    consumer = SimpleConsumer(group, node.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, await_duration=1.0)
+    consumer.subscribe(topic)
+    async with consumer:
+
+        async def receiver() -> None:
+            while True:
+                messages = await consumer.receive(BATCH, 30.0)
+                await asyncio.gather(*map(consumer.ack, messages))
+                meter.add(len(messages))
+
+        tasks = [asyncio.create_task(receiver()) for _ in range(RECEIVE_THREADS)]
+        try:
+            window = await meter.window(seconds)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    return window
+
+
 async def _prepare(node: Node, topics: list[str], backlog_topic: str, backlog: int) -> None:
     """Creates the topics, waits until the NameServer routes them (consumers rebalance on the
     route) and fills the backlog the receive windows read from."""
@@ -380,11 +408,12 @@ def run(quick: bool) -> list[Result]:
 
     python = install_python5_client()
     rounds, seconds = (1, 3.0) if quick else (3, 5.0)
-    backlog = 400_000 if quick else 1_000_000  # more than the remoting consumer reads in a window
+    backlog = 400_000 if quick else 1_000_000  # more than the pull consumer reads in a window
     windows: dict[str, dict[str, list[Window]]] = {
         kind: {"grpc": [], "remoting": [], "floor": []} for kind in ("send", "receive")
     }
     send, receive = windows["send"], windows["receive"]
+    pulls: list[Window] = []
     topics = ["BenchGrpcSend", "BenchRemotingSend", "BenchBacklog"]
     with (
         tempfile.TemporaryDirectory(prefix="bench_grpc_") as tmp,
@@ -399,19 +428,25 @@ def run(quick: bool) -> list[Result]:
                 _grpc_window(python, node, "receive", "BenchBacklog", seconds, f"bench-grpc-{i}")
             )
             receive["remoting"].append(
+                asyncio.run(_remoting_pop(node, "BenchBacklog", f"bench-pop-{i}", seconds, backlog))
+            )
+            pulls.append(
                 asyncio.run(_remoting_receive(node, "BenchBacklog", f"bench-remoting-{i}", seconds, backlog))
             )
             for kind, pair in windows.items():
                 pair["floor"].append(_floor_window(floor, floor_pid, kind, seconds))
                 g, r, f = pair["grpc"][-1], pair["remoting"][-1], pair["floor"][-1]
-                print(f"#   round {i + 1} {kind}: gRPC {g.rate:,.0f} msg/s {g.cpu_us:,.0f} us/msg, "
-                      f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.0f} us/msg, "
-                      f"bare server {f.rate:,.0f} msg/s {f.cpu_us:,.0f} us/msg",
+                print(f"#   round {i + 1} {kind}: gRPC {g.rate:,.0f} msg/s {g.cpu_us:,.1f} us/msg, "
+                      f"remoting {r.rate:,.0f} msg/s {r.cpu_us:,.1f} us/msg, "
+                      f"bare server {f.rate:,.0f} msg/s {f.cpu_us:,.1f} us/msg",
                       file=sys.stderr)  # fmt: skip
+            print(f"#   round {i + 1} pull: {pulls[-1].rate:,.0f} msg/s {pulls[-1].cpu_us:,.1f} us/msg",
+                  file=sys.stderr)  # fmt: skip
     shape = f"1 KiB, median of {rounds} x {seconds:g} s"
     notes = {
         "send": f"send_async vs Producer.send, {INFLIGHT} in flight; {shape}",
-        "receive": f"SimpleConsumer receive+ack vs LitePullConsumer, batches of {BATCH}; {shape}",
+        "receive": f"SimpleConsumer receive+ack over gRPC vs over remoting, {RECEIVE_THREADS} receivers, "
+        f"batches of {BATCH}, one ack per message; {shape}",
     }
     rates = [
         _pair(
@@ -437,4 +472,13 @@ def run(quick: bool) -> list[Result]:
             "note": f"the bare gRPC server answering the same calls with canned bytes: its CPU per message; "
                     f"the broker spends {grpc_us - floor_us:,.0f} us more",
         })  # fmt: skip
-    return rates + costs + floors
+    pull_rate = statistics.median(w.rate for w in pulls)
+    pull_cpu = statistics.median(w.cpu_us for w in pulls)
+    pull = {
+        "name": "remoting_pull_broker_cpu",
+        "value": round(pull_cpu, 2),
+        "unit": "us",
+        "note": f"LitePullConsumer, batches of {BATCH}, offsets committed per queue (no per-message ack): "
+        f"{pull_rate:,.0f} msg/s; {shape}",
+    }
+    return rates + costs + floors + [pull]

@@ -143,6 +143,14 @@ class Broker:
         assert self._reader is not None, "the broker is not started"
         return await asyncio.get_running_loop().run_in_executor(self._reader, fn, *args)
 
+    async def read_queue(self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, a read of the queue from ``offset``: on the event loop when those bytes are
+        in the page cache (copying them costs less than handing the work to a read thread and taking
+        the GIL back), else on a read thread."""
+        if self.store.in_page_cache(topic, queue_id, offset):
+            return fn(*args)
+        return await self.read(fn, *args)
+
     # == life cycle ============================================================================
     async def start(self) -> None:
         """Recover the store, load metadata, listen, register, then start the periodic work."""

@@ -47,7 +47,7 @@ from broker.server.dlq import ensure_dlq, mark_dead_letter
 from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.topic_config import dlq_topic
 from broker.store.config_files import ConfigFile
-from broker.store.message_store import GetStatus, PutMessage
+from broker.store.message_store import GetResult, GetStatus, PutMessage
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -282,7 +282,10 @@ class PopService:
         while pending and room > 0:
             # the records of as many expired entries as there is room for, in one store hop
             chunk, pending = pending[:room], pending[room:]
-            records = await self.broker.read(self._records, topic, queue_id, [e.offset for e in chunk])
+            offsets = [e.offset for e in chunk]
+            records = await self.broker.read_queue(
+                topic, queue_id, offsets[0], self._records, topic, queue_id, offsets
+            )
             for entry, record in zip(chunk, records, strict=True):
                 if state.inflight.get(entry.offset) is not entry or entry.visible_at > now:
                     continue  # acked or its invisible time changed during the read
@@ -310,24 +313,17 @@ class PopService:
         if room <= 0:
             return
         store = self.broker.store
-        result = await self.broker.read(
-            lambda: store.get_messages(
+
+        def get() -> GetResult:
+            return store.get_messages(
                 topic, queue_id, state.next_offset, room, tag_filter=tag_filter, record_filter=record_filter
             )
-        )
+
+        result = await self.broker.read_queue(topic, queue_id, state.next_offset, get)
         if result.status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY):
             state.next_offset = result.next_begin_offset
             self._dirty = True
-            result = await self.broker.read(
-                lambda: store.get_messages(
-                    topic,
-                    queue_id,
-                    state.next_offset,
-                    room,
-                    tag_filter=tag_filter,
-                    record_filter=record_filter,
-                )
-            )
+            result = await self.broker.read_queue(topic, queue_id, state.next_offset, get)
         moved = result.status in (
             GetStatus.FOUND,
             GetStatus.NO_MATCHED_MESSAGE,

@@ -195,9 +195,7 @@ class PullProcessor:
                 record_filter=plan.record_filter,
             )
 
-        # Page-cache data is copied faster than a read thread is handed the work (and the GIL back).
-        in_memory = broker.store.in_page_cache(h.topic, h.queueId, h.queueOffset)
-        result = get() if in_memory else await broker.read(get)
+        result = await broker.read_queue(h.topic, h.queueId, h.queueOffset, get)
         code = _STATUS_CODES.get(result.status)
         if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE: the queue is empty
             code = ResponseCode.PULL_OFFSET_MOVED if h.queueOffset != 0 else ResponseCode.PULL_NOT_FOUND
