@@ -3,17 +3,20 @@ GrpcConverter does in RocketMQ). Pure functions; no IO."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 import zlib
-from typing import Any
+from typing import Any, Final
 
 from broker.grpc.schema import PB, Code, GrpcError
 from broker.protocol import properties as P
-from broker.protocol.message import COMPRESSED_FLAG, MessageRecord
+from broker.protocol.message import COMPRESSED_FLAG, RecordError, read_head, scan_records, unpack_host
+from broker.protocol.msgid import create_offset_msg_id
+from broker.protocol.properties import decode_properties
 
 # Property names that belong to the system: not shown as user properties, not settable by users.
-SYSTEM_PROPERTIES = frozenset(
+SYSTEM_PROPERTIES: Final = frozenset(
     {
         P.TAGS, P.KEYS, P.WAIT, P.DELAY, P.RETRY_TOPIC, P.REAL_TOPIC, P.REAL_QID, P.TRAN_MSG, P.PGROUP,
         P.UNIQ_KEY, P.RECONSUME_TIME, P.MAX_RECONSUME_TIMES, P.ORIGIN_MESSAGE_ID, P.CLUSTER,
@@ -26,14 +29,14 @@ SYSTEM_PROPERTIES = frozenset(
         "TTL", "ARRIVE_TIME", "EXTEND_UNIQ_INFO", "POP_CK_OFFSET", "1ST_POP_TIME",
     }
 )  # fmt: skip
-TRACE_CONTEXT = "TRACE_CONTEXT"
+TRACE_CONTEXT: Final = "TRACE_CONTEXT"
 
-MS_AS_SECONDS_THRESHOLD = 100_000_000_000
-MAX_DELAY_MS = 40 * 24 * 3600 * 1000
-MT_NORMAL = 1
-MT_FIFO = 2
-MT_DELAY = 3
-MT_TRANSACTION = 4
+MS_AS_SECONDS_THRESHOLD: Final = 100_000_000_000
+MAX_DELAY_MS: Final = 40 * 24 * 3600 * 1000
+MT_NORMAL: Final = 1
+MT_FIFO: Final = 2
+MT_DELAY: Final = 3
+MT_TRANSACTION: Final = 4
 
 
 def md5_hex(body: bytes) -> str:
@@ -65,7 +68,7 @@ def duration(ms: int) -> Any:
     return d
 
 
-def message_type_of(props: dict[str, str], sys_flag: int = 0) -> int:
+def message_type_of(props: dict[str, str]) -> int:
     if props.get(P.TRAN_MSG) == "true":
         return MT_TRANSACTION
     if props.get(P.SHARDING_KEY):
@@ -75,66 +78,167 @@ def message_type_of(props: dict[str, str], sys_flag: int = 0) -> int:
     return MT_NORMAL
 
 
-def body_of(record: MessageRecord) -> bytes:
-    if record.sys_flag & COMPRESSED_FLAG:
-        try:
-            return zlib.decompress(record.body)
-        except zlib.error:
-            return record.body
-    return record.body
+# Field numbers of messaging.proto that encode_message writes (tests/grpc pins them to the schema).
+# Final: the compiled module inlines them instead of looking them up on every use.
+_RESOURCE_NAME_KEY: Final = b"\x12"  # Resource.name (2), length-delimited
+_MESSAGE_TOPIC: Final = 1
+_MESSAGE_USER_PROPERTIES: Final = 2
+_MESSAGE_SYSTEM_PROPERTIES: Final = 3
+_MESSAGE_BODY: Final = 4
+_SP_TAG: Final = 1
+_SP_KEYS: Final = 2
+_SP_MESSAGE_ID: Final = 3
+_SP_BODY_DIGEST: Final = 4
+_SP_BODY_ENCODING: Final = 5
+_SP_MESSAGE_TYPE: Final = 6
+_SP_BORN_TIMESTAMP: Final = 7
+_SP_BORN_HOST: Final = 8
+_SP_STORE_TIMESTAMP: Final = 9
+_SP_STORE_HOST: Final = 10
+_SP_DELIVERY_TIMESTAMP: Final = 11
+_SP_RECEIPT_HANDLE: Final = 12
+_SP_QUEUE_ID: Final = 13
+_SP_QUEUE_OFFSET: Final = 14
+_SP_INVISIBLE_DURATION: Final = 15
+_SP_DELIVERY_ATTEMPT: Final = 16
+_SP_MESSAGE_GROUP: Final = 17
+_SP_TRACE_CONTEXT: Final = 18
+_RESPONSE_MESSAGE_KEY: Final = b"\x12"  # ReceiveMessageResponse.message, PullMessageResponse.message (2)
+_DIGEST_MD5_TYPE: Final = b"\x08\x02"  # Digest.type (1) = MD5 (2)
+_DIGEST_CHECKSUM_KEY: Final = b"\x12"  # Digest.checksum (2), length-delimited
+_ENCODING_IDENTITY: Final = 1
+_ONE_BYTE: Final = [bytes((n,)) for n in range(0x80)]
 
 
-def fill_message(
-    msg: Any,
-    record: MessageRecord,
+def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0:
+        n += 1 << 64  # negative int32/int64 values take ten bytes, as protobuf writes them
+    groups: list[int] = []
+    while n > 0x7F:
+        groups.append(n & 0x7F | 0x80)
+        n >>= 7
+    groups.append(n)
+    return bytes(groups)
+
+
+def _key(number: int, wire_type: int) -> bytes:
+    return _varint(number << 3 | wire_type)
+
+
+def _add_bytes(parts: list[bytes], number: int, data: bytes) -> None:
+    """Appends a length-delimited field (key, length, data) to ``parts``, joined once at the end."""
+    parts.append(_key(number, 2))
+    parts.append(_varint(len(data)))
+    parts.append(data)
+
+
+def _add_str(parts: list[bytes], number: int, text: str) -> None:
+    _add_bytes(parts, number, text.encode("utf-8"))
+
+
+def _add_int(parts: list[bytes], number: int, n: int) -> None:
+    parts.append(_key(number, 0))
+    parts.append(_varint(n))
+
+
+def _add_ms(parts: list[bytes], number: int, ms: int) -> None:
+    """A Timestamp or Duration (both: seconds = 1, nanos = 2) of ``ms`` milliseconds."""
+    seconds = ms // 1000
+    rest = ms - seconds * 1000
+    inner: list[bytes] = []
+    if seconds:
+        _add_int(inner, 1, seconds)
+    if rest:
+        _add_int(inner, 2, rest * 1_000_000)
+    _add_bytes(parts, number, b"".join(inner))
+
+
+def encode_message(
+    record: bytes,
     *,
     receipt_handle: str | None = None,
     invisible_ms: int | None = None,
     delivery_attempt: int | None = None,
     topic: str | None = None,
-) -> None:
-    """Write a stored record into ``msg``, the (empty) v2 Message a consumer receives, in place:
-    a response's own message field, so no copy (MD5 digest, upper-case hex)."""
-    props = record.properties
-    body = body_of(record)
-    msg.topic.name = topic or record.topic
-    user = msg.user_properties
-    for key, value in props.items():
-        if key not in SYSTEM_PROPERTIES:
-            user[key] = value
-    sp = msg.system_properties
+    tags: frozenset[str] | None = None,
+) -> bytes | None:
+    """The serialized v2 Message a consumer receives for a stored record, written straight from the
+    record's bytes (decoding the record and filling protobuf objects costs about twice as much).
+    None when ``tags`` is given and the record's tag is not among them (a tag hash collision). Raises
+    :class:`RecordError` for bytes that are not one record."""
+    scanned = scan_records(record)
+    if len(scanned) != 1:
+        raise RecordError(f"{len(scanned)} records where one was expected")
+    _, sys_flag, queue_offset, body, stored_topic, props_at, end = scanned[0]
+    props = decode_properties(str(record[props_at:end], "utf-8", "replace"))
     tag = props.get(P.TAGS)
+    if tags is not None and tag not in tags:
+        return None
+    head = read_head(record)
+    if sys_flag & COMPRESSED_FLAG:
+        with contextlib.suppress(zlib.error):
+            body = zlib.decompress(body)
+    sp: list[bytes] = []
     if tag:
-        sp.tag = tag
-    keys = props.get(P.KEYS)
-    if keys:
-        sp.keys.extend(P.split_keys(keys))
-    sp.message_id = record.msg_id
-    sp.body_digest.type = 2  # MD5
-    sp.body_digest.checksum = md5_hex(body)
-    sp.body_encoding = 1  # IDENTITY
-    sp.message_type = message_type_of(props, record.sys_flag)
-    sp.born_timestamp.FromMilliseconds(record.born_timestamp)
-    sp.born_host = record.born_host.rsplit(":", 1)[0]
-    sp.store_timestamp.FromMilliseconds(record.store_timestamp)
-    sp.store_host = record.store_host
+        _add_str(sp, _SP_TAG, tag)
+    for key in P.split_keys(props.get(P.KEYS)):
+        _add_str(sp, _SP_KEYS, key)
+    message_id = props.get(P.UNIQ_KEY) or create_offset_msg_id(head.store_host, head.physical_offset)
+    _add_str(sp, _SP_MESSAGE_ID, message_id)
+    digest = md5_hex(body).encode()
+    _add_bytes(sp, _SP_BODY_DIGEST, _DIGEST_MD5_TYPE + _DIGEST_CHECKSUM_KEY + _varint(len(digest)) + digest)
+    _add_int(sp, _SP_BODY_ENCODING, _ENCODING_IDENTITY)
+    _add_int(sp, _SP_MESSAGE_TYPE, message_type_of(props))
+    _add_ms(sp, _SP_BORN_TIMESTAMP, head.born_timestamp)
+    _add_str(sp, _SP_BORN_HOST, unpack_host(head.born_host).rsplit(":", 1)[0])
+    _add_ms(sp, _SP_STORE_TIMESTAMP, head.store_timestamp)
+    _add_str(sp, _SP_STORE_HOST, unpack_host(head.store_host))
     deliver = props.get(P.TIMER_DELIVER_MS)
     if deliver and deliver.lstrip("-").isdigit():
-        sp.delivery_timestamp.FromMilliseconds(int(deliver))
+        _add_ms(sp, _SP_DELIVERY_TIMESTAMP, int(deliver))
     if receipt_handle is not None:
-        sp.receipt_handle = receipt_handle
-    sp.queue_id = record.queue_id
-    sp.queue_offset = record.queue_offset
+        _add_str(sp, _SP_RECEIPT_HANDLE, receipt_handle)
+    if head.queue_id:
+        _add_int(sp, _SP_QUEUE_ID, head.queue_id)
+    _add_int(sp, _SP_QUEUE_OFFSET, queue_offset)
     if invisible_ms is not None:
-        sp.invisible_duration.FromMilliseconds(invisible_ms)
-    sp.delivery_attempt = delivery_attempt if delivery_attempt is not None else record.reconsume_times + 1
+        _add_ms(sp, _SP_INVISIBLE_DURATION, invisible_ms)
+    attempt = delivery_attempt if delivery_attempt is not None else head.reconsume_times + 1
+    _add_int(sp, _SP_DELIVERY_ATTEMPT, attempt)
     group = props.get(P.SHARDING_KEY)
     if group:
-        sp.message_group = group
+        _add_str(sp, _SP_MESSAGE_GROUP, group)
     trace = props.get(TRACE_CONTEXT)
     if trace:
-        sp.trace_context = trace
-    msg.body = body
+        _add_str(sp, _SP_TRACE_CONTEXT, trace)
+    out: list[bytes] = []
+    name = (topic or stored_topic).encode("utf-8")
+    _add_bytes(out, _MESSAGE_TOPIC, _RESOURCE_NAME_KEY + _varint(len(name)) + name)
+    for key, value in props.items():
+        if key not in SYSTEM_PROPERTIES:
+            entry: list[bytes] = []
+            _add_str(entry, 1, key)
+            _add_str(entry, 2, value)
+            _add_bytes(out, _MESSAGE_USER_PROPERTIES, b"".join(entry))
+    _add_bytes(out, _MESSAGE_SYSTEM_PROPERTIES, b"".join(sp))
+    if body:
+        _add_bytes(out, _MESSAGE_BODY, body)
+    return b"".join(out)
+
+
+def message_response(message: bytes) -> bytes:
+    """A serialized ReceiveMessageResponse or PullMessageResponse holding an encoded Message."""
+    return _RESPONSE_MESSAGE_KEY + _varint(len(message)) + message
+
+
+def serialized(response: Any) -> bytes:
+    """The serializer of streamed responses: bytes are encoded already, anything else is a protobuf."""
+    if isinstance(response, bytes):
+        return response
+    data: bytes = response.SerializeToString()
+    return data
 
 
 def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:

@@ -128,7 +128,7 @@ class MessagingService:
         ) -> grpc.RpcMethodHandler:
             return grpc.unary_stream_rpc_method_handler(
                 self._guard_stream(fn, resp), request_deserializer=req.FromString,
-                response_serializer=resp.SerializeToString,
+                response_serializer=convert.serialized,
             )  # fmt: skip
 
         handlers = {
@@ -244,7 +244,9 @@ class MessagingService:
         tx = header.transactionId or record.properties.get(P.TRANSACTION_ID) or record.msg_id
         command = PB.TelemetryCommand()
         recover = command.recover_orphaned_transaction_command
-        convert.fill_message(recover.message, record, topic=topic)
+        message = convert.encode_message(request.body or b"", topic=topic)
+        assert message is not None  # no tags to match
+        recover.message.ParseFromString(message)
         recover.transaction_id = encode_transaction_id(
             header.commitLogOffset or record.physical_offset, header.tranStateTableOffset or 0, tx
         )
@@ -572,9 +574,10 @@ class MessagingService:
             raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
         expression = request.filter_expression
         record_filter = self._record_filter(expression)
-        tags = {t.strip() for t in (expression.expression or "*").split("||") if t.strip()}
+        tags = frozenset(t.strip() for t in (expression.expression or "*").split("||") if t.strip())
         match_all = record_filter is not None or not tags or "*" in tags
         tag_filter = None if match_all else tag_filter_of(expression.expression)
+        wanted = None if match_all else tags
         polling = DEFAULT_LONG_POLLING_MS
         if request.HasField("long_polling_timeout"):
             polling = convert.duration_ms(request.long_polling_timeout)
@@ -595,7 +598,8 @@ class MessagingService:
         deadline = time.monotonic() + budget
         pop = self.broker.pop
         broker_name = self.broker.config.broker_name
-        found: list[Any] = []  # one ReceiveMessageResponse per message
+        found: list[bytes] = []  # one encoded Message per message
+        size = 0
         while True:
             popped = await pop.pop(
                 group, topic, queues, batch, invisible,
@@ -603,19 +607,17 @@ class MessagingService:
             )  # fmt: skip
             for p in popped:
                 try:
-                    record = decode_record(p.record)
+                    message = convert.encode_message(
+                        p.record, receipt_handle=p.receipt(broker_name).encode(), invisible_ms=invisible,
+                        delivery_attempt=p.attempts, tags=wanted,
+                    )  # fmt: skip
                 except RecordError:
+                    message = None
+                if message is None:  # unreadable, or a tag hash collision: not for this consumer
                     pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
                     continue
-                if not match_all and record.tags not in tags:  # a tag hash collision
-                    pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
-                    continue
-                response = PB.ReceiveMessageResponse()
-                convert.fill_message(
-                    response.message, record, receipt_handle=p.receipt(broker_name).encode(),
-                    invisible_ms=invisible, delivery_attempt=p.attempts,
-                )  # fmt: skip
-                found.append(response)
+                found.append(message)
+                size += len(p.record)
             left = deadline - time.monotonic()
             if found or left <= 0 or pop.stopping:
                 break
@@ -623,12 +625,12 @@ class MessagingService:
         if not found:
             yield PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
             return
-        self.broker.stats.record_get(group, topic, len(found), sum(len(r.message.body) for r in found))
+        self.broker.stats.record_get(group, topic, len(found), size)
         yield PB.ReceiveMessageResponse(status=status())
         # when the broker handed the batch over (the clients' delivery-latency metric needs it)
         yield PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000)))
-        for response in found:
-            yield response
+        for message in found:
+            yield convert.message_response(message)
 
     async def ack_message(self, request: Any, context: Any) -> Any:
         self._session(context)
@@ -737,10 +739,9 @@ class MessagingService:
             yield PB.PullMessageResponse(status=status())
             for raw in result.records:
                 with contextlib.suppress(RecordError):
-                    record = decode_record(raw)
-                    response = PB.PullMessageResponse()
-                    convert.fill_message(response.message, record)
-                    yield response
+                    message = convert.encode_message(raw)
+                    assert message is not None  # no tags to match
+                    yield convert.message_response(message)
         else:
             yield PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
         yield PB.PullMessageResponse(next_offset=result.next_begin_offset)
