@@ -1,4 +1,4 @@
-"""``rmq message``: send, consume, get, query, print, track, trace, resend."""
+"""``rmq message``: send, consume, pop, get, query, print, track, trace, resend."""
 
 from __future__ import annotations
 
@@ -90,6 +90,36 @@ def consume(
     """Pull messages: from each queue's first message, or from a group's offsets (then committed)."""
     conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_consume(topic, count, group, tags)), messages_sections)
+
+
+@app.command("pop")
+def pop(
+    topic: TopicArg,
+    group: Annotated[str, typer.Option("-g", "--group", metavar="GROUP", help="Consume as this group.")],
+    count: Annotated[int, typer.Option("-c", "--count", help="At most this many messages.")] = 10,
+    tags: TagsExprOpt = "*",
+    invisible: Annotated[
+        float,
+        typer.Option("--invisible", metavar="SECONDS", help="How long unacked messages stay hidden."),
+    ] = 30.0,
+    no_ack: Annotated[
+        bool, typer.Option("--no-ack", help="Leave them unacked: they come back after --invisible.")
+    ] = False,
+    wait: Annotated[
+        float, typer.Option("--wait", metavar="SECONDS", min=0, help="Wait this long for a first message.")
+    ] = 0.0,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """POP messages as a group (RocketMQ 5 consumption: the broker keeps the group's progress) and
+    ack them."""
+    conn = connect(namesrv, profile, timeout, output)
+    conn.emit(
+        conn.run(lambda s: s.message_pop(topic, group, count, tags, invisible, not no_ack, wait)),
+        messages_sections,
+    )
 
 
 @app.command("get")

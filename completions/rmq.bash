@@ -14,7 +14,7 @@ __rmq_cmds() {
         "completion") echo "install show" ;;
         "dlq") echo "browse export list resend" ;;
         "group") echo "clients clone-offsets connections consume-mode create delete describe lag list reset-offset update" ;;
-        "message") echo "consume get print query resend send trace track" ;;
+        "message") echo "consume get pop print query resend send trace track" ;;
         "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
         "namesrv config") echo "get set" ;;
@@ -97,6 +97,7 @@ __rmq_opts() {
         "message") echo "-h --help" ;;
         "message consume") echo "-h --help -c --count -g --group -s --tags -n --namesrv --profile --timeout --output -o" ;;
         "message get") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
+        "message pop") echo "--no-ack -h --help -g --group -c --count -s --tags --invisible --wait -n --namesrv --profile --timeout --output -o" ;;
         "message print") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "message query") echo "-h --help -k --key -u --unique-key --begin --end --max -n --namesrv --profile --timeout --output -o" ;;
         "message resend") echo "-h --help -t --topic --to -n --namesrv --profile --timeout --output -o" ;;
@@ -710,6 +711,20 @@ __rmq_kind() {
         "message get|--timeout") echo "-" ;;
         "message get|--output") echo "table json text" ;;
         "message get|-o") echo "table json text" ;;
+        "message pop|-g") echo "@groups" ;;
+        "message pop|--group") echo "@groups" ;;
+        "message pop|-c") echo "-" ;;
+        "message pop|--count") echo "-" ;;
+        "message pop|-s") echo "-" ;;
+        "message pop|--tags") echo "-" ;;
+        "message pop|--invisible") echo "-" ;;
+        "message pop|--wait") echo "-" ;;
+        "message pop|-n") echo "-" ;;
+        "message pop|--namesrv") echo "-" ;;
+        "message pop|--profile") echo "-" ;;
+        "message pop|--timeout") echo "-" ;;
+        "message pop|--output") echo "table json text" ;;
+        "message pop|-o") echo "table json text" ;;
         "message print|--broker-name") echo "-" ;;
         "message print|-q") echo "-" ;;
         "message print|--queue") echo "-" ;;
@@ -1078,6 +1093,7 @@ __rmq_arg() {
         "group update") echo "@groups" ;;
         "message consume") echo "@topics" ;;
         "message get") echo "-" ;;
+        "message pop") echo "@topics" ;;
         "message print") echo "@topics" ;;
         "message query") echo "@topics" ;;
         "message resend") echo "-" ;;

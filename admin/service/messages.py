@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from dataclasses import dataclass
@@ -287,6 +288,69 @@ class MessageOps(ServiceBase):
         if group is not None:
             await gather(self._commit(plans[n], topic, group, off) for n, off in reached.items())
         return Messages(records)
+
+    @admin_call
+    async def message_pop(
+        self,
+        topic: str,
+        group: str,
+        count: int,
+        expression: str = "*",
+        invisible_s: float = 30.0,
+        ack: bool = True,
+        wait_s: float = 0.0,
+    ) -> Messages:
+        """POP up to ``count`` messages as ``group`` (the way a SimpleConsumer consumes), from each
+        broker of the topic in turn, and ack them unless ``ack`` is off: then they stay invisible to
+        the group for ``invisible_s`` seconds and come back after that. Waits up to ``wait_s`` seconds
+        for the first message."""
+        from admin.models.messages import Messages
+        from broker.protocol.message import RecordError, decode_records
+        from broker.protocol.pop import MAX_INVISIBLE_MS, MAX_POP_NUMS, PopMessageRequestHeader
+
+        if count <= 0:
+            raise BadInput("the count must be positive")
+        invisible_ms = int(invisible_s * 1000)
+        if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
+            raise BadInput(f"the invisible time {invisible_s:g} s is not within 1 ms..12 h")
+        masters = self._route_masters(await self._route(topic))
+        ok = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.POLLING_TIMEOUT)
+        records: list[MessageRecord] = []
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            for name, addr in masters.items():
+                while len(records) < count:
+                    header = PopMessageRequestHeader(
+                        consumerGroup=group, topic=topic, queueId=-1,
+                        maxMsgNums=min(MAX_POP_NUMS, count - len(records)), invisibleTime=invisible_ms,
+                        pollTime=0, bornTime=int(time.time() * 1000), initMode=0, expType="TAG",
+                        exp=expression, bname=name,
+                    )  # fmt: skip
+                    r = await self.api.call(addr, RequestCode.POP_MESSAGE, header, ok=ok)
+                    if r.code != ResponseCode.SUCCESS or not r.body:
+                        break
+                    try:
+                        popped = list(decode_records(r.body))
+                    except RecordError as exc:
+                        raise OperationFailed(
+                            f"broker {name} answered a POP with bad records: {exc}"
+                        ) from None
+                    if ack:
+                        await gather(self._ack(addr, group, rec) for rec in popped)
+                    records += popped
+            if records or time.monotonic() >= deadline:
+                return Messages(records)
+            await asyncio.sleep(0.1)
+
+    async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
+        from broker.protocol import properties as P
+        from broker.protocol.pop import AckMessageRequestHeader
+
+        header = AckMessageRequestHeader(
+            consumerGroup=group, topic=record.topic, queueId=record.queue_id,
+            extraInfo=record.properties.get(P.POP_CK, ""), offset=record.queue_offset,
+        )  # fmt: skip
+        await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
 
     async def _committed(self, plan: _QueuePlan, topic: str, group: str) -> int:
         from broker.protocol import headers as H

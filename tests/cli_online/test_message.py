@@ -103,6 +103,29 @@ def test_send_and_consume(cluster: Cluster, rmq: Rmq, tmp_path: Path) -> None:
     assert rmq("message", "send", "NoSuchTopic", "x", *ns).exit_code == 1
 
 
+def test_pop_acks_or_leaves_messages_to_come_back(cluster: Cluster, rmq: Rmq) -> None:
+    ns = ("-n", cluster.namesrv, "-o", "json")
+    assert rmq("topic", "create", "CliPopTopic", "-r", "2", "-w", "2", *ns).exit_code == 0
+    for body in ("p0", "p1", "p2"):
+        assert rmq("message", "send", "CliPopTopic", body, *ns).exit_code == 0
+    kept = _messages(
+        rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", "-c", "2", "--no-ack", "--invisible", "1", *ns)
+    )
+    assert len(kept) == 2 and all(m["reconsumeTimes"] == 0 for m in kept)
+    assert all("POP_CK" in m["properties"] for m in kept)  # type: ignore[operator]
+    rest = _messages(rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", "-c", "10", *ns))
+    assert sorted(m["body"] for m in kept + rest) == ["p0", "p1", "p2"]  # type: ignore[type-var]
+    back = _messages(rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", "-c", "10", "--wait", "10", *ns))
+    assert sorted(m["body"] for m in back) == sorted(m["body"] for m in kept)  # type: ignore[type-var]
+    assert all(m["reconsumeTimes"] == 1 for m in back)
+    assert _messages(rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", *ns)) == []
+    zero = rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", "-c", "0", *ns)
+    assert zero.exit_code == 2 and "the count must be positive" in zero.stderr
+    hidden = rmq("message", "pop", "CliPopTopic", "-g", "cli-pop", "--invisible", "0", *ns)
+    assert hidden.exit_code == 2 and "not within 1 ms..12 h" in hidden.stderr
+    assert rmq("message", "pop", "NoSuchTopic", "-g", "cli-pop", *ns).exit_code == 1
+
+
 def test_dlq_and_retry(cluster: Cluster, rmq: Rmq) -> None:
     ns = ("-n", cluster.namesrv, "-o", "json")
     dlq = json.loads(rmq("dlq", "list", *ns).stdout)
