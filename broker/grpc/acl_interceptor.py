@@ -14,6 +14,7 @@ TelemetryCommand carrying the status and is not applied; the stream stays open.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -176,7 +177,8 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
             refused = self.refusal(method, request, metadata, context.peer() or "")
             if refused is not None:
                 return response(status=self._status(refused))
-            return await handler.unary_unary(request, context)
+            result = handler.unary_unary(request, context)  # a plain function when it never waits
+            return await result if inspect.isawaitable(result) else result
 
         return grpc.unary_unary_rpc_method_handler(
             run, request_deserializer=handler.request_deserializer,

@@ -1,6 +1,7 @@
 """The wrappers every MessagingService handler runs in: a refusal (GrpcError) becomes the response's
 v2 status, and anything else an INTERNAL_SERVER_ERROR status, logged, so nothing a client sends can
-take the broker down. Every unary call passes through :class:`Guarded`, so this module is compiled
+take the broker down. Every unary call passes through :class:`Guarded` (or, for handlers that never
+wait, :class:`GuardedInline`), so this module is compiled
 by ``make install`` (a streaming handler's wrapper is an async generator, which mypyc cannot
 compile: :meth:`broker.grpc.service.MessagingService._guard_stream` answers with :func:`failed`)."""
 
@@ -37,5 +38,22 @@ class Guarded:
             return await self.fn(request, context)
         except asyncio.CancelledError:
             raise
+        except Exception as error:
+            return failed(self.fn, self.response, error)
+
+
+class GuardedInline:
+    """:class:`Guarded` for a handler that never waits: the server calls it as the request ends,
+    without a task (see ``broker.grpc.calls.Call._answer_inline``)."""
+
+    answers_inline = True
+
+    def __init__(self, fn: Callable[[Any, Any], Any], response: Any) -> None:
+        self.fn = fn
+        self.response = response
+
+    def __call__(self, request: Any, context: Any) -> Any:
+        try:
+            return self.fn(request, context)
         except Exception as error:
             return failed(self.fn, self.response, error)

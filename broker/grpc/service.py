@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import ipaddress
 import logging
 import random
@@ -34,7 +35,7 @@ from broker.grpc.clients import (
     GrpcChannel,
     Session,
 )
-from broker.grpc.guard import Guarded, failed
+from broker.grpc.guard import Guarded, GuardedInline, failed
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
@@ -117,11 +118,12 @@ class MessagingService:
 
     # == plumbing ==============================================================================
     def generic_handler(self) -> grpc.GenericRpcHandler:
-        def unary(fn: Callable[[Any, Any], Awaitable[Any]], req: Any, resp: Any) -> grpc.RpcMethodHandler:
+        def unary(fn: Callable[[Any, Any], Any], req: Any, resp: Any) -> grpc.RpcMethodHandler:
+            # a handler that never waits is a plain function: the server runs it without a task
+            guarded = Guarded(fn, resp) if inspect.iscoroutinefunction(fn) else GuardedInline(fn, resp)
             return grpc.unary_unary_rpc_method_handler(
-                Guarded(fn, resp), request_deserializer=req.FromString,
-                response_serializer=resp.SerializeToString,
-            )  # fmt: skip
+                guarded, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+            )
 
         def stream(
             fn: Callable[[Any, Any], AsyncIterator[Any]], req: Any, resp: Any
@@ -366,7 +368,7 @@ class MessagingService:
         mq.accept_message_types.extend(self._accept_types(kind))
         return mq
 
-    async def query_route(self, request: Any, context: Any) -> Any:
+    def query_route(self, request: Any, context: Any) -> Any:
         self._session(context, required=False)
         config = self._topic(request.topic.name, create=True)
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
@@ -380,7 +382,7 @@ class MessagingService:
             response.message_queues.append(self._queue(config.topicName, i, permission, endpoints, kind))
         return response
 
-    async def query_assignment(self, request: Any, context: Any) -> Any:
+    def query_assignment(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         config = self._topic(request.topic.name)
@@ -403,7 +405,7 @@ class MessagingService:
         return name
 
     # == client life ===========================================================================
-    async def heartbeat(self, request: Any, context: Any) -> Any:
+    def heartbeat(self, request: Any, context: Any) -> Any:
         session = self._session(context)
         assert session is not None
         if request.client_type:
@@ -413,7 +415,7 @@ class MessagingService:
         self._register(session)
         return PB.HeartbeatResponse(status=status())
 
-    async def notify_termination(self, request: Any, context: Any) -> Any:
+    def notify_termination(self, request: Any, context: Any) -> Any:
         session = self._session(context)
         assert session is not None
         session.channel.close()
@@ -632,7 +634,7 @@ class MessagingService:
         for message in found:
             yield convert.message_response(message)
 
-    async def ack_message(self, request: Any, context: Any) -> Any:
+    def ack_message(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic = self._topic(request.topic.name).topicName
@@ -660,7 +662,7 @@ class MessagingService:
         response.status.code, response.status.message = outcome
         return response
 
-    async def change_invisible(self, request: Any, context: Any) -> Any:
+    def change_invisible(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic = self._topic(request.topic.name).topicName
@@ -746,7 +748,7 @@ class MessagingService:
             yield PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
         yield PB.PullMessageResponse(next_offset=result.next_begin_offset)
 
-    async def update_offset(self, request: Any, context: Any) -> Any:
+    def update_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
@@ -755,7 +757,7 @@ class MessagingService:
         self.broker.offsets.commit(group, topic, queue_id, request.offset)
         return PB.UpdateOffsetResponse(status=status())
 
-    async def get_offset(self, request: Any, context: Any) -> Any:
+    def get_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)

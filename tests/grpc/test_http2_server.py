@@ -61,6 +61,22 @@ TIMEOUT = 20.0  # for every call: a server that stops answering fails the test i
 
 
 # == the service ==============================================================================
+class Inline:
+    """A plain-function handler the server runs as the request ends, without a task."""
+
+    answers_inline = True
+
+    def __init__(self, fn: Callable[[bytes, Any], bytes]) -> None:
+        self.fn = fn
+
+    def __call__(self, request: bytes, context: Any) -> bytes:
+        return self.fn(request, context)
+
+
+def inline_fail(request: bytes, context: Any) -> bytes:
+    raise RuntimeError("inline boom")
+
+
 class Service:
     """The handlers, and what they saw (counters read from the test thread)."""
 
@@ -117,6 +133,8 @@ class Service:
             SERVICE,
             {
                 "Echo": grpc.unary_unary_rpc_method_handler(self.echo),
+                "InlineEcho": grpc.unary_unary_rpc_method_handler(Inline(lambda request, _: request[::-1])),
+                "InlineFail": grpc.unary_unary_rpc_method_handler(Inline(inline_fail)),
                 "Abort": grpc.unary_unary_rpc_method_handler(self.abort),
                 "Fail": grpc.unary_unary_rpc_method_handler(self.fail),
                 "Context": grpc.unary_unary_rpc_method_handler(self.context),
@@ -295,6 +313,20 @@ def assert_unknown(served: Served, channel_name: str, method: str, details: str)
 
 def test_a_raising_handler_is_unknown(served: Served) -> None:
     assert_unknown(served, "plain", "Fail", "boom")
+
+
+def test_inline_handlers_answer_within_and_beyond_the_windows(channel: Any) -> None:
+    """Small answers leave with the request's own read; one over the stream window waits in a task."""
+    echo = channel.unary_unary(f"/{SERVICE}/InlineEcho")
+    for payload in (b"", b"abc", os.urandom(3 << 20)):
+        assert echo(payload, timeout=TIMEOUT) == payload[::-1]
+    futures = [echo.future(b"call %d" % i, timeout=TIMEOUT) for i in range(200)]
+    assert [future.result() for future in futures] == [(b"call %d" % i)[::-1] for i in range(200)]
+
+
+@pytest.mark.parametrize("channel_name", ["plain", "intercepted"])
+def test_a_raising_inline_handler_is_unknown(served: Served, channel_name: str) -> None:
+    assert_unknown(served, channel_name, "InlineFail", "inline boom")
 
 
 @pytest.mark.parametrize("method", [f"/{SERVICE}/Nope", "/other.Service/Echo", "/nonsense"])
@@ -616,6 +648,21 @@ def test_calls_cut_anywhere_into_frames_and_reads(
             time.sleep(0.001)  # most pieces arrive as reads of their own
         for i, body in enumerate(bodies):
             assert answer_of(raw, 1 + 2 * i).messages == message(body)
+    assert_serving(served)
+
+
+def test_an_inline_answer_over_the_stream_window_waits_for_it(served: Served) -> None:
+    small = INITIAL_WINDOW_SIZE.to_bytes(2, "big") + (10).to_bytes(4, "big")
+    with Raw(served.port, preface=PREFACE + frame(SETTINGS, 0, 0, small)) as raw:
+        body = b"0123456789abcdef"  # answered reversed: 21 bytes with the gRPC prefix, over the 10
+        raw.send(frame(HEADERS, END_HEADERS, 1, request_block(f"/{SERVICE}/InlineEcho")))
+        raw.send(frame(DATA, END_STREAM, 1, message(body)))
+        first = raw.next(DATA, 1)
+        assert len(first.payload) == 10  # what the window allows, then it waits
+        raw.send(frame(WINDOW_UPDATE, 0, 1, (100).to_bytes(4, "big")))
+        rest = answer_of(raw, 1)
+        assert first.payload + rest.messages == message(body[::-1])
+        assert (b"grpc-status", b"0") in rest.trailers
     assert_serving(served)
 
 
