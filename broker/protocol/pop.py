@@ -109,3 +109,15 @@ class Receipt:
             )  # fmt: skip
         except ValueError:
             raise ValueError(f"receipt handle {text!r:.80} has a field that is not a number") from None
+
+
+def start_offsets(info: str | None) -> dict[str, int]:
+    """A POP answer's startOffsetInfo (``retryFlag queueId startOffset`` entries joined by ``;``) by
+    ``retryFlag@queueId``: with the answer's popTime, invisibleTime and reviveQid, what a client needs
+    to build the receipts of a broker that does not put them into the messages (Apache RocketMQ's)."""
+    out: dict[str, int] = {}
+    for entry in (info or "").split(";"):
+        parts = entry.split(" ")
+        if len(parts) == 3 and parts[2].lstrip("-").isdigit():
+            out[f"{parts[0]}@{parts[1]}"] = int(parts[2])
+    return out

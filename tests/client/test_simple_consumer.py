@@ -19,9 +19,12 @@ from broker.client import (
 )
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
+from broker.client.simple_consumer import add_receipts
 from broker.protocol import properties as P
 from broker.protocol.bodies import SubscriptionGroupConfig
 from broker.protocol.codes import ResponseCode
+from broker.protocol.message import encode_record, pack_host, scan_records
+from broker.protocol.pop import PopMessageResponseHeader, start_offsets
 from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster
 
 pytestmark = needs_servers
@@ -163,3 +166,28 @@ async def test_blocking_simple_consumer(tmp_path: Path) -> None:
                 return [m.body for m in got]
 
         assert await asyncio.to_thread(consume) == [b"hi"]
+
+
+def _popped(topic: str, queue_id: int, offset: int, props: bytes = b"") -> bytes:
+    host = pack_host("10.0.0.1:10911")
+    return encode_record(
+        topic=topic.encode(), queue_id=queue_id, flag=0, queue_offset=offset, physical_offset=0, sys_flag=0,
+        born_timestamp=1, born_host=host, store_timestamp=2, store_host=host, reconsume_times=0,
+        prepared_transaction_offset=0, body=b"x", properties=props,
+    )  # fmt: skip
+
+
+def test_receipts_are_built_from_the_answer_when_the_broker_sends_none() -> None:
+    """What an Apache RocketMQ broker answers: no POP_CK in the messages, the offsets in the header."""
+    body = _popped("T", 3, 12) + _popped("%RETRY%g", 3, 5) + _popped("T", 1, 7, b"POP_CK\x01kept\x02")
+    messages = MessageExt.received(body, scan_records(body), "broker-a")
+    answer = PopMessageResponseHeader(
+        popTime=1000, invisibleTime=30000, reviveQid=2, restNum=0, startOffsetInfo="0 3 10;1 3 4;bad;0 x"
+    )
+    add_receipts(messages, answer, "broker-a")
+    assert [m.properties[P.POP_CK] for m in messages] == [
+        "10 1000 30000 2 0 broker-a 3 12",
+        "4 1000 30000 2 1 broker-a 3 5",
+        "kept",
+    ]
+    assert start_offsets(None) == {} and start_offsets("0 1 -1") == {"0@1": -1}
