@@ -426,3 +426,46 @@ def test_grpc_to_remoting_and_back(grpc_cluster: GrpcCluster) -> None:
         "3",
     ).check()
     assert len(got.of("received")) == 3
+
+
+def test_one_pop_group_over_remoting_and_grpc(grpc_cluster: GrpcCluster) -> None:
+    """The SDK's SimpleConsumer (remoting) and the official one (gRPC) share a group's POP state: what
+    one acked never reaches the other, and what one hands back the other receives as a redelivery."""
+    from broker.client import Message, Producer, SimpleConsumer
+
+    c = grpc_cluster
+    c.create_topic("G5Shared", queues=1)
+    c.wait_routed("G5Shared")
+    consumer = SimpleConsumer("G5SharedGroup", c.namesrv, await_duration=1.0)
+    consumer.subscribe("G5Shared")
+
+    async def receive_two() -> list[str]:
+        async with Producer("G5SharedProducer", c.namesrv) as producer:
+            for body in (b"acked-over-remoting", b"handed-back"):
+                await producer.send(Message("G5Shared", body))
+        await consumer.start()
+        got = []
+        for _ in range(10):
+            got += await consumer.receive(8, 60.0)
+            if len(got) == 2:
+                break
+        first, second = sorted(got, key=lambda m: m.queue_offset)
+        await consumer.ack(first)
+        await consumer.change_invisible_duration(second, 0)
+        return [m.body.decode() for m in (first, second)]
+
+    assert c.loop.run(receive_two()) == ["acked-over-remoting", "handed-back"]
+    got = run5(
+        "py5", "py5_simple_consumer.py", "--endpoints", c.endpoints, "--topic", "G5Shared",
+        "--group", "G5SharedGroup", "--expect", "1", "--timeout", "30",
+    ).check()  # fmt: skip
+    received = got.of("received")
+    assert [(e["body"], e["delivery_attempt"]) for e in received] == [("handed-back", 2)]
+
+    async def nothing_left() -> list[object]:
+        try:
+            return list(await consumer.receive(8, 60.0, await_duration=0.5))
+        finally:
+            await consumer.shutdown()
+
+    assert c.loop.run(nothing_left()) == []
