@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -194,17 +195,7 @@ class ConsumerBase(ABC):
         )
 
     async def _on_running_info(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        header = RI.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
-        if header.consumerGroup != self.group:
-            return make_response(
-                cmd,
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumerGroup}> not exist in this consumer",
-            )
-        info = self.running_info()
-        if header.jstackEnable:
-            info.jstack = thread_dump()
-        return make_response(cmd, body=info.to_json())
+        return running_info_answer(cmd, self.group, self.running_info)
 
     async def persist_offsets(self) -> None:
         await self.offsets.persist(list(self.rebalancer.table))
@@ -286,6 +277,23 @@ class ConsumerBase(ABC):
 
     @abstractmethod
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None: ...
+
+
+def running_info_answer(
+    cmd: RemotingCommand, group: str, running_info: Callable[[], RI.ConsumerRunningInfo]
+) -> RemotingCommand:
+    """The answer to a GET_CONSUMER_RUNNING_INFO for ``group``'s consumer (with its threads when asked)."""
+    header = RI.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
+    if header.consumerGroup != group:
+        return make_response(
+            cmd,
+            ResponseCode.SYSTEM_ERROR,
+            f"The Consumer Group <{header.consumerGroup}> not exist in this consumer",
+        )
+    info = running_info()
+    if header.jstackEnable:
+        info.jstack = thread_dump()
+    return make_response(cmd, body=info.to_json())
 
 
 def thread_dump() -> str:

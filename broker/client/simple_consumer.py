@@ -16,13 +16,15 @@ import time
 from typing import TYPE_CHECKING, Self
 
 from broker.client.api import request
-from broker.client.consumer_base import ConsumeFrom
-from broker.client.instance import ClientInstance
+from broker.client.consume_stats import ConsumeStatsRecorder
+from broker.client.consumer_base import ConsumeFrom, running_info_answer
+from broker.client.instance import ClientInstance, parse_namesrv_addr
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
 from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
 from broker.client.route import subscribe_queues
 from broker.protocol import properties as P
+from broker.protocol import running_info as RI
 from broker.protocol.bodies import ConsumerData, ConsumeType, HeartbeatData, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import scan_records
@@ -42,7 +44,9 @@ if TYPE_CHECKING:
     import ssl
 
     from broker.acl.signer import Credentials
+    from broker.client.remoting_client import RemotingChannel
     from broker.protocol.bodies import SubscriptionData
+    from broker.protocol.remoting import RemotingCommand
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +98,7 @@ class SimpleConsumer:
         if await_duration < 0:
             raise MQClientError(f"the await duration {await_duration} s is negative")
         self.group = group
+        self.namesrv_addr = namesrv_addr
         self.await_duration = await_duration
         self.consume_from = consume_from
         self.subscriptions: dict[str, SubscriptionData] = {}
@@ -107,6 +112,8 @@ class SimpleConsumer:
         )
         self._turn = itertools.count()
         self._running = False
+        self._started_ms = 0
+        self.stats = ConsumeStatsRecorder()
 
     @property
     def client_id(self) -> str:
@@ -134,6 +141,8 @@ class SimpleConsumer:
     # ---- lifecycle
 
     async def start(self) -> None:
+        self._started_ms = int(time.time() * 1000)
+        self.instance.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         await self.instance.start()
         for topic in sorted(self.subscriptions):
             try:
@@ -153,6 +162,33 @@ class SimpleConsumer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
+
+    # ---- running info (GET_CONSUMER_RUNNING_INFO, asked by admin tools through a broker)
+
+    def running_info(self) -> RI.ConsumerRunningInfo:
+        """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions and, per
+        subscribed topic, receive (pull) and ack (consume) rates. It owns no queues."""
+        properties = {
+            "consumerGroup": self.group,
+            "messageModel": MessageModel.CLUSTERING.name,
+            "consumeFromWhere": self.consume_from.value.name,
+            "awaitDuration": str(int(self.await_duration * 1000)),
+            "namesrvAddr": self.namesrv_addr,
+            "clientId": self.client_id,
+            RI.PROP_CONSUME_TYPE: ConsumeType.CONSUME_POP.name,
+            RI.PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
+            RI.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(self.namesrv_addr)),
+            RI.PROP_CLIENT_VERSION: RI.CLIENT_VERSION_NAME,
+        }
+        return RI.ConsumerRunningInfo(
+            properties=properties,
+            subscriptionSet=list(self.subscriptions.values()),
+            mqTable={},
+            statusTable={topic: self.stats.status(topic) for topic in self.subscriptions},
+        )
+
+    async def _on_running_info(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        return running_info_answer(cmd, self.group, self.running_info)
 
     # ---- consuming
 
@@ -188,10 +224,12 @@ class SimpleConsumer:
         )
         addr = await self.instance.broker_addr(mq)
         api = self.instance.api
+        started = time.monotonic()
         response = await api.invoke(
             addr, request(RequestCode.POP_MESSAGE, header), *_EMPTY, timeout=wait_s + api.timeout
         )
         if response.code != ResponseCode.SUCCESS or not response.body:
+            self.stats.pulled(mq.topic, (time.monotonic() - started) * 1000, 0)
             return []
         try:
             messages = MessageExt.received(response.body, scan_records(response.body), mq.brokerName)
@@ -199,6 +237,7 @@ class SimpleConsumer:
         except ValueError as exc:  # RecordError, HeaderFieldError
             raise MQClientError(f"undecodable POP answer from {mq.brokerName}: {exc}") from exc
         add_receipts(messages, answer, mq.brokerName)
+        self.stats.pulled(mq.topic, (time.monotonic() - started) * 1000, len(messages))
         wanted = set(subscription.tagsSet)
         if not wanted:
             return messages
@@ -239,6 +278,8 @@ class SimpleConsumer:
             MessageQueue(message.topic, receipt.broker_name, receipt.queue_id)
         )
         await self.instance.api.invoke(addr, request(RequestCode.ACK_MESSAGE, header))
+        # its consume RT: from the broker handing the message out to its ack
+        self.stats.consumed(message.topic, max(0, int(time.time() * 1000) - receipt.pop_time), 1, 0)
 
     async def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
         """Keep ``message`` invisible for ``invisible_duration`` seconds from now (0: visible again

@@ -67,6 +67,20 @@ async def test_receive_filters_by_tag_and_an_unacked_message_comes_back(tmp_path
             assert expired.value.code == ResponseCode.NO_MESSAGE
             await consumer.ack(again[0])
             assert await consumer.receive(32, 1.0, await_duration=0.5) == []
+            # what `rmq group clients` and mqadmin consumerStatus show, relayed by the broker
+            admin = AdminApi(RemotingClient())
+            try:
+                info = await admin.consumer_running_info(
+                    cluster.broker_addr, "cg-simple", consumer.client_id, True
+                )
+            finally:
+                await admin.client.close()
+            assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_POP"
+            assert [s.topic for s in info.subscriptionSet] == ["PopTopic"]
+            assert info.mqTable == {}
+            status = info.statusTable["PopTopic"]
+            assert status.pullTPS > 0 and status.consumeOKTPS > 0
+            assert "Thread" in (info.jstack or "")
 
 
 @async_test()
