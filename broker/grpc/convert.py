@@ -165,7 +165,7 @@ def encode_message(
     tags: frozenset[str] | None = None,
 ) -> bytes | None:
     """The serialized v2 Message a consumer receives for a stored record, written straight from the
-    record's bytes (decoding the record and filling protobuf objects costs about twice as much).
+    record's bytes (decoding the record and filling protobuf objects costs about 45 % more).
     None when ``tags`` is given and the record's tag is not among them (a tag hash collision). Raises
     :class:`RecordError` for bytes that are not one record."""
     scanned = scan_records(record)
