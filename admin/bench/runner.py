@@ -313,7 +313,9 @@ class _Phase:
             if self.opts.warmup > 0:
                 await self._wait(tasks, began + self.opts.warmup)
                 self.recorder = Recorder()
-            tick = loop.time()
+            # seconds counted from the window's planned start: a warm-up that overran its sleep
+            # must not push the last tick past the end (then the last second would not be shown)
+            tick = began + self.opts.warmup
             while not all(t.done() for t in tasks):
                 tick += 1.0
                 await self._wait(tasks, min(tick, self.stop_at))
