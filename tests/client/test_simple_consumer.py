@@ -128,6 +128,37 @@ async def test_a_message_never_acked_ends_in_the_dead_letter_queue(tmp_path: Pat
 
 
 @async_test()
+async def test_an_orderly_group_gets_a_queue_one_message_after_another(tmp_path: Path) -> None:
+    async with running_cluster(tmp_path) as cluster:
+        await cluster.create_topic("PopFifo", 1)
+        admin = AdminApi(RemotingClient())
+        try:
+            config = SubscriptionGroupConfig(groupName="cg-fifo", consumeMessageOrderly=True)
+            await admin.create_group(cluster.broker_addr, config)
+        finally:
+            await admin.client.close()
+        await _send(cluster, "PopFifo", [(b"m0", "t"), (b"m1", "t"), (b"m2", "t")])
+        async with SimpleConsumer("cg-fifo", cluster.namesrv, await_duration=1.0) as consumer:
+            consumer.subscribe("PopFifo")
+
+            async def next_bodies() -> list[tuple[bytes, int]]:
+                return [(m.body, m.reconsume_times) for m in await consumer.receive(1, 30.0)]
+
+            (first,) = await consumer.receive(1, 30.0)
+            assert first.body == b"m0"
+            assert await consumer.receive(1, 30.0, await_duration=0.3) == []  # m0 is in flight
+            await consumer.ack(first)
+            (second,) = await consumer.receive(1, 30.0)
+            assert second.body == b"m1"
+            await consumer.change_invisible_duration(second, 0)  # handed back: it comes again first
+            assert await next_bodies() == [(b"m1", 1)]
+            assert await consumer.receive(1, 30.0, await_duration=0.3) == []
+        async with SimpleConsumer("cg-fifo", cluster.namesrv, await_duration=1.0) as other:
+            other.subscribe("PopFifo")
+            assert await other.receive(1, 30.0, await_duration=0.3) == []  # still m1's turn, in flight
+
+
+@async_test()
 async def test_bad_calls_get_a_clear_error(tmp_path: Path) -> None:
     async with running_cluster(tmp_path) as cluster:
         await cluster.create_topic("PopBad", 1)
