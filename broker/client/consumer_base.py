@@ -182,13 +182,10 @@ class ConsumerBase(ABC):
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions, the state of
         every owned queue and the rates of every subscribed topic."""
         subscriptions = list(self.rebalancer.subscriptions.values())
-        properties = self._settings()
-        properties[RI.PROP_CONSUME_TYPE] = self.consume_type.name
-        properties[RI.PROP_CONSUMER_START_TIMESTAMP] = str(self._started_ms)
-        properties[RI.PROP_NAMESERVER_ADDR] = "".join(f"{a};" for a in parse_namesrv_addr(self.namesrv_addr))
-        properties[RI.PROP_CLIENT_VERSION] = RI.CLIENT_VERSION_NAME
         return RI.ConsumerRunningInfo(
-            properties=properties,
+            properties=running_properties(
+                self._settings(), self.consume_type, self._started_ms, self.namesrv_addr
+            ),
             subscriptionSet=subscriptions,
             mqTable={mq: pq.info(self.offsets.read_memory(mq)) for mq, pq in self.rebalancer.table.items()},
             statusTable={s.topic: self.stats.status(s.topic) for s in subscriptions if s.topic},
@@ -277,6 +274,19 @@ class ConsumerBase(ABC):
 
     @abstractmethod
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None: ...
+
+
+def running_properties(
+    settings: dict[str, str], consume_type: ConsumeType, started_ms: int, namesrv_addr: str
+) -> dict[str, str]:
+    """A consumer's running-info properties: its ``settings`` and what every consumer reports."""
+    return {
+        **settings,
+        RI.PROP_CONSUME_TYPE: consume_type.name,
+        RI.PROP_CONSUMER_START_TIMESTAMP: str(started_ms),
+        RI.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(namesrv_addr)),
+        RI.PROP_CLIENT_VERSION: RI.CLIENT_VERSION_NAME,
+    }
 
 
 def running_info_answer(

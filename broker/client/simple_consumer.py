@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Self
 
 from broker.client.api import request
 from broker.client.consume_stats import ConsumeStatsRecorder
-from broker.client.consumer_base import ConsumeFrom, running_info_answer
-from broker.client.instance import ClientInstance, parse_namesrv_addr
+from broker.client.consumer_base import ConsumeFrom, running_info_answer, running_properties
+from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
 from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
@@ -168,20 +168,18 @@ class SimpleConsumer:
     def running_info(self) -> RI.ConsumerRunningInfo:
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions and, per
         subscribed topic, receive (pull) and ack (consume) rates. It owns no queues."""
-        properties = {
+        settings = {
             "consumerGroup": self.group,
             "messageModel": MessageModel.CLUSTERING.name,
             "consumeFromWhere": self.consume_from.value.name,
             "awaitDuration": str(int(self.await_duration * 1000)),
             "namesrvAddr": self.namesrv_addr,
             "clientId": self.client_id,
-            RI.PROP_CONSUME_TYPE: ConsumeType.CONSUME_POP.name,
-            RI.PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
-            RI.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(self.namesrv_addr)),
-            RI.PROP_CLIENT_VERSION: RI.CLIENT_VERSION_NAME,
         }
         return RI.ConsumerRunningInfo(
-            properties=properties,
+            properties=running_properties(
+                settings, ConsumeType.CONSUME_POP, self._started_ms, self.namesrv_addr
+            ),
             subscriptionSet=list(self.subscriptions.values()),
             mqTable={},
             statusTable={topic: self.stats.status(topic) for topic in self.subscriptions},
@@ -265,7 +263,7 @@ class SimpleConsumer:
     async def ack(self, message: MessageExt) -> None:
         """Done with ``message``: it is not delivered again. An expired receipt (the message was
         redelivered meanwhile) raises :class:`MQBrokerError` with code NO_MESSAGE."""
-        receipt = self._receipt(message)
+        receipt, addr = await self._delivery(message)
         header = AckMessageRequestHeader(
             consumerGroup=self.group,
             topic=message.topic,
@@ -274,9 +272,6 @@ class SimpleConsumer:
             offset=receipt.offset,
             bname=receipt.broker_name,
         )
-        addr = await self.instance.broker_addr(
-            MessageQueue(message.topic, receipt.broker_name, receipt.queue_id)
-        )
         await self.instance.api.invoke(addr, request(RequestCode.ACK_MESSAGE, header))
         # its consume RT: from the broker handing the message out to its ack
         self.stats.consumed(message.topic, max(0, int(time.time() * 1000) - receipt.pop_time), 1, 0)
@@ -284,7 +279,7 @@ class SimpleConsumer:
     async def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
         """Keep ``message`` invisible for ``invisible_duration`` seconds from now (0: visible again
         at once); its receipt is renewed, so ack the message itself afterwards."""
-        receipt = self._receipt(message)
+        receipt, addr = await self._delivery(message)
         invisible_ms = int(invisible_duration * 1000)
         if not 0 <= invisible_ms <= MAX_INVISIBLE_MS:
             raise MQClientError(f"the invisible duration {invisible_duration} s is not within 0..12 h")
@@ -297,9 +292,6 @@ class SimpleConsumer:
             invisibleTime=invisible_ms,
             bname=receipt.broker_name,
         )
-        addr = await self.instance.broker_addr(
-            MessageQueue(message.topic, receipt.broker_name, receipt.queue_id)
-        )
         response = await self.instance.api.invoke(
             addr, request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
         )
@@ -310,6 +302,12 @@ class SimpleConsumer:
                 response.code, f"malformed answer to a changed invisible time: {exc}"
             ) from exc
         message.properties[P.POP_CK] = receipt.renewed(answer.popTime, invisible_ms).encode()
+
+    async def _delivery(self, message: MessageExt) -> tuple[Receipt, str]:
+        """The message's receipt and the address of the broker that handed it out."""
+        receipt = self._receipt(message)
+        mq = MessageQueue(message.topic, receipt.broker_name, receipt.queue_id)
+        return receipt, await self.instance.broker_addr(mq)
 
     @staticmethod
     def _receipt(message: MessageExt) -> Receipt:
