@@ -31,6 +31,7 @@ from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, 
 ACCEL_MODULES = (
     "broker/protocol/javahash.py",
     "broker/protocol/properties.py",
+    "broker/protocol/names.py",
     "broker/protocol/message.py",
     "broker/protocol/header_codec.py",
     "broker/store/mapped_file.py",

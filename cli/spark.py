@@ -163,8 +163,9 @@ def replay(
     output: OutOpt = None,
 ) -> None:
     from admin.errors import BadInput
-    from admin.pipelines.jobs import DLQ_PREFIX, source
+    from admin.models.names import DLQ_PREFIX
     from admin.pipelines.jobs import replay as run_replay
+    from admin.pipelines.jobs import source
 
     if (parquet is None) == (dlq is None):
         raise BadInput("give exactly one of --parquet or --dlq")

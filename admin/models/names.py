@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX
+
 __all__ = [
     "DLQ_PREFIX",
     "RETRY_PREFIX",
@@ -20,8 +22,6 @@ __all__ = [
 ]
 
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 TOOLS_GROUP = "TOOLS_CONSUMER"  # mqadmin's MixAll.TOOLS_CONSUMER_GROUP
 # Topics RocketMQ creates for itself (TopicValidator.SYSTEM_TOPIC_SET and the rmq_sys_ prefix); a
 # broker's own name and its cluster's name are system topics too (brokerTopicEnable, clusterTopicEnable).

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.protocol.names import DLQ_PREFIX
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 Progress = Callable[[str], None]
-DLQ_PREFIX = "%DLQ%"
 
 
 def _quiet(_: str) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from broker.client.dlq_ops import ResendReport
     from broker.protocol.message import MessageRecord
+    from broker.protocol.pop import Receipt
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
@@ -305,14 +306,25 @@ class MessageOps(ServiceBase):
         the group for ``invisible_s`` seconds and come back after that. Waits up to ``wait_s`` seconds
         for the first message."""
         from admin.models.messages import Messages
-        from broker.protocol.message import RecordError, decode_records
-        from broker.protocol.pop import MAX_INVISIBLE_MS, MAX_POP_NUMS, PopMessageRequestHeader
+        from broker.client.pull import build_subscription
+        from broker.protocol import properties as P
+        from broker.protocol.message import decode_records
+        from broker.protocol.pop import (
+            MAX_INVISIBLE_MS,
+            MAX_POP_NUMS,
+            PopMessageRequestHeader,
+            PopMessageResponseHeader,
+            Receipt,
+            add_receipts,
+            tag_strays,
+        )
 
         if count <= 0:
             raise BadInput("the count must be positive")
         invisible_ms = int(invisible_s * 1000)
         if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
             raise BadInput(f"the invisible time {invisible_s:g} s is not within 1 ms..12 h")
+        tags = set(build_subscription(topic, expression).tagsSet)
         masters = self._route_masters(await self._route(topic))
         ok = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.POLLING_TIMEOUT)
         records: list[MessageRecord] = []
@@ -329,26 +341,26 @@ class MessageOps(ServiceBase):
                     r = await self.api.call(addr, RequestCode.POP_MESSAGE, header, ok=ok)
                     if r.code != ResponseCode.SUCCESS or not r.body:
                         break
-                    try:
+                    try:  # records, header and receipts: RecordError, HeaderFieldError, ValueError
                         popped = list(decode_records(r.body))
-                    except RecordError as exc:
-                        raise OperationFailed(
-                            f"broker {name} answered a POP with bad records: {exc}"
-                        ) from None
-                    if ack:
-                        await gather(self._ack(addr, group, rec) for rec in popped)
+                        add_receipts(popped, PopMessageResponseHeader.parse(r.ext_fields), name)
+                        receipts = {id(rec): Receipt.decode(rec.properties[P.POP_CK]) for rec in popped}
+                    except ValueError as exc:
+                        raise OperationFailed(f"broker {name} answered a POP unreadably: {exc}") from None
+                    popped, strays = tag_strays(popped, tags)
+                    done = popped + strays if ack else strays
+                    await gather(self._ack(addr, group, rec.topic, receipts[id(rec)]) for rec in done)
                     records += popped
             if records or time.monotonic() >= deadline:
                 return Messages(records)
             await asyncio.sleep(0.1)
 
-    async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
-        from broker.protocol import properties as P
+    async def _ack(self, addr: str, group: str, topic: str, receipt: Receipt) -> None:
         from broker.protocol.pop import AckMessageRequestHeader
 
         header = AckMessageRequestHeader(
-            consumerGroup=group, topic=record.topic, queueId=record.queue_id,
-            extraInfo=record.properties.get(P.POP_CK, ""), offset=record.queue_offset,
+            consumerGroup=group, topic=topic, queueId=receipt.queue_id,
+            extraInfo=receipt.encode(), offset=receipt.offset, bname=receipt.broker_name,
         )  # fmt: skip
         await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
 

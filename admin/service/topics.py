@@ -13,6 +13,7 @@ from admin.models.topics import TopicDeletion, TopicSummary
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
+from broker.protocol.names import is_group_topic
 
 if TYPE_CHECKING:
     from admin.models.topic_details import TopicRoute, TopicSpec, TopicStatus
@@ -292,7 +293,7 @@ class TopicOps(ServiceBase):
         targets: dict[str, str],
         progress: Progress | None,
     ) -> TopicChange:
-        if spec.name.startswith(("%RETRY%", "%DLQ%")) or not spec.name.strip():
+        if is_group_topic(spec.name) or not spec.name.strip():
             raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
         configs = {
             name: TopicConfig(

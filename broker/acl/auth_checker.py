@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from broker.acl.auth_store import Action, AuthStore, Decision, Resource, ResourceType, UserStatus, UserType
 from broker.acl.checker import Denial, Refusal
-from broker.acl.permissions import ADMIN_CODES, ANY, PUB, RETRY_PREFIX, Need
+from broker.acl.permissions import ADMIN_CODES, ANY, PUB, Need
 from broker.protocol.bodies import BodyError
 from broker.protocol.codes import RequestCode as R
 from broker.protocol.group_bodies import HeartbeatData, LockBatchRequestBody
+from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand
 
-DLQ_PREFIX = "%DLQ%"
 A = Action
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from broker.acl import config as acl_config
 from broker.acl.addresses import Matcher, compile_pattern
 from broker.acl.config import AclConfig, DataVersion, PlainAccount
-from broker.acl.permissions import RETRY_PREFIX, Need, allows, describe, group_resource, perm_name, perm_of
+from broker.acl.permissions import Need, allows, describe, group_resource, perm_name, perm_of
+from broker.protocol.names import RETRY_PREFIX
 
 log = logging.getLogger(__name__)
 

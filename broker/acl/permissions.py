@@ -14,13 +14,13 @@ from enum import IntEnum
 
 from broker.protocol.bodies import BodyError, HeartbeatData
 from broker.protocol.codes import RequestCode as R
+from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand
 
 DENY = 1
 ANY = 1 << 1
 PUB = 1 << 2
 SUB = 1 << 3
-RETRY_PREFIX = "%RETRY%"
 
 
 class AclCode(IntEnum):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from broker.client.allocate import AllocateStrategy
 from broker.client.callbacks import as_async
-from broker.client.consumer_base import ConsumeFrom, ConsumerBase, retry_topic
+from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import Message, MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
 from broker.client.process_queue import ProcessQueue
@@ -28,6 +28,7 @@ from broker.protocol import properties as P
 from broker.protocol import running_info as RI
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
 from broker.protocol.codes import RequestCode
+from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 
 if TYPE_CHECKING:

@@ -27,7 +27,6 @@ from broker.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from broker.client.process_queue import ProcessQueue, now_ms
-from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
 from broker.client.remoting_client import RemotingChannel, RemotingError
@@ -42,6 +41,7 @@ from broker.protocol.bodies import (
     MessageQueue,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMESTAMP_LOOKBACK = 1800.0  # Java consumes from 30 minutes ago by default with TIMESTAMP
-
-
-def retry_topic(group: str) -> str:
-    return f"{RETRY_PREFIX}{group}"
 
 
 class ConsumeFrom(Enum):

@@ -25,10 +25,10 @@ from broker.protocol.headers import (
     SendMessageResponseHeader,
 )
 from broker.protocol.message import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, MessageRecord, decode_records
+from broker.protocol.names import dlq_topic
 
 TOOLS_GROUP = "TOOLS_CONSUMER"
 RESEND_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
-DLQ_PREFIX = "%DLQ%"
 PULL_BATCH = 32
 SUB_FLAG = 0x4  # PullSysFlag: the subscription is in the request
 # what the retry, delay, timer and dead-letter paths added; the resend starts afresh without them
@@ -95,7 +95,7 @@ async def read_dead_letters(
 ) -> tuple[list[MessageRecord], list[int]]:
     """The dead letters at ``offsets`` of queue 0 of %DLQ%<group> (all when None), and the requested
     offsets that are not there."""
-    topic = DLQ_PREFIX + group
+    topic = dlq_topic(group)
     lo = await admin.min_offset(broker_addr, topic, 0)
     hi = await admin.max_offset(broker_addr, topic, 0)
     wanted = set(range(lo, hi)) if offsets is None else set(offsets)
@@ -135,7 +135,7 @@ async def resend_dead_letters(
     A message whose send fails is reported with the broker's answer and the others still go.
     """
     records, missing = await read_dead_letters(admin, broker_addr, group, offsets)
-    report = ResendReport(group, DLQ_PREFIX + group, dry_run, missing=missing)
+    report = ResendReport(group, dlq_topic(group), dry_run, missing=missing)
     for done, rec in enumerate(records, 1):
         report.messages.append(await _resend_one(admin, broker_addr, rec, dry_run))
         if progress is not None:

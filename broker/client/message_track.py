@@ -19,9 +19,9 @@ from broker.client.remoting_client import RemotingError
 from broker.protocol.bodies import ConsumerConnection, ConsumeType, MessageModel, TopicRouteData
 from broker.protocol.codes import ResponseCode
 from broker.protocol.message import MessageRecord
+from broker.protocol.names import retry_topic
 
 MASTER_ID = 0
-RETRY_PREFIX = "%RETRY%"
 
 
 class TrackType(Enum):
@@ -96,7 +96,7 @@ async def _consumed(admin: AdminApi, masters: dict[str, str], group: str, msg: M
 
 async def _track(admin: AdminApi, namesrv: Sequence[str], group: str, msg: MessageRecord) -> MessageTrack:
     track = MessageTrack(group)
-    masters = await _masters_of(admin, namesrv, RETRY_PREFIX + group, msg.topic)
+    masters = await _masters_of(admin, namesrv, retry_topic(group), msg.topic)
     connection = await _connection(admin, masters, group)
     if connection is None:
         track.track_type = TrackType.NOT_ONLINE

@@ -40,6 +40,7 @@ from broker.protocol.message import (
     encode_batch,
 )
 from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
+from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand
 
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-RETRY_PREFIX = "%RETRY%"
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _BATCH_ITEM_OVERHEAD = 22  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLENGTH, PROPERTIESLENGTH
 # Broker answers after which Java tries again (DefaultMQProducer.retryResponseCodes).

@@ -20,7 +20,6 @@ from broker.client.consume_stats import ConsumeStatsRecorder
 from broker.client.consumer_base import ConsumeFrom, running_info_answer, running_properties
 from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
-from broker.client.producer import RETRY_PREFIX
 from broker.client.pull import build_subscription
 from broker.client.route import subscribe_queues
 from broker.protocol import properties as P
@@ -37,7 +36,8 @@ from broker.protocol.pop import (
     PopMessageRequestHeader,
     PopMessageResponseHeader,
     Receipt,
-    start_offsets,
+    add_receipts,
+    tag_strays,
 )
 
 if TYPE_CHECKING:
@@ -54,24 +54,6 @@ DEFAULT_AWAIT = 20.0  # long polling of one receive, seconds
 DEFAULT_INVISIBLE = 30.0
 _INIT_MODE = {ConsumeFrom.FIRST_OFFSET: 0, ConsumeFrom.LAST_OFFSET: 1}
 _EMPTY = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND)
-
-
-def add_receipts(messages: list[MessageExt], answer: PopMessageResponseHeader, broker_name: str) -> None:
-    """Gives each message without a POP_CK receipt (an Apache RocketMQ broker sends none for normal
-    topics) the one the answer's header implies, as Java's client builds it."""
-    starts: dict[str, int] | None = None
-    for msg in messages:
-        if P.POP_CK in msg.properties:
-            continue
-        if starts is None:
-            starts = start_offsets(answer.startOffsetInfo)
-        retry = "1" if msg.topic.startswith(RETRY_PREFIX) else "0"
-        start = starts.get(f"{retry}@{msg.queue_id}", msg.queue_offset)
-        receipt = Receipt(
-            start, answer.popTime, answer.invisibleTime, answer.reviveQid, retry,
-            broker_name, msg.queue_id, msg.queue_offset,
-        )  # fmt: skip
-        msg.properties[P.POP_CK] = receipt.encode()
 
 
 class SimpleConsumer:
@@ -236,15 +218,9 @@ class SimpleConsumer:
             raise MQClientError(f"undecodable POP answer from {mq.brokerName}: {exc}") from exc
         add_receipts(messages, answer, mq.brokerName)
         self.stats.pulled(mq.topic, (time.monotonic() - started) * 1000, len(messages))
-        wanted = set(subscription.tagsSet)
-        if not wanted:
-            return messages
-        kept = []
-        for msg in messages:
-            if msg.tags in wanted:
-                kept.append(msg)
-            else:  # the broker filters by tag hash: a colliding tag is acked, not redelivered
-                await self.ack(msg)
+        kept, strays = tag_strays(messages, set(subscription.tagsSet))
+        for msg in strays:
+            await self.ack(msg)
         return kept
 
     async def _next_target(self) -> MessageQueue:

@@ -19,6 +19,7 @@ from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import SendMessageRequestHeader
 from broker.protocol.message import TRANSACTION_PREPARED_TYPE
+from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX
 from broker.server.message_type import (
     MESSAGE_TYPE_ATTRIBUTE,
     TopicMessageType,
@@ -27,7 +28,7 @@ from broker.server.message_type import (
 )
 from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
-from broker.server.topic_config import DEFAULT_TOPIC, DLQ_PREFIX, RETRY_PREFIX
+from broker.server.topic_config import DEFAULT_TOPIC
 
 REMOTING_CODES: dict[int, Code] = {
     ResponseCode.SUCCESS: Code.OK,

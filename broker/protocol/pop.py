@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
+from broker.protocol import properties as P
 from broker.protocol.headers import CommandHeader, RpcRequestHeader
+from broker.protocol.names import RETRY_PREFIX
 
 MAX_POP_NUMS = 32  # messages per POP_MESSAGE
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
@@ -121,3 +124,52 @@ def start_offsets(info: str | None) -> dict[str, int]:
         if len(parts) == 3 and parts[2].lstrip("-").isdigit():
             out[f"{parts[0]}@{parts[1]}"] = int(parts[2])
     return out
+
+
+class PoppedMessage(Protocol):
+    """What the receipt helpers read of a popped message (a client's message or a decoded record)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def queue_offset(self) -> int: ...
+    @property
+    def properties(self) -> dict[str, str]: ...
+    @property
+    def tags(self) -> str | None: ...
+
+
+M = TypeVar("M", bound=PoppedMessage)
+
+
+def add_receipts(messages: list[M], answer: PopMessageResponseHeader, broker_name: str) -> None:
+    """Gives each message without a POP_CK receipt (an Apache RocketMQ broker sends none for normal
+    topics) the one the answer's header implies, as Java's client builds it."""
+    starts: dict[str, int] | None = None
+    for msg in messages:
+        if P.POP_CK in msg.properties:
+            continue
+        if starts is None:
+            starts = start_offsets(answer.startOffsetInfo)
+        retry = "1" if msg.topic.startswith(RETRY_PREFIX) else "0"
+        start = starts.get(f"{retry}@{msg.queue_id}", msg.queue_offset)
+        receipt = Receipt(
+            start, answer.popTime, answer.invisibleTime, answer.reviveQid, retry,
+            broker_name, msg.queue_id, msg.queue_offset,
+        )  # fmt: skip
+        msg.properties[P.POP_CK] = receipt.encode()
+
+
+def tag_strays(messages: list[M], tags: set[str]) -> tuple[list[M], list[M]]:
+    """``messages`` split into those whose tag is one of ``tags`` (all, when ``tags`` is empty) and
+    the strays: the broker filters by tag hash, so a tag whose hash collides gets through. A stray
+    is acked, as Java's client does, not left to come back."""
+    if not tags:
+        return messages, []
+    kept: list[M] = []
+    strays: list[M] = []
+    for msg in messages:
+        (kept if msg.tags in tags else strays).append(msg)
+    return kept, strays

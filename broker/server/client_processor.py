@@ -15,9 +15,9 @@ from broker.protocol.bodies import (
 )
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
+from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.client_registry import ClientChannelInfo
-from broker.server.topic_config import retry_topic
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

@@ -30,6 +30,7 @@ from broker.client.route import subscribe_queues
 from broker.protocol import lenient_json
 from broker.protocol.bodies import BodyError, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.protocol.request_mode import (
     MessageQueueAssignment,
@@ -40,7 +41,7 @@ from broker.protocol.request_mode import (
     SetMessageRequestModeRequestBody,
 )
 from broker.server.maintenance_processor import LMQ_PREFIX
-from broker.server.topic_config import PERM_READ, RETRY_PREFIX
+from broker.server.topic_config import PERM_READ
 from broker.store.config_files import ConfigFile
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig
-from broker.server.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager, dlq_topic
+from broker.protocol.names import dlq_topic
+from broker.server.topic_config import PERM_READ, PERM_WRITE, TopicConfigManager
 
 DLQ_QUEUE_NUMS = 1
 

@@ -42,10 +42,10 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
+from broker.protocol.names import dlq_topic
 from broker.protocol.pop import Receipt
 from broker.server.dlq import ensure_dlq, mark_dead_letter
 from broker.server.message_type import TopicMessageType, topic_message_type
-from broker.server.topic_config import dlq_topic
 from broker.store.config_files import ConfigFile
 from broker.store.message_store import GetResult, GetStatus, PutMessage
 

@@ -17,10 +17,11 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import ConsumerSendMsgBackRequestHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import pack_host
+from broker.protocol.names import dlq_topic, retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.dlq import ensure_dlq, mark_dead_letter
 from broker.server.schedule_service import park_delay_level
-from broker.server.topic_config import PERM_WRITE, dlq_topic, retry_topic
+from broker.server.topic_config import PERM_WRITE
 from broker.store.message_store import PutMessage
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from broker.protocol.message import (
     decode_batch,
     pack_host,
 )
+from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.dlq import mark_dead_letter
@@ -38,15 +39,7 @@ from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem
 from broker.server.schedule_service import park_delay_level
 from broker.server.timer_service import PARKING_PROPERTIES, park_timer_message, parked_recall_handle
-from broker.server.topic_config import (
-    DLQ_PREFIX,
-    NOT_ALLOWED_SEND_TOPICS,
-    PERM_READ,
-    PERM_WRITE,
-    RETRY_PREFIX,
-    dlq_topic,
-    topic_name_problem,
-)
+from broker.server.topic_config import NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, topic_name_problem
 from broker.server.transaction_service import is_half_message, to_half_message
 from broker.store.message_store import PutMessage, PutResult, PutStatus
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from broker.protocol import lenient_json
 from broker.protocol.bodies import BodyError, DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from broker.protocol.message import MAX_RETRY_TOPIC_BYTES, MAX_TOPIC_BYTES
+from broker.protocol.names import is_group_topic
 from broker.server.config import BrokerConfig
 from broker.server.message_type import MESSAGE_TYPE_ATTRIBUTE
 from broker.store.config_files import ConfigFile
@@ -40,8 +41,6 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 SCHEDULE_QUEUE_NUMS = 18
 
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -175,14 +174,6 @@ def alter_topic_attributes(
     return result
 
 
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
-
-
 @functools.lru_cache(maxsize=4096)  # every send checks its topic's name: a cached answer is a C call
 def topic_name_problem(topic: str | None) -> str | None:
     """Why ``topic`` is not a valid topic name (TopicValidator's wording), or None."""
@@ -190,7 +181,7 @@ def topic_name_problem(topic: str | None) -> str | None:
         return "The specified topic is blank."
     if not _TOPIC_RE.match(topic):
         return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    limit = MAX_RETRY_TOPIC_BYTES if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) else MAX_TOPIC_BYTES
+    limit = MAX_RETRY_TOPIC_BYTES if is_group_topic(topic) else MAX_TOPIC_BYTES
     if len(topic.encode("utf-8")) > limit:
         return f"The specified topic[{topic}] is longer than topic max length {limit}."
     return None

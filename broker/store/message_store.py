@@ -24,7 +24,6 @@ from enum import Enum
 from itertools import accumulate, compress, pairwise
 from operator import add, ne
 from pathlib import Path
-from typing import Final
 
 from broker.protocol import properties as P
 from broker.protocol.message import (
@@ -39,6 +38,7 @@ from broker.protocol.message import (
     pack_host,
     record_length,
 )
+from broker.protocol.names import is_group_topic
 from broker.protocol.properties import encode_properties
 from broker.store.checkpoint import Checkpoint, CheckpointValues, read_checkpoint
 from broker.store.commitlog import CommitLog, ScanResult
@@ -60,8 +60,6 @@ from broker.store.retention import Retention, RetentionReport
 from broker.store.store_lock import StoreLock
 
 log = logging.getLogger(__name__)
-RETRY_PREFIX: Final = "%RETRY%"
-DLQ_PREFIX: Final = "%DLQ%"
 
 
 class PutStatus(Enum):
@@ -474,7 +472,7 @@ class MessageStore:
 
     # == appending =============================================================================
     def _check(self, msg: PutMessage, topic_raw: bytes, props_raw: bytes) -> tuple[PutStatus, str] | None:
-        limit = MAX_RETRY_TOPIC_BYTES if msg.topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) else MAX_TOPIC_BYTES
+        limit = MAX_RETRY_TOPIC_BYTES if is_group_topic(msg.topic) else MAX_TOPIC_BYTES
         if not topic_raw or len(topic_raw) > limit:
             return PutStatus.MESSAGE_ILLEGAL, f"topic length {len(topic_raw)} is not within 1..{limit} bytes"
         if len(msg.body) > self.config.max_message_size:

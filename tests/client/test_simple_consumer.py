@@ -19,12 +19,11 @@ from broker.client import (
 )
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
-from broker.client.simple_consumer import add_receipts
 from broker.protocol import properties as P
 from broker.protocol.bodies import SubscriptionGroupConfig
 from broker.protocol.codes import ResponseCode
-from broker.protocol.message import encode_record, pack_host, scan_records
-from broker.protocol.pop import PopMessageResponseHeader, start_offsets
+from broker.protocol.message import decode_records, encode_record, pack_host, scan_records
+from broker.protocol.pop import PopMessageResponseHeader, add_receipts, start_offsets, tag_strays
 from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster
 
 pytestmark = needs_servers
@@ -223,16 +222,25 @@ def _popped(topic: str, queue_id: int, offset: int, props: bytes = b"") -> bytes
 
 
 def test_receipts_are_built_from_the_answer_when_the_broker_sends_none() -> None:
-    """What an Apache RocketMQ broker answers: no POP_CK in the messages, the offsets in the header."""
+    """What an Apache RocketMQ broker answers: no POP_CK in the messages, the offsets in the header.
+    The SDK's consumer fills in its messages, ``rmq message pop`` its decoded records."""
     body = _popped("T", 3, 12) + _popped("%RETRY%g", 3, 5) + _popped("T", 1, 7, b"POP_CK\x01kept\x02")
-    messages = MessageExt.received(body, scan_records(body), "broker-a")
     answer = PopMessageResponseHeader(
         popTime=1000, invisibleTime=30000, reviveQid=2, restNum=0, startOffsetInfo="0 3 10;1 3 4;bad;0 x"
     )
+    messages = MessageExt.received(body, scan_records(body), "broker-a")
+    records = list(decode_records(body))
     add_receipts(messages, answer, "broker-a")
-    assert [m.properties[P.POP_CK] for m in messages] == [
-        "10 1000 30000 2 0 broker-a 3 12",
-        "4 1000 30000 2 1 broker-a 3 5",
-        "kept",
-    ]
+    add_receipts(records, answer, "broker-a")
+    expected = ["10 1000 30000 2 0 broker-a 3 12", "4 1000 30000 2 1 broker-a 3 5", "kept"]
+    assert [m.properties[P.POP_CK] for m in messages] == expected
+    assert [r.properties[P.POP_CK] for r in records] == expected
     assert start_offsets(None) == {} and start_offsets("0 1 -1") == {"0@1": -1}
+
+
+def test_a_stray_tag_is_told_apart_from_the_wanted_ones() -> None:
+    body = _popped("T", 0, 0, b"TAGS\x01Aa\x02") + _popped("T", 0, 1, b"TAGS\x01BB\x02") + _popped("T", 0, 2)
+    records = list(decode_records(body))
+    kept, strays = tag_strays(records, {"Aa"})
+    assert [r.queue_offset for r in kept] == [0] and [r.queue_offset for r in strays] == [1, 2]
+    assert tag_strays(records, set()) == (records, [])  # no tags: "*", everything is wanted
