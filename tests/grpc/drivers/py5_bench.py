@@ -2,6 +2,7 @@
 
 python py5_bench.py --endpoints E --topic T send [--seconds 5] [--inflight 64] [--size 1024]
 python py5_bench.py --endpoints E --topic T receive --group G [--seconds 5] [--threads 4] [--batch 32]
+(either with [--processes 1])
 
 send: ``send_async`` with ``inflight`` sends outstanding at any time. receive: ``threads`` threads of
 one SimpleConsumer, each receiving a batch, handing every message to a pool of ``threads * 4``
@@ -9,6 +10,8 @@ ackers (the client's own ``ack_async`` needs an asyncio loop in the calling thre
 the next batch once this one is acked, as a consumer that processes what it receives does. (Without
 that wait the receivers run ahead of the acks: the broker hands out several messages per one acked
 in the window, and the unacked rest piles up in the client.)
+``processes`` runs that many clients, each in its own process (one is bound by its interpreter lock),
+counting into one shared window.
 After start-up and one second of warm-up the driver prints ``{"event": "go"}``, runs for ``seconds``,
 then prints ``{"event": "done"}`` and the summary ``{"count": N, "elapsed": s}`` of that window only,
 so the caller can read the broker's CPU time at "go" and "done".
@@ -17,6 +20,7 @@ so the caller can read the broker's CPU time at "go" and "done".
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 import threading
 import time
@@ -26,30 +30,39 @@ from typing import Any
 from _py5kit import config, emit, load_client
 
 WARMUP_S = 1.0
+STARTUP_S = 60.0  # for the first completion: a receive group that starts at a queue's end gets none
 
 
 class Window:
-    """Counts completions; only those inside the measured window are reported."""
+    """Counts completions of all the driver's processes; only those inside the measured window are
+    reported."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.total = 0
-        self.errors = 0
+    def __init__(self, context: Any) -> None:
+        self._total = context.Value("q", 0)
+        self._errors = context.Value("q", 0)
 
     def add(self, n: int = 1) -> None:
-        with self._lock:
-            self.total += n
+        with self._total.get_lock():
+            self._total.value += n
 
     def failed(self) -> None:
-        with self._lock:
-            self.errors += 1
+        with self._errors.get_lock():
+            self._errors.value += 1
 
     def take(self) -> int:
-        with self._lock:
-            return self.total
+        return int(self._total.value)
+
+    @property
+    def errors(self) -> int:
+        return int(self._errors.value)
 
 
-def run_send(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, window: Window) -> None:
+def run_worker(mode: str, args: argparse.Namespace, stop: Any, window: Window) -> None:
+    """One more client, in a process of its own."""
+    work_of(mode)(load_client(), args, stop, window)
+
+
+def run_send(rocketmq: Any, args: argparse.Namespace, stop: Any, window: Window) -> None:
     producer = rocketmq.Producer(config(rocketmq, args.endpoints), (args.topic,))
     producer.startup()
     body = b"x" * args.size
@@ -75,7 +88,7 @@ def run_send(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, win
         producer.shutdown()
 
 
-def run_receive(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, window: Window) -> None:
+def run_receive(rocketmq: Any, args: argparse.Namespace, stop: Any, window: Window) -> None:
     consumer = rocketmq.SimpleConsumer(
         config(rocketmq, args.endpoints),
         args.group,
@@ -114,6 +127,10 @@ def run_receive(rocketmq: Any, args: argparse.Namespace, stop: threading.Event, 
         consumer.shutdown()
 
 
+def work_of(mode: str) -> Any:
+    return run_send if mode == "send" else run_receive
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--endpoints", required=True)
@@ -125,11 +142,19 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--processes", type=int, default=1)
     args = ap.parse_args()
+    context = multiprocessing.get_context("spawn")  # started before this process loads the client
+    stop = context.Event()
+    window = Window(context)
+    others = [
+        context.Process(target=run_worker, args=(args.mode, args, stop, window), daemon=True)
+        for _ in range(args.processes - 1)
+    ]
+    for other in others:
+        other.start()
     rocketmq = load_client()
-    stop = threading.Event()
-    window = Window()
-    work = run_send if args.mode == "send" else run_receive
+    work = work_of(args.mode)
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -141,7 +166,15 @@ def main() -> int:
 
     worker = threading.Thread(target=target, daemon=True)
     worker.start()
-    while window.take() == 0 and not failure:  # start-up, route and settings exchange
+
+    def others_failed() -> bool:
+        return any(other.exitcode not in (None, 0) for other in others)
+
+    started = time.monotonic()
+    while window.take() == 0 and not failure and not others_failed():  # start-up, route, settings
+        if time.monotonic() - started > STARTUP_S:
+            failure.append(TimeoutError(f"nothing completed within {STARTUP_S:g} s of starting"))
+            break
         time.sleep(0.05)
     time.sleep(WARMUP_S)
     first, began = window.take(), time.perf_counter()
@@ -151,6 +184,10 @@ def main() -> int:
     emit("done")
     stop.set()
     worker.join(30)
+    for other in others:
+        other.join(30)
+    if others_failed():
+        failure.append(RuntimeError("a client process failed: see its traceback on stderr"))
     if failure:
         emit("error", error=f"{type(failure[0]).__name__}: {failure[0]}")
     emit("summary", count=count, elapsed=elapsed, errors=window.errors, ok=not failure and count > 0)
