@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     )
     from broker.client.dlq_ops import ResendReport
     from broker.protocol.message import MessageRecord
-    from broker.protocol.pop import Receipt
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
@@ -344,22 +343,24 @@ class MessageOps(ServiceBase):
                     try:  # records, header and receipts: RecordError, HeaderFieldError, ValueError
                         popped = list(decode_records(r.body))
                         add_receipts(popped, PopMessageResponseHeader.parse(r.ext_fields), name)
-                        receipts = {id(rec): Receipt.decode(rec.properties[P.POP_CK]) for rec in popped}
+                        for rec in popped:  # every receipt readable before any is used
+                            Receipt.decode(rec.properties[P.POP_CK])
                     except ValueError as exc:
                         raise OperationFailed(f"broker {name} answered a POP unreadably: {exc}") from None
                     popped, strays = tag_strays(popped, tags)
-                    done = popped + strays if ack else strays
-                    await gather(self._ack(addr, group, rec.topic, receipts[id(rec)]) for rec in done)
+                    await gather(self._ack(addr, group, rec) for rec in (popped + strays if ack else strays))
                     records += popped
             if records or time.monotonic() >= deadline:
                 return Messages(records)
             await asyncio.sleep(0.1)
 
-    async def _ack(self, addr: str, group: str, topic: str, receipt: Receipt) -> None:
-        from broker.protocol.pop import AckMessageRequestHeader
+    async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
+        from broker.protocol import properties as P
+        from broker.protocol.pop import AckMessageRequestHeader, Receipt
 
+        receipt = Receipt.decode(record.properties[P.POP_CK])
         header = AckMessageRequestHeader(
-            consumerGroup=group, topic=topic, queueId=receipt.queue_id,
+            consumerGroup=group, topic=record.topic, queueId=receipt.queue_id,
             extraInfo=receipt.encode(), offset=receipt.offset, bname=receipt.broker_name,
         )  # fmt: skip
         await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
