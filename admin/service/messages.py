@@ -356,13 +356,9 @@ class MessageOps(ServiceBase):
 
     async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
         from broker.protocol import properties as P
-        from broker.protocol.pop import AckMessageRequestHeader, Receipt
+        from broker.protocol.pop import Receipt
 
-        receipt = Receipt.decode(record.properties[P.POP_CK])
-        header = AckMessageRequestHeader(
-            consumerGroup=group, topic=record.topic, queueId=receipt.queue_id,
-            extraInfo=receipt.encode(), offset=receipt.offset, bname=receipt.broker_name,
-        )  # fmt: skip
+        header = Receipt.decode(record.properties[P.POP_CK]).ack_header(group, record.topic)
         await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
 
     async def _committed(self, plan: _QueuePlan, topic: str, group: str) -> int:

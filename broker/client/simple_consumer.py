@@ -30,7 +30,6 @@ from broker.protocol.message import scan_records
 from broker.protocol.pop import (
     MAX_INVISIBLE_MS,
     MAX_POP_NUMS,
-    AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
     PopMessageRequestHeader,
@@ -240,14 +239,7 @@ class SimpleConsumer:
         """Done with ``message``: it is not delivered again. An expired receipt (the message was
         redelivered meanwhile) raises :class:`MQBrokerError` with code NO_MESSAGE."""
         receipt, addr = await self._delivery(message)
-        header = AckMessageRequestHeader(
-            consumerGroup=self.group,
-            topic=message.topic,
-            queueId=receipt.queue_id,
-            extraInfo=receipt.encode(),
-            offset=receipt.offset,
-            bname=receipt.broker_name,
-        )
+        header = receipt.ack_header(self.group, message.topic)
         await self.instance.api.invoke(addr, request(RequestCode.ACK_MESSAGE, header))
         # its consume RT: from the broker handing the message out to its ack
         self.stats.consumed(message.topic, max(0, int(time.time() * 1000) - receipt.pop_time), 1, 0)

@@ -93,6 +93,13 @@ class Receipt:
             f"{self.broker_name} {self.queue_id} {self.offset}"
         )
 
+    def ack_header(self, group: str, topic: str) -> AckMessageRequestHeader:
+        """The ACK_MESSAGE header that acks this delivery as ``group``."""
+        return AckMessageRequestHeader(
+            consumerGroup=group, topic=topic, queueId=self.queue_id, extraInfo=self.encode(),
+            offset=self.offset, bname=self.broker_name,
+        )  # fmt: skip
+
     def renewed(self, pop_time: int, invisible_ms: int) -> Receipt:
         """The receipt after the invisible time was changed to ``invisible_ms`` at ``pop_time``."""
         return dataclasses.replace(self, pop_time=pop_time, invisible_ms=invisible_ms)
