@@ -3,8 +3,8 @@
 The broker runs as ``rmq up`` in its own process. Each round measures four windows of the same
 length after a warm-up: gRPC sends (rocketmq-python-client 5.1.2, ``send_async`` with 64 in
 flight), remoting sends (``broker.client.Producer``, 64 in flight, in this process), gRPC receives
-(the official SimpleConsumer: 4 receiving threads, batches of 32, every message acked before its
-thread receives again) and remoting receives the same way (the SDK's ``SimpleConsumer``: 4 receiving
+(the official SimpleConsumer: 4 receiving threads, batches of 32, a batch's messages acked at once,
+asynchronously, before its thread receives again) and remoting receives the same way (the SDK's ``SimpleConsumer``: 4 receiving
 tasks, POP_MESSAGE batches of 32, one ACK_MESSAGE per message). Each gRPC window runs two processes
 of the official client, in its own venv: one is bound by its interpreter lock to a few thousand
 messages a second, and a broker's CPU per message falls as its load grows. A
@@ -19,7 +19,7 @@ may be the bottleneck, so CPU per message is the fairer "broker side" cost. Medi
 A third figure per direction is gRPC's own floor, measured in the same rounds: the broker's gRPC
 server (:mod:`broker.grpc.calls`) bare, in its own process on the broker's event loop, answering
 the same call pattern with canned bytes, driven by plain grpcio: one unary call per send; per 32
-received messages one server stream of 34 responses and 32 unary acks.
+received messages one server stream of 34 responses and 32 unary acks sent at once.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,7 +350,6 @@ def _floor_window(address: str, pid: int, mode: str, seconds: float) -> Window:
     channel = grpc.insecure_channel(address)
     unary = channel.unary_unary(f"/{FLOOR_SERVICE}/Unary")
     stream = channel.unary_stream(f"/{FLOOR_SERVICE}/Stream")
-    ackers = ThreadPoolExecutor(RECEIVE_THREADS * 4)
     slots = threading.Semaphore(INFLIGHT)
 
     def sent(_: Future[Any]) -> None:
@@ -367,7 +366,8 @@ def _floor_window(address: str, pid: int, mode: str, seconds: float) -> Window:
         while not stop.is_set():
             received = sum(1 for _ in stream(b"r", metadata=_call_metadata())) - 2
             ack = b"a" * 200
-            wait([ackers.submit(unary, ack, metadata=_call_metadata()) for _ in range(received)])
+            for call in [unary.future(ack, metadata=_call_metadata()) for _ in range(received)]:
+                call.result()
             add(received)
 
     workers = [threading.Thread(target=sender)] if mode == "send" else [
@@ -386,7 +386,6 @@ def _floor_window(address: str, pid: int, mode: str, seconds: float) -> Window:
             worker.join(30)
         for _ in range(INFLIGHT):  # the last sends
             slots.acquire(timeout=10)
-        ackers.shutdown()
         channel.close()
 
 

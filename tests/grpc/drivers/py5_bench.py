@@ -5,11 +5,13 @@ python py5_bench.py --endpoints E --topic T receive --group G [--seconds 5] [--t
 (either with [--processes 1])
 
 send: ``send_async`` with ``inflight`` sends outstanding at any time. receive: ``threads`` threads of
-one SimpleConsumer, each receiving a batch, handing every message to a pool of ``threads * 4``
-ackers (the client's own ``ack_async`` needs an asyncio loop in the calling thread) and receiving
-the next batch once this one is acked, as a consumer that processes what it receives does. (Without
-that wait the receivers run ahead of the acks: the broker hands out several messages per one acked
-in the window, and the unacked rest piles up in the client.)
+one SimpleConsumer, each receiving a batch, acking all of its messages at once through the client's
+asynchronous ack and receiving the next batch once they are all acked, as a consumer that processes
+what it receives does. (Without that wait the receivers run ahead of the acks: the broker hands out
+several messages per one acked in the window, and the unacked rest piles up in the client.) The
+client's ``ack_async`` of 5.1.2 builds its result on the calling thread's asyncio loop and returns
+nothing, so the driver takes the future of the same AckMessage call one level down
+(``Consumer.__ack``): the same requests on the wire, with an end to wait for.
 ``processes`` runs that many clients, each in its own process (one is bound by its interpreter lock),
 counting into one shared window.
 After start-up and one second of warm-up the driver prints ``{"event": "go"}``, runs for ``seconds``,
@@ -24,12 +26,13 @@ import multiprocessing
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from typing import Any
 
 from _py5kit import config, emit, load_client
 
 WARMUP_S = 1.0
+CODE_OK = 20000  # apache.rocketmq.v2.Code.OK
 STARTUP_S = 60.0  # for the first completion: a receive group that starts at a queue's end gets none
 
 
@@ -97,10 +100,10 @@ def run_receive(rocketmq: Any, args: argparse.Namespace, stop: Any, window: Wind
     )
     consumer.startup()
 
-    ackers = ThreadPoolExecutor(args.threads * 4)
+    ack_async = consumer._Consumer__ack  # see the module's text
 
     def acked(future: Future[Any]) -> None:
-        if future.exception() is None:
+        if future.exception() is None and future.result().status.code == CODE_OK:
             window.add()
         else:
             window.failed()
@@ -111,7 +114,7 @@ def run_receive(rocketmq: Any, args: argparse.Namespace, stop: Any, window: Wind
                 messages = consumer.receive(args.batch, 30)
             except Exception:
                 continue  # no new message within the long-polling time
-            acks = [ackers.submit(consumer.ack, msg) for msg in messages]
+            acks = [ack_async(msg) for msg in messages]
             for ack in acks:
                 ack.add_done_callback(acked)
             wait(acks)
@@ -122,7 +125,6 @@ def run_receive(rocketmq: Any, args: argparse.Namespace, stop: Any, window: Wind
             t.start()
         for t in threads:
             t.join()
-        ackers.shutdown(wait=True)
     finally:
         consumer.shutdown()
 
