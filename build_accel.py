@@ -55,6 +55,7 @@ ACCEL_MODULES = (
     "broker/grpc/calls.py",
     "broker/grpc/convert.py",
     "broker/grpc/send_rpc.py",
+    "broker/grpc/pop_rpc.py",
     "broker/grpc/guard.py",
 )
 

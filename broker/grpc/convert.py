@@ -107,6 +107,13 @@ _RESPONSE_MESSAGE_KEY: Final = b"\x12"  # ReceiveMessageResponse.message, PullMe
 _DIGEST_MD5_TYPE: Final = b"\x08\x02"  # Digest.type (1) = MD5 (2)
 _DIGEST_CHECKSUM_KEY: Final = b"\x12"  # Digest.checksum (2), length-delimited
 _ENCODING_IDENTITY: Final = 1
+_STATUS_CODE: Final = 1
+_STATUS_MESSAGE: Final = 2
+_ACK_RESPONSE_STATUS: Final = 1
+_ACK_RESPONSE_ENTRIES: Final = 2
+_ACK_ENTRY_MESSAGE_ID: Final = 1
+_ACK_ENTRY_RECEIPT_HANDLE: Final = 2
+_ACK_ENTRY_STATUS: Final = 3
 _ONE_BYTE: Final = [bytes((n,)) for n in range(0x80)]
 
 
@@ -233,8 +240,37 @@ def message_response(message: bytes) -> bytes:
     return _RESPONSE_MESSAGE_KEY + _varint(len(message)) + message
 
 
+def _status(code: int, message: str) -> bytes:
+    parts: list[bytes] = []
+    _add_int(parts, _STATUS_CODE, code)
+    if message:
+        _add_str(parts, _STATUS_MESSAGE, message)
+    return b"".join(parts)
+
+
+# What an AckMessage answers for one entry: its message id and receipt handle, a code and a message.
+AckOutcome = tuple[str, str, int, str]
+
+
+def ack_response(code: int, message: str, entries: list[AckOutcome]) -> bytes:
+    """A serialized AckMessageResponse (one per acked message: a protobuf object costs four times as
+    much to fill and serialize)."""
+    out: list[bytes] = []
+    _add_bytes(out, _ACK_RESPONSE_STATUS, _status(code, message))
+    for message_id, handle, entry_code, entry_message in entries:
+        entry: list[bytes] = []
+        if message_id:
+            _add_str(entry, _ACK_ENTRY_MESSAGE_ID, message_id)
+        if handle:
+            _add_str(entry, _ACK_ENTRY_RECEIPT_HANDLE, handle)
+        _add_bytes(entry, _ACK_ENTRY_STATUS, _status(entry_code, entry_message))
+        _add_bytes(out, _ACK_RESPONSE_ENTRIES, b"".join(entry))
+    return b"".join(out)
+
+
 def serialized(response: Any) -> bytes:
-    """The serializer of streamed responses: bytes are encoded already, anything else is a protobuf."""
+    """The serializer of the service's responses: bytes are encoded already, anything else is a
+    protobuf."""
     if isinstance(response, bytes):
         return response
     data: bytes = response.SerializeToString()

@@ -17,7 +17,6 @@ import contextlib
 import inspect
 import ipaddress
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -36,6 +35,15 @@ from broker.grpc.clients import (
     Session,
 )
 from broker.grpc.guard import Guarded, GuardedInline, failed
+from broker.grpc.pop_rpc import (
+    DEADLINE_MARGIN,
+    DEFAULT_LONG_POLLING_MS,
+    MAX_BATCH,
+    MAX_LONG_POLLING_MS,
+    PopRpc,
+    rejected,
+)
+from broker.grpc.pop_rpc import record_filter as pop_record_filter
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
@@ -48,13 +56,10 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
-from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.client_registry import ClientChannelInfo
-from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
 from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.pop_processor import PopRejected, check_consume
-from broker.server.pop_service import AckStatus
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
@@ -65,11 +70,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH = 32
-DEFAULT_INVISIBLE_MS = 60_000
-DEFAULT_LONG_POLLING_MS = 20_000
-MAX_LONG_POLLING_MS = 60_000
-DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
 PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
 # RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
 DEFAULT_RETRY_LEVEL = 3
@@ -84,12 +84,7 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
     RecallProblem.UNKNOWN: Code.NOT_FOUND,
     RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
-_EXPIRED = (Code.INVALID_RECEIPT_HANDLE, "the receipt handle has expired")
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
-
-
-def _rejected(exc: PopRejected) -> GrpcError:
-    return GrpcError(code_of(exc.code), exc.remark)
 
 
 def _peer(context: Any) -> str:
@@ -115,6 +110,7 @@ class MessagingService:
         self.broker = broker
         self.sessions: dict[str, Session] = {}
         self.sends = SendRpc(self)
+        self.pops = PopRpc(self)
 
     # == plumbing ==============================================================================
     def generic_handler(self) -> grpc.GenericRpcHandler:
@@ -122,7 +118,7 @@ class MessagingService:
             # a handler that never waits is a plain function: the server runs it without a task
             guarded = Guarded(fn, resp) if inspect.iscoroutinefunction(fn) else GuardedInline(fn, resp)
             return grpc.unary_unary_rpc_method_handler(
-                guarded, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+                guarded, request_deserializer=req.FromString, response_serializer=convert.serialized
             )
 
         def stream(
@@ -143,9 +139,9 @@ class MessagingService:
             "ReceiveMessage": stream(
                 self.receive_message, PB.ReceiveMessageRequest, PB.ReceiveMessageResponse
             ),
-            "AckMessage": unary(self.ack_message, PB.AckMessageRequest, PB.AckMessageResponse),
+            "AckMessage": unary(self.pops.ack_message, PB.AckMessageRequest, PB.AckMessageResponse),
             "ForwardMessageToDeadLetterQueue": unary(
-                self.forward_to_dlq,
+                self.pops.forward_to_dlq,
                 PB.ForwardMessageToDeadLetterQueueRequest,
                 PB.ForwardMessageToDeadLetterQueueResponse,
             ),
@@ -165,7 +161,9 @@ class MessagingService:
                 self.notify_termination, PB.NotifyClientTerminationRequest, PB.NotifyClientTerminationResponse
             ),
             "ChangeInvisibleDuration": unary(
-                self.change_invisible, PB.ChangeInvisibleDurationRequest, PB.ChangeInvisibleDurationResponse
+                self.pops.change_invisible,
+                PB.ChangeInvisibleDurationRequest,
+                PB.ChangeInvisibleDurationResponse,
             ),
             "RecallMessage": unary(self.recall_message, PB.RecallMessageRequest, PB.RecallMessageResponse),
         }
@@ -389,7 +387,7 @@ class MessagingService:
         try:
             check_consume(self.broker, group, config.topicName)
         except PopRejected as exc:
-            raise _rejected(exc) from None
+            raise rejected(exc) from None
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         response = PB.QueryAssignmentResponse(status=status())
         if config.readQueueNums > 0 and config.perm & PERM_READ:
@@ -536,159 +534,10 @@ class MessagingService:
             raise GrpcError(_RECALL_CODES[exc.problem], exc.remark) from None
         return PB.RecallMessageResponse(status=status(), message_id=message_id)
 
-    # == POP ===================================================================================
-    def _receipt(self, handle: str) -> Receipt:
-        try:
-            return Receipt.decode(handle)
-        except ValueError as exc:
-            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, str(exc)) from None
-
-    def _record_filter(self, expression: Any) -> Callable[[bytes], bool] | None:
-        if expression.type != 2:
-            return None
-        try:
-            return record_filter_of(
-                SQL92_TYPE, expression.expression, enabled=self.broker.config.enable_property_filter
-            )
-        except FilterRejected as exc:
-            raise GrpcError(Code.ILLEGAL_FILTER_EXPRESSION, exc.remark) from None
-
+    # == POP (broker.grpc.pop_rpc) ============================================================
     async def receive_message(self, request: Any, context: Any) -> AsyncIterator[Any]:
-        self._session(context)
-        group = self._group(request.group.name)
-        topic = self._topic(request.message_queue.topic.name).topicName
-        try:
-            queues = check_consume(self.broker, group, topic)
-        except PopRejected as exc:
-            raise _rejected(exc) from None
-        if request.batch_size <= 0:
-            raise GrpcError(Code.BAD_REQUEST, f"batch size {request.batch_size} is not positive")
-        batch = min(request.batch_size, MAX_BATCH)
-        if request.HasField("invisible_duration"):
-            invisible = convert.duration_ms(request.invisible_duration)
-            if not 0 < invisible <= MAX_INVISIBLE_MS:
-                raise GrpcError(
-                    Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range"
-                )
-        elif request.auto_renew:
-            invisible = DEFAULT_INVISIBLE_MS
-        else:
-            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
-        expression = request.filter_expression
-        record_filter = self._record_filter(expression)
-        tags = frozenset(t.strip() for t in (expression.expression or "*").split("||") if t.strip())
-        match_all = record_filter is not None or not tags or "*" in tags
-        tag_filter = None if match_all else tag_filter_of(expression.expression)
-        wanted = None if match_all else tags
-        polling = DEFAULT_LONG_POLLING_MS
-        if request.HasField("long_polling_timeout"):
-            polling = convert.duration_ms(request.long_polling_timeout)
-            if not 0 <= polling <= MAX_LONG_POLLING_MS:
-                raise GrpcError(
-                    Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
-                )
-        budget = polling / 1000
-        remaining = context.time_remaining()
-        if remaining is not None:
-            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
-        orderly = self.broker.pop.is_orderly(group, topic)
-        if orderly and 0 <= request.message_queue.id < len(queues):
-            queues = [request.message_queue.id]
-        else:
-            shift = random.randrange(len(queues)) if queues else 0
-            queues = queues[shift:] + queues[:shift]
-        deadline = time.monotonic() + budget
-        pop = self.broker.pop
-        broker_name = self.broker.config.broker_name
-        found: list[bytes] = []  # one encoded Message per message
-        size = 0
-        while True:
-            popped = await pop.pop(
-                group, topic, queues, batch, invisible,
-                tag_filter=tag_filter, record_filter=record_filter, orderly=orderly,
-            )  # fmt: skip
-            for p in popped:
-                try:
-                    message = convert.encode_message(
-                        p.record, receipt_handle=p.receipt(broker_name).encode(), invisible_ms=invisible,
-                        delivery_attempt=p.attempts, tags=wanted,
-                    )  # fmt: skip
-                except RecordError:
-                    message = None
-                if message is None:  # unreadable, or a tag hash collision: not for this consumer
-                    pop.ack(group, topic, p.queue_id, p.offset, p.pop_time)
-                    continue
-                found.append(message)
-                size += len(p.record)
-            left = deadline - time.monotonic()
-            if found or left <= 0 or pop.stopping:
-                break
-            await pop.wait(group, topic, queues, left)
-        if not found:
-            yield PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
-            return
-        self.broker.stats.record_get(group, topic, len(found), size)
-        yield PB.ReceiveMessageResponse(status=status())
-        # when the broker handed the batch over (the clients' delivery-latency metric needs it)
-        yield PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000)))
-        for message in found:
-            yield convert.message_response(message)
-
-    def ack_message(self, request: Any, context: Any) -> Any:
-        self._session(context)
-        group = self._group(request.group.name)
-        topic = self._topic(request.topic.name).topicName
-        pop = self.broker.pop
-        outcomes: list[tuple[Code, str]] = []
-        response = PB.AckMessageResponse()
-        for entry in request.entries:
-            try:
-                receipt = self._receipt(entry.receipt_handle)
-            except GrpcError as exc:
-                outcome = (exc.code, exc.message)
-            else:
-                acked = pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
-                outcome = (Code.OK, "OK") if acked is AckStatus.OK else _EXPIRED
-            outcomes.append(outcome)
-            result = response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle)
-            result.status.code, result.status.message = outcome
-        codes = {code for code, _ in outcomes}
-        if not codes:
-            outcome = (Code.BAD_REQUEST, "the request holds no entry")
-        elif len(codes) == 1:
-            outcome = outcomes[0]
-        else:
-            outcome = (Code.MULTIPLE_RESULTS, "the entries have different results")
-        response.status.code, response.status.message = outcome
-        return response
-
-    def change_invisible(self, request: Any, context: Any) -> Any:
-        self._session(context)
-        group = self._group(request.group.name)
-        topic = self._topic(request.topic.name).topicName
-        receipt = self._receipt(request.receipt_handle)
-        invisible = convert.duration_ms(request.invisible_duration)
-        if not 0 <= invisible <= MAX_INVISIBLE_MS:
-            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
-        entry = self.broker.pop.change_invisible(
-            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
-        )
-        if entry is None:
-            raise GrpcError(*_EXPIRED)
-        renewed = receipt.renewed(entry.pop_time, invisible)
-        return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
-
-    async def forward_to_dlq(self, request: Any, context: Any) -> Any:
-        self._session(context)
-        group = self._group(request.group.name)
-        topic = self._topic(request.topic.name).topicName
-        receipt = self._receipt(request.receipt_handle)
-        done = await self.broker.pop.forward_to_dlq(
-            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
-        )
-        if not done:
-            raise GrpcError(*_EXPIRED)
-        return PB.ForwardMessageToDeadLetterQueueResponse(status=status())
+        for response in await self.pops.receive(request, context):
+            yield response
 
     # == pull and offsets (PullConsumer) =======================================================
     def _message_queue(self, mq: Any) -> tuple[str, int]:
@@ -704,10 +553,10 @@ class MessagingService:
         try:
             check_consume(self.broker, group, topic)
         except PopRejected as exc:
-            raise _rejected(exc) from None
+            raise rejected(exc) from None
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
-        record_filter = self._record_filter(request.filter_expression)
+        record_filter = pop_record_filter(self.broker, request.filter_expression)
         tag_filter = None if record_filter else tag_filter_of(request.filter_expression.expression or "*")
         batch = max(1, min(request.batch_size or MAX_BATCH, MAX_BATCH))
         store = self.broker.store

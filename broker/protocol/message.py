@@ -97,13 +97,27 @@ def pack_host(addr: str) -> bytes:
     return _HOST16.pack(ip.packed, int(port))
 
 
+# packed host -> its text: every decoded record has two hosts, and a store holds few distinct ones
+_HOST_TEXTS: dict[bytes, str] = {}
+_HOST_TEXTS_MAX: Final = 4096
+
+
 def unpack_host(raw: bytes | memoryview) -> str:
     """The inverse of :func:`pack_host`."""
-    if len(raw) == 8:
-        ip4, port = _HOST4.unpack(raw)
-        return f"{socket.inet_ntoa(ip4)}:{port}"  # every decoded record does this: stay off ipaddress
-    ip6, port = _HOST16.unpack(raw)
-    return f"[{ipaddress.IPv6Address(ip6)}]:{port}"
+    key = bytes(raw)
+    text = _HOST_TEXTS.get(key)
+    if text is not None:
+        return text
+    if len(key) == 8:
+        ip4, port = _HOST4.unpack(key)
+        text = f"{socket.inet_ntoa(ip4)}:{port}"  # stay off ipaddress where it is common
+    else:
+        ip6, port = _HOST16.unpack(key)
+        text = f"[{ipaddress.IPv6Address(ip6)}]:{port}"
+    if len(_HOST_TEXTS) >= _HOST_TEXTS_MAX:
+        _HOST_TEXTS.clear()
+    _HOST_TEXTS[key] = text
+    return text
 
 
 def host_flags(born_host: bytes, store_host: bytes) -> int:
@@ -353,6 +367,12 @@ class RecordHead(NamedTuple):
 def read_head(buf: Buffer, pos: int = 0) -> RecordHead:
     """The fixed fields of the record at ``pos``, whose framing was checked already (:func:`read_layout`,
     :func:`scan_records`); ``buf`` may end right after them."""
+    if len(buf) - pos >= _HEAD_V4.size:  # the common case, IPv4 hosts, in one unpack
+        v4 = _HEAD_V4.unpack_from(buf, pos)
+        if not v4[7] & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG):
+            return RecordHead(
+                v4[2], v4[3], v4[4], v4[5], v4[6], v4[7], v4[8], v4[9], v4[10], v4[11], v4[12], v4[13]
+            )
     (_t, _m, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
     p = pos + POS_BORN_HOST
     bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8

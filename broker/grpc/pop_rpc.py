@@ -1,0 +1,211 @@
+"""POP consumption over the gRPC API: ReceiveMessage, AckMessage, ChangeInvisibleDuration and
+ForwardMessageToDeadLetterQueue, on :class:`broker.server.pop_service.PopService`.
+
+A consumer of the official clients makes one ReceiveMessage call per batch and one AckMessage call per
+message, so these are the busiest RPCs after SendMessage, and this module is compiled by
+``make install``. ReceiveMessage is a server stream, and a compiled function cannot be an async
+generator: :meth:`PopRpc.receive` returns the whole answer, which
+:meth:`broker.grpc.service.MessagingService.receive_message` streams.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from broker.grpc import convert
+from broker.grpc.schema import PB, Code, GrpcError, status
+from broker.grpc.send_rpc import code_of
+from broker.protocol.message import RecordError
+from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
+from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
+from broker.server.pop_processor import PopRejected, check_consume
+from broker.server.pop_service import AckStatus
+from broker.server.pull_processor import tag_filter_of
+
+MAX_BATCH = 32
+DEFAULT_INVISIBLE_MS = 60_000
+DEFAULT_LONG_POLLING_MS = 20_000
+MAX_LONG_POLLING_MS = 60_000
+DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
+_EXPIRED_CODE = Code.INVALID_RECEIPT_HANDLE
+_EXPIRED = "the receipt handle has expired"
+_OK_CODE = int(Code.OK)
+_INVALID_CODE = int(Code.INVALID_RECEIPT_HANDLE)
+
+
+def rejected(exc: PopRejected) -> GrpcError:
+    return GrpcError(code_of(exc.code), exc.remark)
+
+
+def receipt_of(handle: str) -> Receipt:
+    try:
+        return Receipt.decode(handle)
+    except ValueError as exc:
+        raise GrpcError(Code.INVALID_RECEIPT_HANDLE, str(exc)) from None
+
+
+def record_filter(broker: Any, expression: Any) -> Callable[[bytes], bool] | None:
+    """The SQL92 filter of a FilterExpression (type 2); None for a tag expression."""
+    if expression.type != 2:
+        return None
+    try:
+        return record_filter_of(
+            SQL92_TYPE, expression.expression, enabled=broker.config.enable_property_filter
+        )
+    except FilterRejected as exc:
+        raise GrpcError(Code.ILLEGAL_FILTER_EXPRESSION, exc.remark) from None
+
+
+class PopRpc:
+    """``service`` is the :class:`broker.grpc.service.MessagingService` (sessions, names, broker)."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.broker: Any = service.broker
+
+    def _names(self, request: Any, context: Any) -> tuple[str, str]:
+        """The checked group and topic of a request that names both, after its client's session."""
+        service = self.service
+        service._session(context)
+        group: str = service._group(request.group.name)
+        topic: str = service._topic(request.topic.name).topicName
+        return group, topic
+
+    async def receive(self, request: Any, context: Any) -> list[Any]:
+        """The responses of a ReceiveMessage call: a status, then, when messages were found, the
+        delivery time and one encoded message each."""
+        service = self.service
+        broker = self.broker
+        service._session(context)
+        group: str = service._group(request.group.name)
+        topic: str = service._topic(request.message_queue.topic.name).topicName
+        try:
+            queues: list[int] = check_consume(broker, group, topic)
+        except PopRejected as exc:
+            raise rejected(exc) from None
+        size: int = request.batch_size
+        if size <= 0:
+            raise GrpcError(Code.BAD_REQUEST, f"batch size {size} is not positive")
+        batch = min(size, MAX_BATCH)
+        if request.HasField("invisible_duration"):
+            invisible = convert.duration_ms(request.invisible_duration)
+            if not 0 < invisible <= MAX_INVISIBLE_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range"
+                )
+        elif request.auto_renew:
+            invisible = DEFAULT_INVISIBLE_MS
+        else:
+            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
+        expression = request.filter_expression
+        sql_filter = record_filter(broker, expression)
+        text: str = expression.expression or "*"
+        tags = frozenset(t.strip() for t in text.split("||") if t.strip())
+        match_all = sql_filter is not None or not tags or "*" in tags
+        tag_filter = None if match_all else tag_filter_of(text)
+        wanted = None if match_all else tags
+        polling = DEFAULT_LONG_POLLING_MS
+        if request.HasField("long_polling_timeout"):
+            polling = convert.duration_ms(request.long_polling_timeout)
+            if not 0 <= polling <= MAX_LONG_POLLING_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
+                )
+        budget = polling / 1000
+        remaining: float | None = context.time_remaining()
+        if remaining is not None:
+            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
+        pop = broker.pop
+        orderly: bool = pop.is_orderly(group, topic)
+        queue_id: int = request.message_queue.id
+        if orderly and 0 <= queue_id < len(queues):
+            queues = [queue_id]
+        else:
+            shift = random.randrange(len(queues)) if queues else 0
+            queues = queues[shift:] + queues[:shift]
+        deadline = time.monotonic() + budget
+        broker_name: str = broker.config.broker_name
+        found: list[Any] = []  # one encoded message response each
+        stored = 0
+        while True:
+            popped = await pop.pop(
+                group, topic, queues, batch, invisible,
+                tag_filter=tag_filter, record_filter=sql_filter, orderly=orderly,
+            )  # fmt: skip
+            for p in popped:
+                record: bytes = p.record
+                receipt: Receipt = p.receipt(broker_name)
+                try:
+                    message = convert.encode_message(
+                        record, receipt_handle=receipt.encode(), invisible_ms=invisible,
+                        delivery_attempt=p.attempts, tags=wanted,
+                    )  # fmt: skip
+                except RecordError:
+                    message = None
+                if message is None:  # unreadable, or a tag hash collision: not for this consumer
+                    pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
+                    continue
+                found.append(convert.message_response(message))
+                stored += len(record)
+            left = deadline - time.monotonic()
+            if found or left <= 0 or pop.stopping:
+                break
+            await pop.wait(group, topic, queues, left)
+        if not found:
+            return [PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]
+        broker.stats.record_get(group, topic, len(found), stored)
+        return [
+            PB.ReceiveMessageResponse(status=status()),
+            # when the broker handed the batch over (the clients' delivery-latency metric needs it)
+            PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000))),
+            *found,
+        ]
+
+    def ack_message(self, request: Any, context: Any) -> bytes:
+        group, topic = self._names(request, context)
+        pop = self.broker.pop
+        outcomes: list[convert.AckOutcome] = []
+        for entry in request.entries:
+            handle: str = entry.receipt_handle
+            try:
+                receipt = Receipt.decode(handle)
+            except ValueError as exc:
+                outcomes.append((entry.message_id, handle, _INVALID_CODE, str(exc)))
+                continue
+            if pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time) is AckStatus.OK:
+                outcomes.append((entry.message_id, handle, _OK_CODE, "OK"))
+            else:
+                outcomes.append((entry.message_id, handle, _INVALID_CODE, _EXPIRED))
+        if not outcomes:
+            return convert.ack_response(int(Code.BAD_REQUEST), "the request holds no entry", outcomes)
+        code, message = outcomes[0][2], outcomes[0][3]
+        if any(outcome[2] != code for outcome in outcomes):
+            code, message = int(Code.MULTIPLE_RESULTS), "the entries have different results"
+        return convert.ack_response(code, message, outcomes)
+
+    def change_invisible(self, request: Any, context: Any) -> Any:
+        group, topic = self._names(request, context)
+        receipt = receipt_of(request.receipt_handle)
+        invisible = convert.duration_ms(request.invisible_duration)
+        if not 0 <= invisible <= MAX_INVISIBLE_MS:
+            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
+        entry = self.broker.pop.change_invisible(
+            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
+        )
+        if entry is None:
+            raise GrpcError(_EXPIRED_CODE, _EXPIRED)
+        renewed = receipt.renewed(entry.pop_time, invisible)
+        return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
+
+    async def forward_to_dlq(self, request: Any, context: Any) -> Any:
+        group, topic = self._names(request, context)
+        receipt = receipt_of(request.receipt_handle)
+        done = await self.broker.pop.forward_to_dlq(
+            group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
+        )
+        if not done:
+            raise GrpcError(_EXPIRED_CODE, _EXPIRED)
+        return PB.ForwardMessageToDeadLetterQueueResponse(status=status())
