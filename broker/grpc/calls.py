@@ -24,7 +24,7 @@ import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import Any, Final, NoReturn, cast
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
@@ -33,12 +33,14 @@ from broker.grpc.http2 import CANCEL, Http2Connection, Stream
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE = 16 * 1024 * 1024  # either way, as grpc.max_{receive,send}_message_length
-MAX_STATUS_MESSAGE = 4096
-_TIMEOUT_UNITS = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
-_HIDDEN = frozenset({b"te", b"content-type", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding"})
-_DECOMPRESS = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib.decompress}
-_END = object()  # ends a request stream
+MAX_MESSAGE: Final = 16 * 1024 * 1024  # either way, as grpc.max_{receive,send}_message_length
+MAX_STATUS_MESSAGE: Final = 4096
+_TIMEOUT_UNITS: Final = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+_HIDDEN: Final = frozenset(
+    {b"te", b"content-type", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding"}
+)
+_DECOMPRESS: Final = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib.decompress}
+_END: Final = object()  # ends a request stream
 
 
 Metadatum = tuple[str, str | bytes]  # bytes for the "-bin" names, as grpcio gives them
@@ -97,7 +99,7 @@ def _status_block(code: grpc.StatusCode, details: str) -> bytes:
     return block + literal(b"grpc-message", _percent_encode(details)) if details else block
 
 
-OK_TRAILERS = _status_block(grpc.StatusCode.OK, "")
+OK_TRAILERS: Final = _status_block(grpc.StatusCode.OK, "")
 
 
 def _timeout(value: bytes) -> float | None:

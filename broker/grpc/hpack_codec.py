@@ -10,15 +10,17 @@ which RFC 7541 always allows.
 
 from __future__ import annotations
 
+from typing import Final
+
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
 
-STATIC: tuple[tuple[bytes, bytes], ...] = HeaderTable.STATIC_TABLE
-STATIC_LEN = len(STATIC)  # 61
-ENTRY_OVERHEAD = 32  # RFC 7541 4.1: an entry's size is its name and value lengths plus 32
-HUFFMAN_CACHE_MAX = 4096  # distinct decoded strings remembered before the memory starts over
-MAX_INT = 1 << 28  # far above any length or index a sane encoder sends
+STATIC: Final[tuple[tuple[bytes, bytes], ...]] = HeaderTable.STATIC_TABLE
+STATIC_LEN: Final = len(STATIC)  # 61
+ENTRY_OVERHEAD: Final = 32  # RFC 7541 4.1: an entry's size is its name and value lengths plus 32
+HUFFMAN_CACHE_MAX: Final = 4096  # distinct decoded strings remembered before the memory starts over
+MAX_INT: Final = 1 << 28  # far above any length or index a sane encoder sends
 
 Header = tuple[bytes, bytes]
 
@@ -171,4 +173,4 @@ def literal(name: bytes, value: bytes) -> bytes:
 
 
 # ":status: 200" is static entry 8; content-type is static entry 31, sent without indexing.
-RESPONSE_HEADERS = b"\x88" + encode_int(31, 4) + encode_int(16, 7) + b"application/grpc"
+RESPONSE_HEADERS: Final = b"\x88" + encode_int(31, 4) + encode_int(16, 7) + b"application/grpc"

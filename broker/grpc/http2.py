@@ -16,52 +16,59 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from broker.client.remoting_client import wake
 from broker.grpc.hpack_codec import Header, HeaderDecoder, HpackError
 
 log = logging.getLogger(__name__)
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 # frame types
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
-    range(10)
-)
+DATA: Final = 0
+HEADERS: Final = 1
+PRIORITY: Final = 2
+RST_STREAM: Final = 3
+SETTINGS: Final = 4
+PUSH_PROMISE: Final = 5
+PING: Final = 6
+GOAWAY: Final = 7
+WINDOW_UPDATE: Final = 8
+CONTINUATION: Final = 9
 # flags
-END_STREAM = 0x1
-ACK = 0x1
-END_HEADERS = 0x4
-PADDED = 0x8
-PRIORITY_FLAG = 0x20
+END_STREAM: Final = 0x1
+ACK: Final = 0x1
+END_HEADERS: Final = 0x4
+PADDED: Final = 0x8
+PRIORITY_FLAG: Final = 0x20
 # error codes
-NO_ERROR = 0x0
-PROTOCOL_ERROR = 0x1
-INTERNAL_ERROR = 0x2
-FLOW_CONTROL_ERROR = 0x3
-STREAM_CLOSED = 0x5
-FRAME_SIZE_ERROR = 0x6
-REFUSED_STREAM = 0x7
-CANCEL = 0x8
-COMPRESSION_ERROR = 0x9
-ENHANCE_YOUR_CALM = 0xB
+NO_ERROR: Final = 0x0
+PROTOCOL_ERROR: Final = 0x1
+INTERNAL_ERROR: Final = 0x2
+FLOW_CONTROL_ERROR: Final = 0x3
+STREAM_CLOSED: Final = 0x5
+FRAME_SIZE_ERROR: Final = 0x6
+REFUSED_STREAM: Final = 0x7
+CANCEL: Final = 0x8
+COMPRESSION_ERROR: Final = 0x9
+ENHANCE_YOUR_CALM: Final = 0xB
 # settings
-HEADER_TABLE_SIZE = 0x1
-ENABLE_PUSH = 0x2
-MAX_CONCURRENT_STREAMS = 0x3
-INITIAL_WINDOW_SIZE = 0x4
-MAX_FRAME_SIZE = 0x5
-MAX_HEADER_LIST_SIZE = 0x6
+HEADER_TABLE_SIZE: Final = 0x1
+ENABLE_PUSH: Final = 0x2
+MAX_CONCURRENT_STREAMS: Final = 0x3
+INITIAL_WINDOW_SIZE: Final = 0x4
+MAX_FRAME_SIZE: Final = 0x5
+MAX_HEADER_LIST_SIZE: Final = 0x6
 
-DEFAULT_WINDOW = 65_535
-DEFAULT_MAX_FRAME = 16_384
-MAX_WINDOW = (1 << 31) - 1
-RECEIVE_WINDOW = 1 << 26  # what a client may send ahead, per stream and on the connection
-MAX_FRAME = 1 << 20  # the largest frame we accept (advertised)
-MAX_STREAMS = 1000  # concurrent calls per connection (advertised); more are refused
-MAX_HEADER_BLOCK = 1 << 16
-OUR_SETTINGS = (
+DEFAULT_WINDOW: Final = 65_535
+DEFAULT_MAX_FRAME: Final = 16_384
+MAX_WINDOW: Final = (1 << 31) - 1
+RECEIVE_WINDOW: Final = 1 << 26  # what a client may send ahead, per stream and on the connection
+MAX_FRAME: Final = 1 << 20  # the largest frame we accept (advertised)
+MAX_STREAMS: Final = 1000  # concurrent calls per connection (advertised); more are refused
+MAX_HEADER_BLOCK: Final = 1 << 16
+OUR_SETTINGS: Final = (
     (MAX_CONCURRENT_STREAMS, MAX_STREAMS),
     (INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
     (MAX_FRAME_SIZE, MAX_FRAME),
@@ -94,10 +101,10 @@ def _settings_payload(pairs: tuple[tuple[int, int], ...]) -> bytes:
     return b"".join(key.to_bytes(2, "big") + value.to_bytes(4, "big") for key, value in pairs)
 
 
-SERVER_PREFACE = frame(SETTINGS, 0, 0, _settings_payload(OUR_SETTINGS)) + frame(
+SERVER_PREFACE: Final = frame(SETTINGS, 0, 0, _settings_payload(OUR_SETTINGS)) + frame(
     WINDOW_UPDATE, 0, 0, (RECEIVE_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")
 )
-SETTINGS_ACK = frame(SETTINGS, ACK, 0)
+SETTINGS_ACK: Final = frame(SETTINGS, ACK, 0)
 
 
 class Stream:

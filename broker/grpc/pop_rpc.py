@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from broker.grpc import convert
 from broker.grpc.schema import PB, Code, GrpcError, status
@@ -25,15 +25,15 @@ from broker.server.pop_processor import PopRejected, check_consume
 from broker.server.pop_service import AckStatus
 from broker.server.pull_processor import tag_filter_of
 
-MAX_BATCH = 32
-DEFAULT_INVISIBLE_MS = 60_000
-DEFAULT_LONG_POLLING_MS = 20_000
-MAX_LONG_POLLING_MS = 60_000
-DEADLINE_MARGIN = 0.5  # answer this long before the client's deadline
-_EXPIRED_CODE = Code.INVALID_RECEIPT_HANDLE
-_EXPIRED = "the receipt handle has expired"
-_OK_CODE = int(Code.OK)
-_INVALID_CODE = int(Code.INVALID_RECEIPT_HANDLE)
+MAX_BATCH: Final = 32
+DEFAULT_INVISIBLE_MS: Final = 60_000
+DEFAULT_LONG_POLLING_MS: Final = 20_000
+MAX_LONG_POLLING_MS: Final = 60_000
+DEADLINE_MARGIN: Final = 0.5  # answer this long before the client's deadline
+_EXPIRED_CODE: Final = Code.INVALID_RECEIPT_HANDLE
+_EXPIRED: Final = "the receipt handle has expired"
+_OK_CODE: Final = int(Code.OK)
+_INVALID_CODE: Final = int(Code.INVALID_RECEIPT_HANDLE)
 
 
 def rejected(exc: PopRejected) -> GrpcError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import Any, Final
 
 from broker.grpc import convert
 from broker.grpc.clients import Session
@@ -30,7 +30,7 @@ from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.topic_config import DEFAULT_TOPIC
 
-REMOTING_CODES: dict[int, Code] = {
+REMOTING_CODES: Final[dict[int, Code]] = {
     ResponseCode.SUCCESS: Code.OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,

@@ -98,7 +98,7 @@ def pack_host(addr: str) -> bytes:
 
 
 # packed host -> its text: every decoded record has two hosts, and a store holds few distinct ones
-_HOST_TEXTS: dict[bytes, str] = {}
+_HOST_TEXTS: Final[dict[bytes, str]] = {}
 _HOST_TEXTS_MAX: Final = 4096
 
 
