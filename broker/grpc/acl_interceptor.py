@@ -186,13 +186,12 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
         )  # fmt: skip
 
     def _unary_stream(self, method: str, handler: Any, metadata: dict[str, str], response: Any) -> Any:
-        async def run(request: Any, context: Any) -> AsyncIterator[Any]:
+        async def run(request: Any, context: Any) -> None:
             refused = self.refusal(method, request, metadata, context.peer() or "")
             if refused is not None:
-                yield response(status=self._status(refused))
+                await context.write(response(status=self._status(refused)))
                 return
-            async for item in handler.unary_stream(request, context):
-                yield item
+            await handler.unary_stream(request, context)  # the service's streams write their answers
 
         return grpc.unary_stream_rpc_method_handler(
             run, request_deserializer=handler.request_deserializer,

@@ -114,6 +114,7 @@ _ACK_RESPONSE_ENTRIES: Final = 2
 _ACK_ENTRY_MESSAGE_ID: Final = 1
 _ACK_ENTRY_RECEIPT_HANDLE: Final = 2
 _ACK_ENTRY_STATUS: Final = 3
+_OK: Final = int(Code.OK)
 _ONE_BYTE: Final = [bytes((n,)) for n in range(0x80)]
 
 
@@ -240,12 +241,22 @@ def message_response(message: bytes) -> bytes:
     return _RESPONSE_MESSAGE_KEY + _varint(len(message)) + message
 
 
-def _status(code: int, message: str) -> bytes:
+def _encode_status(code: int, message: str) -> bytes:
     parts: list[bytes] = []
     _add_int(parts, _STATUS_CODE, code)
     if message:
         _add_str(parts, _STATUS_MESSAGE, message)
     return b"".join(parts)
+
+
+_STATUS_OK: Final = _encode_status(_OK, "OK")
+
+
+def _status(code: int, message: str) -> bytes:
+    """An encoded Status; the one of nearly every answer is made once."""
+    if code == _OK and message == "OK":
+        return _STATUS_OK
+    return _encode_status(code, message)
 
 
 # What an AckMessage answers for one entry: its message id and receipt handle, a code and a message.

@@ -1,9 +1,8 @@
 """The wrappers every MessagingService handler runs in: a refusal (GrpcError) becomes the response's
 v2 status, and anything else an INTERNAL_SERVER_ERROR status, logged, so nothing a client sends can
-take the broker down. Every unary call passes through :class:`Guarded` (or, for handlers that never
-wait, :class:`GuardedInline`), so this module is compiled
-by ``make install`` (a streaming handler's wrapper is an async generator, which mypyc cannot
-compile: :meth:`broker.grpc.service.MessagingService._guard_stream` answers with :func:`failed`)."""
+take the broker down. Every call passes through :class:`Guarded` (or, for handlers that never wait,
+:class:`GuardedInline`; for server streams, :class:`GuardedStream`), so this module is compiled by
+``make install``."""
 
 from __future__ import annotations
 
@@ -57,3 +56,20 @@ class GuardedInline:
             return self.fn(request, context)
         except Exception as error:
             return failed(self.fn, self.response, error)
+
+
+class GuardedStream:
+    """:class:`Guarded` for a server stream whose handler writes its responses (``context.write``), as a
+    compiled handler must (it cannot be an async generator): a failure is written as the last one."""
+
+    def __init__(self, fn: Callable[[Any, Any], Awaitable[None]], response: Any) -> None:
+        self.fn = fn
+        self.response = response
+
+    async def __call__(self, request: Any, context: Any) -> None:
+        try:
+            await self.fn(request, context)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            await context.write(failed(self.fn, self.response, error))

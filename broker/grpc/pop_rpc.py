@@ -3,9 +3,7 @@ ForwardMessageToDeadLetterQueue, on :class:`broker.server.pop_service.PopService
 
 A consumer of the official clients makes one ReceiveMessage call per batch and one AckMessage call per
 message, so these are the busiest RPCs after SendMessage, and this module is compiled by
-``make install``. ReceiveMessage is a server stream, and a compiled function cannot be an async
-generator: :meth:`PopRpc.receive` returns the whole answer, which
-:meth:`broker.grpc.service.MessagingService.receive_message` streams.
+``make install``.
 """
 
 from __future__ import annotations
@@ -74,9 +72,9 @@ class PopRpc:
         topic: str = service._topic(request.topic.name).topicName
         return group, topic
 
-    async def receive(self, request: Any, context: Any) -> list[Any]:
-        """The responses of a ReceiveMessage call: a status, then, when messages were found, the
-        delivery time and one encoded message each."""
+    async def receive_message(self, request: Any, context: Any) -> None:
+        """Writes a status, then, when messages were found, the delivery time and one encoded message
+        each."""
         service = self.service
         broker = self.broker
         service._session(context)
@@ -128,7 +126,7 @@ class PopRpc:
             queues = queues[shift:] + queues[:shift]
         deadline = time.monotonic() + budget
         broker_name: str = broker.config.broker_name
-        found: list[Any] = []  # one encoded message response each
+        found: list[bytes] = []  # one encoded message response each
         stored = 0
         while True:
             popped = await pop.pop(
@@ -155,14 +153,18 @@ class PopRpc:
                 break
             await pop.wait(group, topic, queues, left)
         if not found:
-            return [PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]
+            await context.write(
+                PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
+            )
+            return
         broker.stats.record_get(group, topic, len(found), stored)
-        return [
-            PB.ReceiveMessageResponse(status=status()),
-            # when the broker handed the batch over (the clients' delivery-latency metric needs it)
-            PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000))),
-            *found,
-        ]
+        await context.write(PB.ReceiveMessageResponse(status=status()))
+        # when the broker handed the batch over (the clients' delivery-latency metric needs it)
+        await context.write(
+            PB.ReceiveMessageResponse(delivery_timestamp=convert.timestamp(int(time.time() * 1000)))
+        )
+        for response in found:
+            await context.write(response)
 
     def ack_message(self, request: Any, context: Any) -> bytes:
         group, topic = self._names(request, context)

@@ -34,7 +34,7 @@ from broker.grpc.clients import (
     GrpcChannel,
     Session,
 )
-from broker.grpc.guard import Guarded, GuardedInline, failed
+from broker.grpc.guard import Guarded, GuardedInline, GuardedStream
 from broker.grpc.pop_rpc import (
     DEADLINE_MARGIN,
     DEFAULT_LONG_POLLING_MS,
@@ -121,11 +121,9 @@ class MessagingService:
                 guarded, request_deserializer=req.FromString, response_serializer=convert.serialized
             )
 
-        def stream(
-            fn: Callable[[Any, Any], AsyncIterator[Any]], req: Any, resp: Any
-        ) -> grpc.RpcMethodHandler:
+        def stream(fn: Callable[[Any, Any], Awaitable[None]], req: Any, resp: Any) -> grpc.RpcMethodHandler:
             return grpc.unary_stream_rpc_method_handler(
-                self._guard_stream(fn, resp), request_deserializer=req.FromString,
+                GuardedStream(fn, resp), request_deserializer=req.FromString,
                 response_serializer=convert.serialized,
             )  # fmt: skip
 
@@ -137,7 +135,7 @@ class MessagingService:
                 self.query_assignment, PB.QueryAssignmentRequest, PB.QueryAssignmentResponse
             ),
             "ReceiveMessage": stream(
-                self.receive_message, PB.ReceiveMessageRequest, PB.ReceiveMessageResponse
+                self.pops.receive_message, PB.ReceiveMessageRequest, PB.ReceiveMessageResponse
             ),
             "AckMessage": unary(self.pops.ack_message, PB.AckMessageRequest, PB.AckMessageResponse),
             "ForwardMessageToDeadLetterQueue": unary(
@@ -168,20 +166,6 @@ class MessagingService:
             "RecallMessage": unary(self.recall_message, PB.RecallMessageRequest, PB.RecallMessageResponse),
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
-
-    def _guard_stream(
-        self, fn: Callable[[Any, Any], AsyncIterator[Any]], response: Any
-    ) -> Callable[[Any, Any], AsyncIterator[Any]]:
-        async def run(request: Any, context: Any) -> AsyncIterator[Any]:
-            try:
-                async for item in fn(request, context):
-                    yield item
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                yield failed(fn, response, error)
-
-        return run
 
     # == clients ===============================================================================
     def _session(self, context: Any, *, required: bool = True) -> Session | None:
@@ -534,19 +518,13 @@ class MessagingService:
             raise GrpcError(_RECALL_CODES[exc.problem], exc.remark) from None
         return PB.RecallMessageResponse(status=status(), message_id=message_id)
 
-    # == POP (broker.grpc.pop_rpc) ============================================================
-    async def receive_message(self, request: Any, context: Any) -> AsyncIterator[Any]:
-        for response in await self.pops.receive(request, context):
-            yield response
-
-    # == pull and offsets (PullConsumer) =======================================================
     def _message_queue(self, mq: Any) -> tuple[str, int]:
         config = self._topic(mq.topic.name)
         if not 0 <= mq.id < config.readQueueNums:
             raise GrpcError(Code.BAD_REQUEST, f"queue {mq.id} of topic {config.topicName} does not exist")
         return config.topicName, int(mq.id)
 
-    async def pull_message(self, request: Any, context: Any) -> AsyncIterator[Any]:
+    async def pull_message(self, request: Any, context: Any) -> None:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
@@ -587,15 +565,17 @@ class MessagingService:
                 )
         self.broker.offsets.record_pull(group, topic, queue_id, result.next_begin_offset)
         if result.records:
-            yield PB.PullMessageResponse(status=status())
+            await context.write(PB.PullMessageResponse(status=status()))
             for raw in result.records:
                 with contextlib.suppress(RecordError):
                     message = convert.encode_message(raw)
                     assert message is not None  # no tags to match
-                    yield convert.message_response(message)
+                    await context.write(convert.message_response(message))
         else:
-            yield PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
-        yield PB.PullMessageResponse(next_offset=result.next_begin_offset)
+            await context.write(
+                PB.PullMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, result.status.value))
+            )
+        await context.write(PB.PullMessageResponse(next_offset=result.next_begin_offset))
 
     def update_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
