@@ -352,10 +352,8 @@ class Call(Stream):
             return True  # reset meanwhile: nothing to answer
         if not connection.send_ready(self, len(data)):
             return False
-        connection.send_headers(self, RESPONSE_HEADERS)
-        connection.send_now(self, data)
         self.finished = True
-        connection.send_headers(self, OK_TRAILERS, end_stream=True)
+        connection.send_answer(self, RESPONSE_HEADERS, data, OK_TRAILERS)
         return True
 
     # == the context ===========================================================================

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -93,8 +94,15 @@ class StreamFailure(Exception):
         self.code = code
 
 
+_FRAME_HEAD: Final = struct.Struct(">BHBBI")  # length (24 bits, as 8 + 16), type, flags, stream id
+
+
+def frame_head(kind: int, flags: int, stream_id: int, length: int) -> bytes:
+    return _FRAME_HEAD.pack(length >> 16, length & 0xFFFF, kind, flags, stream_id)
+
+
 def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    return len(payload).to_bytes(3, "big") + bytes((kind, flags)) + stream_id.to_bytes(4, "big") + payload
+    return frame_head(kind, flags, stream_id, len(payload)) + payload
 
 
 def _settings_payload(pairs: tuple[tuple[int, int], ...]) -> bytes:
@@ -464,11 +472,32 @@ class Http2Connection(asyncio.Protocol):
 
     def send_now(self, stream: Stream, data: bytes) -> None:
         """DATA that :meth:`send_ready` said fits."""
+        self.write(b"".join(self._data_frames(stream, data)))
+
+    def _data_frames(self, stream: Stream, data: bytes) -> list[bytes]:
         self.send_window -= len(data)
         stream.send_window -= len(data)
         limit = self.peer_max_frame
+        if len(data) <= limit:
+            return [frame_head(DATA, 0, stream.id, len(data)), data]
+        parts: list[bytes] = []
         for at in range(0, len(data), limit):
-            self.write(frame(DATA, 0, stream.id, data[at : at + limit]))
+            chunk = data[at : at + limit]
+            parts.append(frame_head(DATA, 0, stream.id, len(chunk)))
+            parts.append(chunk)
+        return parts
+
+    def send_answer(self, stream: Stream, headers: bytes, data: bytes, trailers: bytes) -> None:
+        """A whole answer in one write: headers, DATA that :meth:`send_ready` said fits, and the
+        trailers that end the stream (a unary call's answer, the busiest writes)."""
+        if stream.local_closed or self.closed:
+            return
+        sid = stream.id
+        parts = [frame_head(HEADERS, END_HEADERS, sid, len(headers)), headers]
+        parts += self._data_frames(stream, data)
+        parts += (frame_head(HEADERS, END_HEADERS | END_STREAM, sid, len(trailers)), trailers)
+        self.write(b"".join(parts))
+        self._local_end(stream)
 
     async def send_data(self, stream: Stream, data: bytes) -> None:
         """DATA as the windows allow, waiting for the client's WINDOW_UPDATEs (and for the socket to
