@@ -116,6 +116,8 @@ _ACK_ENTRY_RECEIPT_HANDLE: Final = 2
 _ACK_ENTRY_STATUS: Final = 3
 _OK: Final = int(Code.OK)
 _ONE_BYTE: Final = [bytes((n,)) for n in range(0x80)]
+_SECONDS_KEY: Final = b"\x08"  # Timestamp.seconds, Duration.seconds (1), varint
+_NANOS_KEY: Final = b"\x10"  # Timestamp.nanos, Duration.nanos (2), varint
 
 
 def _varint(n: int) -> bytes:
@@ -155,12 +157,10 @@ def _add_ms(parts: list[bytes], number: int, ms: int) -> None:
     """A Timestamp or Duration (both: seconds = 1, nanos = 2) of ``ms`` milliseconds."""
     seconds = ms // 1000
     rest = ms - seconds * 1000
-    inner: list[bytes] = []
-    if seconds:
-        _add_int(inner, 1, seconds)
+    inner = _SECONDS_KEY + _varint(seconds) if seconds else b""
     if rest:
-        _add_int(inner, 2, rest * 1_000_000)
-    _add_bytes(parts, number, b"".join(inner))
+        inner += _NANOS_KEY + _varint(rest * 1_000_000)
+    _add_bytes(parts, number, inner)
 
 
 def encode_message(
