@@ -19,7 +19,7 @@ import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
@@ -85,6 +85,12 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
     RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
+
+
+def _as_remoting(channel: GrpcChannel) -> Any:
+    """The channel where the broker takes a remoting one (:class:`GrpcChannel` is duck-typed: a
+    ``cast`` to the compiled RemotingChannel would be checked at run time and fail)."""
+    return channel
 
 
 def _peer(context: Any) -> str:
@@ -188,11 +194,11 @@ class MessagingService:
             del self.sessions[channel.client_id]
             if session.outbox is not None:
                 session.outbox.put_nowait(None)
-        self.broker.clients.channel_closed(cast(RemotingChannel, channel))
+        self.broker.clients.channel_closed(_as_remoting(channel))
 
     def _register(self, session: Session) -> None:
         info = ClientChannelInfo(
-            channel=cast(RemotingChannel, session.channel),
+            channel=_as_remoting(session.channel),
             client_id=session.client_id,
             language=_LANGUAGES.get(session.language, LanguageCode.OTHER),
             version=0,
@@ -504,7 +510,7 @@ class MessagingService:
         )
         remoting = make_request(RequestCode.END_TRANSACTION, header)
         answer = await self._handler(RequestCode.END_TRANSACTION)(
-            remoting, cast(RemotingChannel, session.channel)
+            remoting, _as_remoting(session.channel)
         )
         if answer is not None and answer.code != ResponseCode.SUCCESS:
             raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
