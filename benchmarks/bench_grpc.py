@@ -4,13 +4,13 @@ The broker runs as ``rmq up`` in its own process. Each round measures four windo
 length after a warm-up: gRPC sends (rocketmq-python-client 5.1.2, ``send_async`` with 64 in
 flight), remoting sends (``broker.client.Producer``, 64 in flight, in this process), gRPC receives
 (the official SimpleConsumer: 4 receiving threads, batches of 32, a batch's messages acked at once,
-asynchronously, before its thread receives again) and remoting receives the same way (the SDK's ``SimpleConsumer``: 4 receiving
-tasks, POP_MESSAGE batches of 32, one ACK_MESSAGE per message). Each gRPC window runs two processes
-of the official client, in its own venv: one is bound by its interpreter lock to a few thousand
-messages a second, and a broker's CPU per message falls as its load grows. A
-fifth window reads with the SDK's ``LitePullConsumer`` (batches of 32, offsets committed, no
-per-message ack), for scale. All receive from one backlog topic, each round with new groups. All
-bodies are 1 KiB.
+asynchronously, before its thread receives again) and remoting receives the same way (the SDK's
+``SimpleConsumer``: 4 receiving tasks, POP_MESSAGE batches of 32, one ACK_MESSAGE per message, all of
+a batch's at once). Each gRPC window runs two processes of the official client, in its own venv: one
+is bound by its interpreter lock to a few thousand messages a second, and a broker's CPU per message
+falls as its load grows. A fifth window reads with the SDK's ``LitePullConsumer`` (batches of 32,
+offsets committed, no per-message ack), for scale. All receive from one backlog topic, each round with
+new groups. All bodies are 1 KiB.
 
 Two figures per direction compare the paths: throughput (msg/s) and the broker process's CPU time
 per message (utime + stime from ``/proc/<pid>/stat`` across the window). The client of either path

@@ -509,9 +509,7 @@ class MessagingService:
             transactionId=tx,
         )
         remoting = make_request(RequestCode.END_TRANSACTION, header)
-        answer = await self._handler(RequestCode.END_TRANSACTION)(
-            remoting, _as_remoting(session.channel)
-        )
+        answer = await self._handler(RequestCode.END_TRANSACTION)(remoting, _as_remoting(session.channel))
         if answer is not None and answer.code != ResponseCode.SUCCESS:
             raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
         return PB.EndTransactionResponse(status=status())

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.grpc import convert
-from broker.grpc.schema import PB
+from broker.grpc.schema import PB, Code
 from broker.protocol import message as M
 from broker.protocol import properties as P
 from broker.protocol.msgid import create_offset_msg_id
@@ -131,6 +131,23 @@ def test_bytes_that_are_not_one_record_are_refused() -> None:
         convert.encode_message(raw + raw)
     with pytest.raises(M.RecordError):
         convert.encode_message(raw[:-1])
+
+
+_codes = st.sampled_from([int(c) for c in Code])
+
+
+@given(
+    code=_codes,
+    message=st.text(max_size=30),
+    entries=st.lists(st.tuples(st.text(max_size=40), st.text(max_size=60), _codes, st.text()), max_size=4),
+)
+def test_an_ack_response_reads_back_with_protobuf(
+    code: int, message: str, entries: list[convert.AckOutcome]
+) -> None:
+    answer = PB.AckMessageResponse.FromString(convert.ack_response(code, message, entries))
+    assert (answer.status.code, answer.status.message) == (code, message)
+    read = [(e.message_id, e.receipt_handle, e.status.code, e.status.message) for e in answer.entries]
+    assert read == entries
 
 
 def test_the_field_numbers_written_are_the_schemas() -> None:

@@ -140,6 +140,18 @@ async def test_bad_requests_get_v2_codes(tmp_path: Path) -> None:
             message_id=msg.system_properties.message_id, receipt_handle=msg.system_properties.receipt_handle
         )
         assert (await client.unary("AckMessage", ack, PB.AckMessageResponse)).status.code == Code.OK
+        # acks are idempotent; entries with different outcomes answer MULTIPLE_RESULTS, each its own
+        ack.entries.add(message_id="y", receipt_handle="1 2 3")
+        mixed = await client.unary("AckMessage", ack, PB.AckMessageResponse)
+        assert mixed.status.code == Code.MULTIPLE_RESULTS
+        assert [(e.message_id, e.receipt_handle, e.status.code) for e in mixed.entries] == [
+            (msg.system_properties.message_id, msg.system_properties.receipt_handle, Code.OK),
+            ("y", "1 2 3", Code.INVALID_RECEIPT_HANDLE),
+        ]
+        assert "8 space-separated fields" in mixed.entries[1].status.message
+        empty = PB.AckMessageRequest(group=PB.Resource(name="G"), topic=PB.Resource(name="T"))
+        answer = await client.unary("AckMessage", empty, PB.AckMessageResponse)
+        assert answer.status.code == Code.BAD_REQUEST
         items = await client.stream("ReceiveMessage", receive, PB.ReceiveMessageResponse)
         assert items[0].status.code == Code.MESSAGE_NOT_FOUND
     finally:
