@@ -20,6 +20,7 @@ import binascii
 import inspect
 import logging
 import ssl
+import struct
 import time
 import zlib
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ _HIDDEN: Final = frozenset(
 )
 _DECOMPRESS: Final = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib.decompress}
 _END: Final = object()  # ends a request stream
+_MESSAGE_HEAD: Final = struct.Struct(">BI")  # a gRPC message's compressed flag and length
 
 
 Metadatum = tuple[str, str | bytes]  # bytes for the "-bin" names, as grpcio gives them
@@ -343,7 +345,7 @@ class Call(Stream):
             raise Abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED, f"an answer of {len(body)} bytes is over the limit"
             )
-        return b"\x00" + len(body).to_bytes(4, "big") + body
+        return _MESSAGE_HEAD.pack(0, len(body)) + body
 
     def _answer_now(self, data: bytes) -> bool:
         """A unary answer in one write when the windows allow (the usual case); False otherwise."""
@@ -362,10 +364,14 @@ class Call(Stream):
             raise ConnectionResetError("the call has ended")
         if data is None:
             data = self._serialize(message)
+        connection = self.connection
         if not self.headers_sent:
             self.headers_sent = True
-            self.connection.send_headers(self, RESPONSE_HEADERS)
-        await self.connection.send_data(self, data)
+            connection.send_headers(self, RESPONSE_HEADERS)
+        if connection.send_ready(self, len(data)):  # the usual case: no waiting, no coroutine
+            connection.send_now(self, data)
+        else:
+            await connection.send_data(self, data)
 
     def _drop_buffer(self) -> None:
         if self.buffer:
