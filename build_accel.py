@@ -56,6 +56,7 @@ ACCEL_MODULES = (
     "broker/grpc/convert.py",
     "broker/grpc/send_rpc.py",
     "broker/grpc/pop_rpc.py",
+    "broker/grpc/clients.py",
     "broker/grpc/service.py",
     "broker/grpc/guard.py",
 )

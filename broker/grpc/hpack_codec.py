@@ -48,7 +48,11 @@ class HeaderDecoder:
         while pos < end:
             first = block[pos]
             if first & 0x80:  # indexed field
-                index, pos = self._int(block, pos, 7)
+                if first != 0xFF:  # the index fits the first byte (most fields of a request)
+                    index = first & 0x7F
+                    pos += 1
+                else:
+                    index, pos = self._int(block, pos, 7)
                 header = self._entry(index)
             elif first & 0x40:  # literal, added to the table
                 index, pos = self._int(block, pos, 6)
