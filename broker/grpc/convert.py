@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from broker.grpc.schema import PB, Code, GrpcError
 from broker.protocol import properties as P
-from broker.protocol.message import COMPRESSED_FLAG, RecordError, read_head, scan_records, unpack_host
+from broker.protocol.message import COMPRESSED_FLAG, read_record, unpack_host
 from broker.protocol.msgid import create_offset_msg_id
 from broker.protocol.properties import decode_properties
 
@@ -176,16 +176,12 @@ def encode_message(
     record's bytes (decoding the record and filling protobuf objects costs about 45 % more).
     None when ``tags`` is given and the record's tag is not among them (a tag hash collision). Raises
     :class:`RecordError` for bytes that are not one record."""
-    scanned = scan_records(record)
-    if len(scanned) != 1:
-        raise RecordError(f"{len(scanned)} records where one was expected")
-    _, sys_flag, queue_offset, body, stored_topic, props_at, end = scanned[0]
-    props = decode_properties(str(record[props_at:end], "utf-8", "replace"))
+    head, body, stored_topic, props_at = read_record(record)
+    props = decode_properties(str(record[props_at:], "utf-8", "replace"))
     tag = props.get(P.TAGS)
     if tags is not None and tag not in tags:
         return None
-    head = read_head(record)
-    if sys_flag & COMPRESSED_FLAG:
+    if head.sys_flag & COMPRESSED_FLAG:
         with contextlib.suppress(zlib.error):
             body = zlib.decompress(body)
     sp: list[bytes] = []
@@ -210,7 +206,7 @@ def encode_message(
         _add_str(sp, _SP_RECEIPT_HANDLE, receipt_handle)
     if head.queue_id:
         _add_int(sp, _SP_QUEUE_ID, head.queue_id)
-    _add_int(sp, _SP_QUEUE_OFFSET, queue_offset)
+    _add_int(sp, _SP_QUEUE_OFFSET, head.queue_offset)
     if invisible_ms is not None:
         _add_ms(sp, _SP_INVISIBLE_DURATION, invisible_ms)
     attempt = delivery_attempt if delivery_attempt is not None else head.reconsume_times + 1

@@ -165,10 +165,37 @@ def test_a_property_that_does_not_fit_is_refused() -> None:
         M.with_added_property(b"\0" * 100, "POP_CK", "x")
 
 
+@given(
+    topic=st.text(min_size=1, max_size=200).filter(lambda s: len(s.encode()) <= 255),
+    body=st.binary(max_size=300),
+    born=st.sampled_from(["10.0.0.1:4100", "[::1]:4100"]),
+    store=st.sampled_from(["10.0.0.2:10911", "[fe80::2]:10911"]),
+    props=st.dictionaries(st.sampled_from(["TAGS", "KEYS", "a1"]), st.text("abc xyz", min_size=1)),
+)
+def test_one_record_reads_as_the_scan_and_the_head_read_it(
+    topic: str, body: bytes, born: str, store: str, props: dict[str, str]
+) -> None:
+    raw = M.encode_record(
+        topic=topic.encode(), queue_id=3, flag=7, queue_offset=77, physical_offset=4096, sys_flag=0,
+        born_timestamp=11, born_host=M.pack_host(born), store_timestamp=12, store_host=M.pack_host(store),
+        reconsume_times=2, prepared_transaction_offset=4, body=body,
+        properties=encode_properties(props).encode(),
+    )  # fmt: skip
+    (_, _, _, scanned_body, scanned_topic, props_at, end) = M.scan_records(raw)[0]
+    assert M.read_record(raw) == (M.read_head(raw), scanned_body, scanned_topic, props_at)
+    assert (scanned_body, scanned_topic, end) == (body, topic, len(raw))
+    with pytest.raises(M.RecordError, match="2 records where one was expected"):
+        M.read_record(raw + raw)
+    with pytest.raises(M.RecordError):
+        M.read_record(raw[:-1])
+
+
 @given(st.binary(max_size=300))
 def test_random_bytes_never_crash_the_decoder(data: bytes) -> None:
     with contextlib.suppress(M.RecordError):
         M.decode_record(data)
+    with contextlib.suppress(M.RecordError):
+        M.read_record(data)
 
 
 def test_batch_round_trip_and_errors() -> None:
