@@ -28,9 +28,8 @@ DEFAULT_INVISIBLE_MS: Final = 60_000
 DEFAULT_LONG_POLLING_MS: Final = 20_000
 MAX_LONG_POLLING_MS: Final = 60_000
 DEADLINE_MARGIN: Final = 0.5  # answer this long before the client's deadline
-_EXPIRED_CODE: Final = Code.INVALID_RECEIPT_HANDLE
 _EXPIRED: Final = "the receipt handle has expired"
-_OK_CODE: Final = int(Code.OK)
+_OK_CODE: Final = int(Code.OK)  # the codes of the answers encoded here
 _INVALID_CODE: Final = int(Code.INVALID_RECEIPT_HANDLE)
 
 
@@ -88,16 +87,7 @@ class PopRpc:
         if size <= 0:
             raise GrpcError(Code.BAD_REQUEST, f"batch size {size} is not positive")
         batch = min(size, MAX_BATCH)
-        if request.HasField("invisible_duration"):
-            invisible = convert.duration_ms(request.invisible_duration)
-            if not 0 < invisible <= MAX_INVISIBLE_MS:
-                raise GrpcError(
-                    Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range"
-                )
-        elif request.auto_renew:
-            invisible = DEFAULT_INVISIBLE_MS
-        else:
-            raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
+        invisible = self._invisible_ms(request)
         expression = request.filter_expression
         sql_filter = record_filter(broker, expression)
         text: str = expression.expression or "*"
@@ -105,17 +95,7 @@ class PopRpc:
         match_all = sql_filter is not None or not tags or "*" in tags
         tag_filter = None if match_all else tag_filter_of(text)
         wanted = None if match_all else tags
-        polling = DEFAULT_LONG_POLLING_MS
-        if request.HasField("long_polling_timeout"):
-            polling = convert.duration_ms(request.long_polling_timeout)
-            if not 0 <= polling <= MAX_LONG_POLLING_MS:
-                raise GrpcError(
-                    Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
-                )
-        budget = polling / 1000
-        remaining: float | None = context.time_remaining()
-        if remaining is not None:
-            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
+        budget = self._polling_s(request, context)
         pop = broker.pop
         orderly: bool = pop.is_orderly(group, topic)
         queue_id: int = request.message_queue.id
@@ -166,6 +146,37 @@ class PopRpc:
         for response in found:
             await context.write(response)
 
+    @staticmethod
+    def _invisible_ms(request: Any) -> int:
+        """The invisible duration a ReceiveMessage asks for (the default when it asks for renewals)."""
+        if request.HasField("invisible_duration"):
+            invisible = convert.duration_ms(request.invisible_duration)
+            if not 0 < invisible <= MAX_INVISIBLE_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range"
+                )
+            return invisible
+        if request.auto_renew:
+            return DEFAULT_INVISIBLE_MS
+        raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
+
+    @staticmethod
+    def _polling_s(request: Any, context: Any) -> float:
+        """How long a ReceiveMessage may wait for messages: its long-polling timeout, ending early
+        enough for the answer to beat the call's deadline."""
+        polling = DEFAULT_LONG_POLLING_MS
+        if request.HasField("long_polling_timeout"):
+            polling = convert.duration_ms(request.long_polling_timeout)
+            if not 0 <= polling <= MAX_LONG_POLLING_MS:
+                raise GrpcError(
+                    Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
+                )
+        budget = polling / 1000
+        remaining: float | None = context.time_remaining()
+        if remaining is not None:
+            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
+        return budget
+
     def ack_message(self, request: Any, context: Any) -> bytes:
         group, topic = self._names(request, context)
         pop = self.broker.pop
@@ -198,7 +209,7 @@ class PopRpc:
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
         )
         if entry is None:
-            raise GrpcError(_EXPIRED_CODE, _EXPIRED)
+            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, _EXPIRED)
         renewed = receipt.renewed(entry.pop_time, invisible)
         return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
 
@@ -209,5 +220,5 @@ class PopRpc:
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
         )
         if not done:
-            raise GrpcError(_EXPIRED_CODE, _EXPIRED)
+            raise GrpcError(Code.INVALID_RECEIPT_HANDLE, _EXPIRED)
         return PB.ForwardMessageToDeadLetterQueueResponse(status=status())
