@@ -475,6 +475,7 @@ class Http2Connection(asyncio.Protocol):
         self.write(b"".join(self._data_frames(stream, data)))
 
     def _data_frames(self, stream: Stream, data: bytes) -> list[bytes]:
+        """The DATA frames (heads and payloads) that carry ``data``, its size taken off the windows."""
         self.send_window -= len(data)
         stream.send_window -= len(data)
         limit = self.peer_max_frame
