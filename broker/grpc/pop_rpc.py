@@ -44,6 +44,14 @@ def receipt_of(handle: str) -> Receipt:
         raise GrpcError(Code.INVALID_RECEIPT_HANDLE, str(exc)) from None
 
 
+def within_deadline(seconds: float, context: Any) -> float:
+    """At most ``seconds`` of waiting, ended early enough for the answer to beat the call's deadline."""
+    remaining: float | None = context.time_remaining()
+    if remaining is None:
+        return seconds
+    return max(0.0, min(seconds, remaining - DEADLINE_MARGIN))
+
+
 def record_filter(broker: Any, expression: Any) -> Callable[[bytes], bool] | None:
     """The SQL92 filter of a FilterExpression (type 2); None for a tag expression."""
     if expression.type != 2:
@@ -171,11 +179,7 @@ class PopRpc:
                 raise GrpcError(
                     Code.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is out of range"
                 )
-        budget = polling / 1000
-        remaining: float | None = context.time_remaining()
-        if remaining is not None:
-            budget = max(0.0, min(budget, remaining - DEADLINE_MARGIN))
-        return budget
+        return within_deadline(polling / 1000, context)
 
     def ack_message(self, request: Any, context: Any) -> bytes:
         group, topic = self._names(request, context)

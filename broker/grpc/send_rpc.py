@@ -19,7 +19,7 @@ from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import SendMessageRequestHeader
 from broker.protocol.message import TRANSACTION_PREPARED_TYPE
-from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX
+from broker.protocol.names import is_group_topic
 from broker.server.message_type import (
     MESSAGE_TYPE_ATTRIBUTE,
     TopicMessageType,
@@ -101,7 +101,7 @@ class SendRpc:
             return
         if MESSAGE_TYPE_ATTRIBUTE not in (config.attributes or {}):
             return
-        if config.topicName.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+        if is_group_topic(config.topicName):
             return
         expected = topic_message_type(config)
         if expected in (TopicMessageType.UNSPECIFIED, TopicMessageType.MIXED):

@@ -36,12 +36,12 @@ from broker.grpc.clients import (
 )
 from broker.grpc.guard import Guarded, GuardedInline, GuardedStream
 from broker.grpc.pop_rpc import (
-    DEADLINE_MARGIN,
     DEFAULT_LONG_POLLING_MS,
     MAX_BATCH,
     MAX_LONG_POLLING_MS,
     PopRpc,
     rejected,
+    within_deadline,
 )
 from broker.grpc.pop_rpc import record_filter as pop_record_filter
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
@@ -548,10 +548,8 @@ class MessagingService:
             )
         )
         if not result.records:
-            wait = min(convert.duration_ms(request.long_polling_timeout) / 1000, MAX_LONG_POLLING_MS / 1000)
-            remaining = context.time_remaining()
-            if remaining is not None:
-                wait = max(0.0, min(wait, remaining - DEADLINE_MARGIN))
+            polling = min(convert.duration_ms(request.long_polling_timeout), MAX_LONG_POLLING_MS)
+            wait = within_deadline(polling / 1000, context)
             if wait > 0 and result.next_begin_offset == request.offset:
                 await self.broker.holds.hold(
                     topic, queue_id, request.offset, wait, tag_filter,

@@ -370,9 +370,7 @@ def read_head(buf: Buffer, pos: int = 0) -> RecordHead:
     if len(buf) - pos >= _HEAD_V4.size:  # the common case, IPv4 hosts, in one unpack
         v4 = _HEAD_V4.unpack_from(buf, pos)
         if not v4[7] & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG):
-            return RecordHead(
-                v4[2], v4[3], v4[4], v4[5], v4[6], v4[7], v4[8], v4[9], v4[10], v4[11], v4[12], v4[13]
-            )
+            return RecordHead._make(v4[2:14])  # BODYCRC .. PREPARED_TRANSACTION_OFFSET
     (_t, _m, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
     p = pos + POS_BORN_HOST
     bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8
@@ -522,10 +520,7 @@ def read_record(buf: bytes) -> tuple[RecordHead, bytes, str, int]:
             except UnicodeDecodeError:
                 pass  # reported by scan_records
             else:
-                head = RecordHead(
-                    v4[2], v4[3], v4[4], v4[5], v4[6], v4[7], v4[8], v4[9], v4[10], v4[11], v4[12], v4[13]
-                )
-                return head, buf[_FRAME_V4.size : p], topic, props_pos
+                return RecordHead._make(v4[2:14]), buf[_FRAME_V4.size : p], topic, props_pos
     scanned = scan_records(buf)
     if len(scanned) != 1:
         raise RecordError(f"{len(scanned)} records where one was expected")

@@ -35,6 +35,14 @@ async def _send(cluster: Cluster, topic: str, bodies: list[tuple[bytes, str]]) -
             await producer.send(Message(topic, body, tags=tags))
 
 
+async def _create_group(cluster: Cluster, config: SubscriptionGroupConfig) -> None:
+    admin = AdminApi(RemotingClient())
+    try:
+        await admin.create_group(cluster.broker_addr, config)
+    finally:
+        await admin.client.close()
+
+
 async def _receive_all(consumer: SimpleConsumer, count: int, invisible: float = 30.0) -> list[MessageExt]:
     got: list[MessageExt] = []
     for _ in range(50):
@@ -105,13 +113,7 @@ async def test_change_invisible_duration_renews_the_receipt(tmp_path: Path) -> N
 async def test_a_message_never_acked_ends_in_the_dead_letter_queue(tmp_path: Path) -> None:
     async with running_cluster(tmp_path) as cluster:
         await cluster.create_topic("PopDead", 1)
-        admin = AdminApi(RemotingClient())
-        try:
-            await admin.create_group(
-                cluster.broker_addr, SubscriptionGroupConfig(groupName="cg-dead", retryMaxTimes=1)
-            )
-        finally:
-            await admin.client.close()
+        await _create_group(cluster, SubscriptionGroupConfig(groupName="cg-dead", retryMaxTimes=1))
         await _send(cluster, "PopDead", [(b"poison", "t")])
         async with SimpleConsumer("cg-dead", cluster.namesrv, await_duration=1.0) as consumer:
             consumer.subscribe("PopDead")
@@ -130,12 +132,7 @@ async def test_a_message_never_acked_ends_in_the_dead_letter_queue(tmp_path: Pat
 async def test_an_orderly_group_gets_a_queue_one_message_after_another(tmp_path: Path) -> None:
     async with running_cluster(tmp_path) as cluster:
         await cluster.create_topic("PopFifo", 1)
-        admin = AdminApi(RemotingClient())
-        try:
-            config = SubscriptionGroupConfig(groupName="cg-fifo", consumeMessageOrderly=True)
-            await admin.create_group(cluster.broker_addr, config)
-        finally:
-            await admin.client.close()
+        await _create_group(cluster, SubscriptionGroupConfig(groupName="cg-fifo", consumeMessageOrderly=True))
         await _send(cluster, "PopFifo", [(b"m0", "t"), (b"m1", "t"), (b"m2", "t")])
         async with SimpleConsumer("cg-fifo", cluster.namesrv, await_duration=1.0) as consumer:
             consumer.subscribe("PopFifo")
