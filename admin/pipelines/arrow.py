@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from admin.pipelines import columns as C
 from admin.pipelines import properties as P
 from admin.pipelines.gather import I64, gather
 from broker.protocol import properties as MP
@@ -39,31 +40,21 @@ from broker.protocol.message import (
 from broker.protocol.msgid import create_offset_msg_id
 
 TS: Final = pa.timestamp("us", tz="UTC")
-# A message may lack a UNIQ_KEY, tags or keys; every other column always has a value. Declaring those
-# NOT NULL matters for speed: Spark then copies them into its rows without asking Arrow per value
-NULLABLE: Final = frozenset({"uniqKey", "tags", "keys"})
-COLUMNS: Final = (  # name, Arrow type, Spark type
-    ("topic", pa.string(), "string"),
-    ("brokerName", pa.string(), "string"),
-    ("queueId", pa.int32(), "int"),
-    ("queueOffset", pa.int64(), "bigint"),
-    ("commitLogOffset", pa.int64(), "bigint"),
-    ("msgId", pa.string(), "string"),
-    ("uniqKey", pa.string(), "string"),
-    ("body", pa.binary(), "binary"),
-    ("tags", pa.string(), "string"),
-    ("keys", pa.string(), "string"),
-    ("flag", pa.int32(), "int"),
-    ("sysFlag", pa.int32(), "int"),
-    ("bornTimestamp", TS, "timestamp"),
-    ("storeTimestamp", TS, "timestamp"),
-    ("bornHost", pa.string(), "string"),
-    ("storeHost", pa.string(), "string"),
-    ("reconsumeTimes", pa.int32(), "int"),
-    ("properties", P.PROPS, "map<string,string>"),
+_ARROW: Final = {  # Spark type -> the Arrow type Spark expects for it
+    "string": pa.string(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "binary": pa.binary(),
+    "timestamp": TS,
+    "map<string,string>": P.PROPS,
+    "array<struct<key:string,value:binary>>": pa.list_(
+        pa.struct([("key", pa.string()), ("value", pa.binary())])
+    ),
+}
+SCHEMA: Final = pa.schema([pa.field(n, _ARROW[t], nullable=n in C.NULLABLE) for n, t in C.TYPES.items()])
+KAFKA_SCHEMA: Final = pa.schema(
+    [pa.field(n, _ARROW[t], nullable=n in C.KAFKA_NULLABLE) for n, t in C.KAFKA_TYPES.items()]
 )
-SCHEMA: Final = pa.schema([pa.field(n, t, nullable=n in NULLABLE) for n, t, _ in COLUMNS])
-DDL: Final = ", ".join(f"{n} {s}" + ("" if n in NULLABLE else " NOT NULL") for n, _, s in COLUMNS)
 HEADER: Final = 88  # bytes before the body of an IPv4 record
 _I32: Final = struct.Struct(">i")
 _NO_FAST: Final = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG | COMPRESSED_FLAG
@@ -79,8 +70,27 @@ _HEAD: Final = np.dtype({"names": [f[0] for f in _FIELDS], "formats": [f[1] for 
 
 def project(batch: pa.RecordBatch, columns: Sequence[tuple[str, bool]]) -> pa.RecordBatch:
     """The ``(name, nullable)`` columns of a user-given schema; Spark checks names, types and nullability."""
-    schema = pa.schema([pa.field(n, SCHEMA.field(n).type, nullable=nullable) for n, nullable in columns])
+    schema = pa.schema(
+        [pa.field(n, batch.schema.field(n).type, nullable=nullable) for n, nullable in columns]
+    )
     return pa.RecordBatch.from_arrays([batch[n] for n, _ in columns], schema=schema)
+
+
+def kafka_view(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of the source's columns as Spark's Kafka source's columns."""
+    props = batch["properties"]
+    entries = pa.StructArray.from_arrays([props.keys, props.items.cast(pa.binary())], ["key", "value"])
+    headers = pa.ListArray.from_arrays(props.offsets, entries, type=KAFKA_SCHEMA.field("headers").type)
+    columns = [
+        batch["keys"].cast(pa.binary()),
+        batch["body"],
+        batch["topic"],
+        batch["queueId"],
+        batch["queueOffset"],
+        batch["storeTimestamp"],
+        headers,
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=KAFKA_SCHEMA)
 
 
 def empty_batch() -> pa.RecordBatch:

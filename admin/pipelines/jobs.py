@@ -70,6 +70,7 @@ def dlq_report(spark: SparkSession, options: dict[str, str], *, progress: Progre
 
     opts = {k: v for k, v in options.items() if k.lower() not in ("topic", "subscribepattern", "assign")}
     opts["subscribePattern"] = f"{DLQ_PREFIX}.*"
+    opts["includeSystemTopics"] = "true"  # dead-letter topics are left out of patterns otherwise
     progress("reading the dead-letter topics")
     now = time.time()
     df = source(spark, opts)

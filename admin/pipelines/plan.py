@@ -9,19 +9,24 @@ of requests. Everything here runs on the driver; executors only get the picklabl
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.protocol.javahash import java_hash
+from broker.protocol.sql92 import Selector, SelectorParseError, compile_cached
 
 if TYPE_CHECKING:
     from admin.pipelines.secure import SecureOptions
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 Offsets = dict[str, dict[str, dict[str, int]]]  # topic -> broker -> queue id (as text) -> offset
 EARLIEST, LATEST = -2, -1
 STORE_BROKER = "store"
@@ -70,33 +75,22 @@ class ReadSpec:
     max_offsets_per_trigger: int | None
     consumer_group: str | None
     security: SecureOptions  # where the credentials and TLS material are (admin/pipelines/secure.py)
-    # Spark may reuse a reader that had filters pushed for an earlier query of the same DataFrame,
-    # so pushdown is opt-in (option filterPushdown=true; then use one DataFrame per filtered query)
-    filter_pushdown: bool = False
-    # pushed filters
-    queue_ids: frozenset[int] | None = None
-    offset_min: int | None = None
-    offset_max: int | None = None  # exclusive
-    ts_min: int | None = None  # ms, inclusive
-    ts_max: int | None = None  # ms, exclusive
-    extra_tags: frozenset[str] | None = field(default=None)
+    sql: str | None = None  # an SQL92 subExpression (expressionType=SQL92) instead of tags
+    retries: int = 3  # of a request a broker did not answer (a restart, a dropped connection)
+    retry_interval: float = 1.0  # seconds before the first retry, doubled for each next one
+    include_internal: bool = False  # subscribePattern also matches system, retry and DLQ topics
+    kafka: bool = False  # Spark's Kafka source's columns (kafkaCompatible=true)
     # the (name, nullable) columns of a schema the user gave (``.schema("body binary")``), None for the
     # source's own: Spark's Python sources get no column pruning, and the JVM converts every column
     columns: tuple[tuple[str, bool], ...] | None = None
 
     @property
-    def tag_set(self) -> frozenset[str] | None:
-        """Tags a message must have (subExpression and pushed tag filters combined), None = any."""
-        if self.tags is None:
-            return self.extra_tags
-        if self.extra_tags is None:
-            return self.tags
-        return self.tags & self.extra_tags
+    def tag_codes(self) -> frozenset[int] | None:
+        return None if self.tags is None else frozenset(java_hash(t) for t in self.tags)
 
     @property
-    def tag_codes(self) -> frozenset[int] | None:
-        tags = self.tag_set
-        return None if tags is None else frozenset(java_hash(t) for t in tags)
+    def selector(self) -> Selector | None:
+        return None if self.sql is None else compile_cached(self.sql)
 
 
 def _int(options: Mapping[str, str], name: str, default: int) -> int:
@@ -113,12 +107,58 @@ def _opt_int(options: Mapping[str, str], name: str) -> int | None:
     return _int(options, name, -1) if options.get(name) not in (None, "") else None
 
 
+def _time(options: Mapping[str, str], name: str) -> int | None:
+    """Epoch ms from ms or an ISO 8601 time (UTC when it has no offset)."""
+    raw = (options.get(name.lower()) or "").strip()
+    if not raw:
+        return None
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    try:
+        when = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise OptionError(f"option {name} must be epoch ms or an ISO 8601 time, got {raw!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
+
+
 def parse_tags(expression: str | None) -> frozenset[str] | None:
     """``"a || b"`` -> {a, b}; empty or ``*`` -> None (every message)."""
     text = (expression or "").strip()
     if not text or text == "*":
         return None
     return frozenset(t.strip() for t in text.split("||") if t.strip())
+
+
+_SQL_CHARS = re.compile(r"[=<>()']")
+
+
+def _expression(opts: Mapping[str, str]) -> tuple[frozenset[str] | None, str | None]:
+    """(tags, SQL92 selector) of the options subExpression and expressionType (TAG or SQL92)."""
+    text = opts.get("subexpression")
+    kind = (opts.get("expressiontype") or "TAG").upper()
+    if kind == "SQL92":
+        if not (text or "").strip():
+            raise OptionError("option expressionType=SQL92 needs a subExpression")
+        try:
+            compile_cached(text or "")
+        except SelectorParseError as exc:
+            raise OptionError(f"option subExpression: {exc}") from None
+        return None, text
+    if kind != "TAG":
+        raise OptionError(f"option expressionType must be TAG or SQL92, got {kind!r}")
+    if _SQL_CHARS.search(text or ""):  # would match no tag and read nothing
+        raise OptionError(
+            f"option subExpression {text!r} is not a tag list (a || b): for an SQL92 selector "
+            "set expressionType=SQL92"
+        )
+    return parse_tags(text), None
+
+
+def kafka_compatible(options: Mapping[str, str]) -> bool:
+    """Whether the option kafkaCompatible (any case) is true."""
+    return any(k.lower() == "kafkacompatible" and v.lower() == "true" for k, v in options.items())
 
 
 def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadSpec:
@@ -149,6 +189,13 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
             re.compile(pattern)
         except re.error as exc:
             raise OptionError(f"option subscribePattern is not a regular expression: {exc}") from None
+    if "filterpushdown" in opts:
+        raise OptionError(
+            "option filterPushdown is gone: Spark reuses a DataFrame's pushed read for its later queries "
+            "without filters, which then miss rows; narrow a read with assign, startingOffsets, "
+            "startingTimestamp or subExpression"
+        )
+    tags, sql = _expression(opts)
     max_trigger = _opt_int(opts, "maxoffsetspertrigger")
     if max_trigger is not None and max_trigger <= 0:
         raise OptionError("option maxOffsetsPerTrigger must be positive")
@@ -161,13 +208,17 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         assign=assign,
         starting=opts.get("startingoffsets") or ("latest" if streaming else "earliest"),
         ending=opts.get("endingoffsets") or "latest",
-        starting_ts=_opt_int(opts, "startingtimestamp"),
-        ending_ts=_opt_int(opts, "endingtimestamp"),
-        tags=parse_tags(opts.get("subexpression")),
+        starting_ts=_time(opts, "startingTimestamp"),
+        ending_ts=_time(opts, "endingTimestamp"),
+        tags=tags,
+        sql=sql,
         min_partitions=max(1, _int(opts, "minpartitions", 1)),
         pull_batch_size=max(1, min(1024, _int(opts, "pullbatchsize", 1024))),
         fail_on_data_loss=(opts.get("failondataloss") or "true").lower() != "false",
-        filter_pushdown=(opts.get("filterpushdown") or "false").lower() == "true",
+        retries=max(0, _int(opts, "fetchoffset.numretries", 3)),
+        retry_interval=max(0, _int(opts, "fetchoffset.retryintervalms", 1000)) / 1000,
+        include_internal=(opts.get("includesystemtopics") or "false").lower() == "true",
+        kafka=kafka_compatible(opts),
         timeout=float(opts.get("timeout") or 10),
         max_offsets_per_trigger=max_trigger,
         consumer_group=opts.get("consumergroup") or None,
@@ -182,16 +233,23 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
     return spec
 
 
+ANY_BROKER = ""  # offsets JSON that names no broker: {"T": {"0": 23}}, for a topic on one broker
+
+
 def _offsets_json(text: str, name: str) -> Offsets:
     try:
         data = json.loads(text)
-        return {
-            str(t): {str(b): {str(q): int(o) for q, o in qs.items()} for b, qs in brokers.items()}
-            for t, brokers in data.items()
-        }
+        out: Offsets = {}
+        for t, brokers in data.items():
+            if all(isinstance(v, int) for v in brokers.values()):  # queue -> offset, no broker level
+                out[str(t)] = {ANY_BROKER: {str(q): int(o) for q, o in brokers.items()}}
+            else:
+                out[str(t)] = {str(b): {str(q): int(o) for q, o in qs.items()} for b, qs in brokers.items()}
+        return out
     except (ValueError, AttributeError, TypeError) as exc:
         raise OptionError(
-            f'option {name} must be earliest, latest or JSON like {{"T":{{"broker-a":{{"0":23}}}}}}: {exc}'
+            f'option {name} must be earliest, latest or JSON like {{"T":{{"broker-a":{{"0":23}}}}}} '
+            f'or, for a topic on one broker, {{"T":{{"0":23}}}}: {exc}'
         ) from None
 
 
@@ -221,19 +279,31 @@ class Target:
         """Release what the target holds."""
 
 
-def _select(spec: ReadSpec, topics: Iterable[str]) -> list[str]:
+def _select(spec: ReadSpec, topics: Iterable[str], system_names: frozenset[str] = frozenset()) -> list[str]:
+    """The topics a read names; a subscribePattern leaves out system, retry and dead-letter topics
+    (and broker and cluster names, ``system_names``) unless includeSystemTopics=true."""
+    from admin.models.names import TopicKind, topic_kind
+
     if spec.topics:
         return spec.topics
     if spec.assign is not None:
         return list(spec.assign)
     assert spec.pattern is not None
     rx = re.compile(spec.pattern)
-    return sorted(t for t in topics if rx.fullmatch(t))
+    return sorted(
+        t for t in topics
+        if rx.fullmatch(t) and (spec.include_internal or topic_kind(t, system_names) is TopicKind.NORMAL)
+    )  # fmt: skip
+
+
+def _missing(names: Iterable[str], have: Iterable[str], where: str) -> None:
+    """Refuse a read of a topic that is not there (it would read nothing)."""
+    missing = sorted(set(names) - set(have))
+    if missing:
+        raise OptionError(f"topic {missing[0]} does not exist in {where}")
 
 
 def _assigned(spec: ReadSpec, ref: QueueRef) -> bool:
-    if spec.queue_ids is not None and ref.queue_id not in spec.queue_ids:
-        return False
     if spec.assign is None:
         return True
     wanted = spec.assign.get(ref.topic)
@@ -256,6 +326,8 @@ class StoreTarget(Target):
     def queues(self, spec: ReadSpec) -> list[QueueRef]:
         table = self.store.queues
         names = _select(spec, table.topics())
+        if not spec.pattern:
+            _missing(names, table.topics(), f"the store folder {self.path}")
         refs = [QueueRef(t, STORE_BROKER, cq.queue_id, "") for t in names for cq in table.of_topic(t)]
         return [r for r in refs if _assigned(spec, r)]
 
@@ -294,11 +366,21 @@ class ClusterTarget(Target):
                 configs = await api.all_topic_config(spec.broker_addr)
                 runtime = await api.broker_config(spec.broker_addr)
                 name = runtime.get("brokerName", "broker")
+                names = _select(spec, configs, frozenset({name}))
+                if not spec.pattern:
+                    _missing(names, configs, f"broker {spec.broker_addr}")
                 refs = [QueueRef(t, name, q, spec.broker_addr)
-                        for t in _select(spec, configs) if t in configs
+                        for t in names if t in configs
                         for q in range(configs[t].readQueueNums)]  # fmt: skip
             else:
-                names = _select(spec, await api.topic_list(spec.namesrv) if spec.pattern else [])
+                if spec.pattern:
+                    info = await api.cluster_info(spec.namesrv)
+                    names = _select(
+                        spec, await api.topic_list(spec.namesrv),
+                        frozenset(info.brokerAddrTable) | frozenset(info.clusterAddrTable),
+                    )  # fmt: skip
+                else:
+                    names = _select(spec, [])
                 refs = []
                 for topic in names:
                     route = await api.topic_route(spec.namesrv, topic)
@@ -332,18 +414,43 @@ class ClusterTarget(Target):
         return run_async(lambda: self._with_api(main))
 
     def commit(self, group: str, offsets: dict[QueueRef, int]) -> None:
-        """UPDATE_CONSUMER_OFFSET for each queue, so tools show the pipeline's progress as a group."""
+        """UPDATE_CONSUMER_OFFSET for each queue, so tools show the pipeline's progress as a group; a
+        broker that does not know the group yet gets it created first."""
+        from broker.client.admin_api import RemoteError
         from broker.protocol import headers as H
-        from broker.protocol.codes import RequestCode
+        from broker.protocol.codes import RequestCode, ResponseCode
+        from broker.protocol.group_bodies import SubscriptionGroupConfig
+
+        async def one(api: Any, r: QueueRef, off: int) -> None:
+            header = H.UpdateConsumerOffsetRequestHeader(
+                consumerGroup=group, topic=r.topic, queueId=r.queue_id, commitOffset=off, bname=r.broker
+            )
+            try:
+                await api.call(r.addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+            except RemoteError as exc:
+                if exc.code != ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                    raise
+                await api.create_group(r.addr, SubscriptionGroupConfig(groupName=group))
+                await api.call(r.addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
         async def main(api: Any) -> None:
-            await asyncio.gather(*(
-                api.call(r.addr, RequestCode.UPDATE_CONSUMER_OFFSET, H.UpdateConsumerOffsetRequestHeader(
-                    consumerGroup=group, topic=r.topic, queueId=r.queue_id, commitOffset=off, bname=r.broker))
-                for r, off in offsets.items()
-            ))  # fmt: skip
+            await asyncio.gather(*(one(api, r, off) for r, off in offsets.items()))
 
         run_async(lambda: self._with_api(main))
+
+
+def retrying(spec: ReadSpec, fn: Callable[[], T]) -> T:
+    """``fn()``, tried again after a connection failure (a broker restarting): ``spec.retries`` times,
+    waiting ``spec.retry_interval`` seconds and twice as long each next time."""
+    from broker.client.remoting_client import RemotingError
+
+    for attempt in range(spec.retries):
+        try:
+            return fn()
+        except RemotingError as exc:
+            log.warning("%s; trying again (%d of %d)", exc, attempt + 1, spec.retries)
+            time.sleep(spec.retry_interval * 2**attempt)
+    return fn()
 
 
 def open_target(spec: ReadSpec) -> Target:
@@ -363,13 +470,22 @@ def resolve(
     if value == "latest":
         return {r: bounds[r][1] for r in refs}
     table = _offsets_json(value, f"{which}Offsets")
+    for topic, brokers in table.items():
+        if ANY_BROKER in brokers:
+            on = sorted({r.broker for r in refs if r.topic == topic})
+            if len(on) > 1:
+                raise OptionError(
+                    f"option {which}Offsets: topic {topic} is on brokers {', '.join(on)}; "
+                    'name the broker: {"T":{"broker-a":{"0":23}}}'
+                )
+            table[topic] = {b: brokers[ANY_BROKER] for b in on} or brokers
     named = {(t, b, q) for t, brokers in table.items() for b, qs in brokers.items() for q in qs}
     unknown = sorted(named - {(r.topic, r.broker, str(r.queue_id)) for r in refs})
     if unknown:  # a typo would otherwise read the whole queue
         have = ", ".join(f"{r.topic}/{r.broker}/{r.queue_id}" for r in refs[:8]) + (
             " …" if len(refs) > 8 else ""
         )
-        where = "/".join(unknown[0])
+        where = "/".join(p for p in unknown[0] if p)
         raise OptionError(
             f"option {which}Offsets names {where}, which this read does not have (it reads {have})"
         )
@@ -383,33 +499,32 @@ def resolve(
 
 
 def plan_ranges(target: Target, spec: ReadSpec) -> list[QueueRange]:
-    """The queue ranges of a batch read, pushed filters applied."""
+    """The queue ranges of a batch read. Offsets given explicitly must make sense: a start after the
+    end or past the queue's newest offset is refused, not read as nothing."""
     refs = target.queues(spec)
     if not refs:
         return []
     bounds = target.bounds(refs)
-    start_ts = max(x for x in (spec.starting_ts, spec.ts_min) if x is not None) if (
-        spec.starting_ts is not None or spec.ts_min is not None) else None  # fmt: skip
-    end_ts = min(x for x in (spec.ending_ts, spec.ts_max) if x is not None) if (
-        spec.ending_ts is not None or spec.ts_max is not None) else None  # fmt: skip
-    starts = resolve(target, spec, refs, bounds, "starting", start_ts)
-    ends = resolve(target, spec, refs, bounds, "ending", end_ts)
+    starts = resolve(target, spec, refs, bounds, "starting", spec.starting_ts)
+    ends = resolve(target, spec, refs, bounds, "ending", spec.ending_ts)
     ranges = []
     for r in refs:
         lo, hi = bounds[r]
-        start, end = starts[r], min(ends[r], hi)
+        start, end = starts[r], ends[r]
+        where = f"{r.topic}/{r.broker}/{r.queue_id}"
+        if start > hi:
+            raise OptionError(f"{where}: startingOffsets {start} is past the queue's end ({hi})")
+        if start > end and spec.starting_ts is None and spec.ending_ts is None:
+            raise OptionError(f"{where}: startingOffsets {start} is after endingOffsets {end}")
+        end = min(end, hi)
         if start < lo:
             if spec.fail_on_data_loss and start >= 0 and spec.starting not in ("earliest",) and (
                     spec.starting_ts is None):  # fmt: skip
                 raise OptionError(
-                    f"{r.topic}/{r.broker}/{r.queue_id}: offset {start} is gone (the queue starts at {lo}); "
+                    f"{where}: offset {start} is gone (the queue starts at {lo}); "
                     "set failOnDataLoss=false to skip it"
                 )
             start = lo
-        if spec.offset_min is not None:
-            start = max(start, spec.offset_min)
-        if spec.offset_max is not None:
-            end = min(end, spec.offset_max)
         if end > start:
             ranges.append(QueueRange(r, start, end))
     return ranges

@@ -9,6 +9,7 @@ flight; the answers' bodies (the same record layout) are decoded a few together 
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Final
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 from admin.pipelines import arrow as A
 from admin.pipelines.plan import QueueRange, ReadSpec
 
+_QUEUE_OFFSET: Final = struct.Struct(">q")  # a record's queue offset, at byte 20
 UNIT: Final = np.dtype([("phys", ">i8"), ("size", ">i4"), ("code", ">i8")])  # a ConsumeQueue unit
 ROWS_PER_BATCH: Final = 8192
 PULL_BYTES: Final = 4 * 1024 * 1024
@@ -31,14 +33,16 @@ class DataLossError(RuntimeError):
     """Messages of the range are gone (retention) and failOnDataLoss is on."""
 
 
-def exact_filter(batch: pa.RecordBatch, spec: ReadSpec, rng: QueueRange) -> pa.RecordBatch:
-    """Apply what the planner cannot do exactly: the offset range, tags and store-time bounds. Bounds are
-    compared as Arrow scalars of the column's type: pyarrow converts a bare Python value on each call."""
+def exact_filter(batch: pa.RecordBatch, spec: ReadSpec, rng: QueueRange, *, sql: bool) -> pa.RecordBatch:
+    """Apply what the planner cannot do exactly: the offset range, tags and an SQL92 selector (``sql``:
+    the broker did not apply it already). Bounds are compared as Arrow scalars of the column's type:
+    pyarrow converts a bare Python value on each call."""
     if batch.num_rows == 0:
         return batch
     offsets = batch["queueOffset"]
-    tags = spec.tag_set
-    if tags is None and spec.ts_min is None and spec.ts_max is None:
+    tags = spec.tags
+    selector = spec.selector if sql else None
+    if tags is None and selector is None:
         low, high = pc.min_max(offsets).values()
         if rng.start <= low.as_py() and high.as_py() < rng.end:  # nearly always: nothing to drop
             return batch
@@ -50,17 +54,18 @@ def exact_filter(batch: pa.RecordBatch, spec: ReadSpec, rng: QueueRange) -> pa.R
         mask = pc.and_(
             mask, pc.fill_null(pc.is_in(batch["tags"], pa.array(sorted(tags), pa.string())), False)
         )
-    for bound, cmp in ((spec.ts_min, pc.greater_equal), (spec.ts_max, pc.less)):
-        if bound is not None:
-            mask = pc.and_(mask, cmp(batch["storeTimestamp"], pa.scalar(bound * 1000, A.TS)))
+    if selector is not None:  # properties are strings to the selector, so one Python call per message
+        matches = [selector.matches(dict(p)) for p in batch["properties"].to_pylist()]
+        mask = pc.and_(mask, pa.array(matches, pa.bool_()))
     return batch if pc.all(mask).as_py() else batch.filter(mask)
 
 
 def read_range(spec: ReadSpec, rng: QueueRange) -> Iterator[pa.RecordBatch]:
     source = read_store(spec, rng) if spec.store_path else read_cluster(spec, rng)
     for batch in source:
-        batch = exact_filter(batch, spec, rng)
+        batch = exact_filter(batch, spec, rng, sql=bool(spec.store_path))
         if batch.num_rows:
+            batch = A.kafka_view(batch) if spec.kafka else batch
             yield batch if spec.columns is None else A.project(batch, spec.columns)
 
 
@@ -191,54 +196,83 @@ def _decode(
     return A.decode(data, np.concatenate(starts), np.concatenate(sizes), rng.queue.topic, rng.queue.broker)
 
 
+def _before(body: bytes, end: int) -> bytes:
+    """The records of a pull answer below queue offset ``end``: with a filter the broker answers up to
+    maxMsgNums *matching* messages, which may lie past the end of the range asked for."""
+    at, _ = A.record_starts(body)
+    if not len(at) or _QUEUE_OFFSET.unpack_from(body, int(at[-1]) + 20)[0] < end:
+        return body
+    offsets = np.array([_QUEUE_OFFSET.unpack_from(body, int(a) + 20)[0] for a in at.tolist()], np.int64)
+    keep = int(np.searchsorted(offsets, end))
+    return body[: int(at[keep])] if keep < len(at) else body
+
+
 async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
     """The bodies (back-to-back records) of the pull answers for ``[start, end)``, as they come."""
     from broker.acl.client import secure
     from broker.client.api import request
     from broker.client.pull import FLAG_SUBSCRIPTION
-    from broker.client.remoting_client import RemotingClient
+    from broker.client.remoting_client import RemotingClient, RemotingError
     from broker.protocol import headers as H
     from broker.protocol.codes import RequestCode, ResponseCode
 
     ref = rng.queue
-    sub = " || ".join(sorted(spec.tag_set)) if spec.tag_set else "*"
+    if spec.sql is not None:
+        kind, sub = "SQL92", spec.sql
+    else:
+        kind, sub = "TAG", " || ".join(sorted(spec.tags)) if spec.tags else "*"
+    filtered = sub != "*"
     client = secure(RemotingClient(), spec.security.client_security())
     step = spec.pull_batch_size
     todo = [(s, min(rng.end, s + step)) for s in range(rng.start, rng.end, step)]
     todo.reverse()
 
-    async def pull(a: int, b: int) -> tuple[int, int, int, bytes | None, str | None]:
+    async def pull(a: int, b: int) -> tuple[int, int, int, int, bytes | None, str | None]:
         header = H.PullMessageRequestHeader(
             consumerGroup=spec.consumer_group or "rmqkit-spark", topic=ref.topic, queueId=ref.queue_id,
             queueOffset=a, maxMsgNums=b - a, sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
-            suspendTimeoutMillis=0, subscription=sub, subVersion=0, expressionType="TAG",
+            suspendTimeoutMillis=0, subscription=sub, subVersion=0, expressionType=kind,
             maxMsgBytes=PULL_BYTES, bname=ref.broker,
         )  # fmt: skip
-        r = await client.invoke(ref.addr, request(RequestCode.PULL_MESSAGE, header), spec.timeout)
+        for attempt in range(spec.retries + 1):  # a broker restart or a dropped connection
+            try:
+                r = await client.invoke(ref.addr, request(RequestCode.PULL_MESSAGE, header), spec.timeout)
+                break
+            except RemotingError:
+                if attempt == spec.retries:
+                    raise
+                await asyncio.sleep(spec.retry_interval * 2**attempt)
         nxt = (
             H.PullMessageResponseHeader.from_ext_fields(r.ext_fields).nextBeginOffset
             if r.ext_fields
             else None
         )
-        return r.code, b, int(nxt or a), r.body, r.remark
+        return r.code, a, b, int(a if nxt is None else nxt), r.body, r.remark
 
     try:
-        running: set[asyncio.Task[tuple[int, int, int, bytes | None, str | None]]] = set()
+        running: set[asyncio.Task[tuple[int, int, int, int, bytes | None, str | None]]] = set()
         while todo or running:
             while todo and len(running) < PULLS_IN_FLIGHT:
                 running.add(asyncio.ensure_future(pull(*todo.pop())))
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                code, b, nxt, body, remark = task.result()
+                code, a, b, nxt, body, remark = task.result()
                 if code == ResponseCode.SUCCESS and body:
-                    yield body
+                    body = _before(body, b) if filtered else body
+                    if body:
+                        yield body
                 elif code == ResponseCode.PULL_OFFSET_MOVED or (
                     code == ResponseCode.PULL_NOT_FOUND and nxt < b and spec.fail_on_data_loss
                 ):
                     if spec.fail_on_data_loss:
                         raise DataLossError(
-                            f"{ref.topic}/{ref.broker}/{ref.queue_id}: offsets moved ({remark})"
+                            f"{ref.topic}/{ref.broker}/{ref.queue_id}: offsets moved ({remark}); "
+                            "set failOnDataLoss=false to skip what is gone"
                         )
+                    # what is gone is skipped: go on from where the queue now starts, if inside the chunk
+                    if a < nxt < b:
+                        todo.append((nxt, b))
+                    continue
                 elif code not in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
                     raise RuntimeError(f"pull from {ref.addr} failed: code {code}: {remark}")
                 if nxt < b and code in (ResponseCode.SUCCESS, ResponseCode.PULL_RETRY_IMMEDIATELY):

@@ -59,7 +59,6 @@ def build_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.driver.extraJavaOptions", java_opts)
         # batches reach the JVM from the Python workers ~12 % faster than over loopback TCP
         .config("spark.python.unix.domain.socket.enabled", "true")

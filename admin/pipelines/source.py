@@ -12,27 +12,21 @@ Options (case-insensitive): ``nameServer`` | ``brokerAddr`` | ``storePath``; ``t
 
 from __future__ import annotations
 
-import datetime as dt
+import importlib.util
+import logging
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
     InputPartition,
-    LessThan,
-    LessThanOrEqual,
     WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import (
@@ -43,13 +37,31 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from admin.pipelines import arrow as A
+from admin.pipelines import columns as C
 from admin.pipelines import plan as PL
 from admin.pipelines.plan import OptionError, QueueRange, ReadSpec
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+def check_worker_python() -> None:
+    """Fail with what is missing where Spark's Python workers lack the libraries reads and writes need
+    (a worker started with another Python than the one rmqkit[spark] is installed in)."""
+    missing = [m for m in ("pyarrow", "numpy") if importlib.util.find_spec(m) is None]
+    if missing:
+        version = ".".join(map(str, sys.version_info[:2]))
+        raise RuntimeError(
+            f"Spark's Python workers run {sys.executable} (Python {version}), which cannot import "
+            f"{' or '.join(missing)}: install rmqkit[spark] into that Python, or set PYSPARK_PYTHON "
+            "(spark.pyspark.python) to the Python rmqkit[spark] is installed in"
+        )
+
 
 class RangePartition(InputPartition):
-    """A queue range and the read spec (with any pushed filters) of the query that planned it."""
+    """A queue range and the read spec of the query that planned it."""
 
     def __init__(self, rng: QueueRange, spec: ReadSpec) -> None:
         super().__init__(rng)
@@ -57,146 +69,130 @@ class RangePartition(InputPartition):
         self.spec = spec
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    from admin.pipelines.readers import read_range
 
-
-def _ms(value: Any) -> int | None:
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int((value - _EPOCH) // dt.timedelta(milliseconds=1))
-    if isinstance(value, int | float):
-        return int(value)
-    return None
-
-
-def push(spec: ReadSpec, filters: Sequence[Filter]) -> tuple[ReadSpec, list[Filter]]:
-    """Fold the filters the source can apply exactly into ``spec``; return the others."""
-    rest: list[Filter] = []
-    for f in filters:
-        attribute: tuple[str, ...] = getattr(f, "attribute", ())
-        col = attribute[0] if len(attribute) == 1 else None
-        value = getattr(f, "value", None)
-        if col == "queueId" and isinstance(f, EqualTo | In) and value is not None:
-            ids = frozenset(int(v) for v in (value if isinstance(f, In) else (value,)))
-            spec = replace(spec, queue_ids=ids if spec.queue_ids is None else spec.queue_ids & ids)
-        elif col == "tags" and isinstance(f, EqualTo | In) and value is not None:
-            tags = frozenset(str(v) for v in (value if isinstance(f, In) else (value,)) if v is not None)
-            spec = replace(spec, extra_tags=tags if spec.extra_tags is None else spec.extra_tags & tags)
-        elif col in ("queueOffset", "storeTimestamp") and isinstance(
-            f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
-        ):
-            v = int(value) if col == "queueOffset" and isinstance(value, int) else _ms(value)
-            if v is None or (
-                col == "storeTimestamp" and isinstance(value, dt.datetime) and value.microsecond % 1000
-            ):
-                rest.append(f)
-                continue
-            lo_name, hi_name = ("offset_min", "offset_max") if col == "queueOffset" else ("ts_min", "ts_max")
-            lo = (
-                v + 1
-                if isinstance(f, GreaterThan)
-                else v
-                if isinstance(f, GreaterThanOrEqual | EqualTo)
-                else None
-            )
-            hi = v if isinstance(f, LessThan) else v + 1 if isinstance(f, LessThanOrEqual | EqualTo) else None
-            if lo is not None:
-                cur_lo: int | None = getattr(spec, lo_name)
-                spec = replace(spec, **{lo_name: lo if cur_lo is None else max(cur_lo, lo)})  # type: ignore[arg-type]
-            if hi is not None:
-                cur_hi: int | None = getattr(spec, hi_name)
-                spec = replace(spec, **{hi_name: hi if cur_hi is None else min(cur_hi, hi)})  # type: ignore[arg-type]
-        else:
-            rest.append(f)
-    return spec, rest
+    assert isinstance(partition, RangePartition)
+    if partition.rng.end > partition.rng.start:
+        yield from read_range(partition.spec, partition.rng)
 
 
 class RocketMQReader(DataSourceReader):
-    def __init__(self, spec: ReadSpec) -> None:
-        self.base = self.spec = spec
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        if not self.base.filter_pushdown:
-            yield from filters  # Spark applies them all
-            return
-        # from the options again: Spark may push into a reader it planned an earlier query with
-        self.spec, rest = push(self.base, filters)
-        yield from rest
-
-    def partitions(self) -> Sequence[InputPartition]:
-        # Spark may plan a later query with this reader without calling pushFilters again: the
-        # pushed spec belongs to this planning only and travels in its partitions.
-        spec, self.spec = self.spec, self.base
-        target = PL.open_target(spec)
-        try:
-            ranges = PL.plan_ranges(target, spec)
-        finally:
-            target.close()
-        parts = [RangePartition(r, spec) for r in PL.split(ranges, spec.min_partitions)]
-        return parts or [RangePartition(QueueRange(PL.QueueRef("", "", -1, ""), 0, 0), spec)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from admin.pipelines.readers import read_range
-
-        assert isinstance(partition, RangePartition)
-        if partition.rng.end > partition.rng.start:
-            yield from read_range(partition.spec, partition.rng)
-
-
-class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Offsets of record are the checkpoint's ``{"topic": {"broker": {"queueId": offset}}}``."""
+    """Batch reads. Filters are not pushed: Spark 4.3 keeps the read it planned with pushed filters for
+    the DataFrame's later queries without filters, which would then miss rows."""
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
-        self.refs: dict[tuple[str, str, int], PL.QueueRef] = {}
-        self.mins: dict[tuple[str, str, int], int] = {}
-        self.until: dict[str, Any] | None = None
 
-    def _latest(self) -> tuple[dict[PL.QueueRef, tuple[int, int]], PL.Target]:
-        target = PL.open_target(self.spec)
-        refs = target.queues(self.spec)
-        bounds = target.bounds(refs)
-        for r in refs:
-            self.refs[(r.topic, r.broker, r.queue_id)] = r
-            self.mins[(r.topic, r.broker, r.queue_id)] = bounds[r][0]
-        return bounds, target
+    def partitions(self) -> Sequence[InputPartition]:
+        def plan() -> list[QueueRange]:
+            target = PL.open_target(self.spec)
+            try:
+                return PL.plan_ranges(target, self.spec)
+            finally:
+                target.close()
+
+        ranges = PL.retrying(self.spec, plan)
+        parts = [RangePartition(r, self.spec) for r in PL.split(ranges, self.spec.min_partitions)]
+        return parts or [RangePartition(QueueRange(PL.QueueRef("", "", -1, ""), 0, 0), self.spec)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition)
+
+
+Key = tuple[str, str, int]  # topic, broker, queue id
+
+
+def _key(r: PL.QueueRef) -> Key:
+    return (r.topic, r.broker, r.queue_id)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets of record are the checkpoint's ``{"topic": {"broker": {"queueId": offset}}}``. Spark asks
+    for the latest offsets from the end of the last completed batch, so that is when the consumer group
+    (option consumerGroup) gets its offsets: ``rmq group lag`` reads 0 once a stream has caught up."""
+
+    def __init__(self, spec: ReadSpec) -> None:
+        self.spec = spec
+        self.refs: dict[Key, PL.QueueRef] = {}
+        self.bounds: dict[Key, tuple[int, int]] = {}
+        self.until: dict[str, Any] | None = None
+        self.committed: dict[str, Any] | None = None  # the group's offsets as last committed
+        self.group_ok = True  # false once the group could not be committed to: then it is left alone
+
+    def _latest(self) -> dict[PL.QueueRef, tuple[int, int]]:
+        def ask() -> dict[PL.QueueRef, tuple[int, int]]:
+            target = PL.open_target(self.spec)
+            try:
+                return target.bounds(target.queues(self.spec))
+            finally:
+                target.close()
+
+        bounds = PL.retrying(self.spec, ask)
+        for r, b in bounds.items():
+            self.refs[_key(r)] = r
+            self.bounds[_key(r)] = b
+        return bounds
+
+    def _lost(self, r: PL.QueueRef, problem: str) -> None:
+        where = f"{r.topic}/{r.broker}/{r.queue_id}"
+        if self.spec.fail_on_data_loss:
+            raise RuntimeError(f"{where}: {problem}; set failOnDataLoss=false to skip what is lost")
+        log.warning("%s: %s; skipped (failOnDataLoss=false)", where, problem)
 
     def initialOffset(self) -> dict[str, Any]:
-        bounds, target = self._latest()
-        try:
-            refs = list(bounds)
-            ts = self.spec.starting_ts
-            starts = PL.resolve(target, self.spec, refs, bounds, "starting", ts)
-        finally:
-            target.close()
-        return PL.to_offsets(starts)
+        bounds = self._latest()
+
+        def starts() -> dict[PL.QueueRef, int]:
+            target = PL.open_target(self.spec)
+            try:
+                return PL.resolve(target, self.spec, list(bounds), bounds, "starting", self.spec.starting_ts)
+            finally:
+                target.close()
+
+        return PL.to_offsets(PL.retrying(self.spec, starts))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.spec.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        bounds, target = self._latest()
-        target.close()
-        self.until = PL.to_offsets({r: hi for r, (_lo, hi) in bounds.items()})
+        self.until = PL.to_offsets({r: hi for r, (_lo, hi) in self._latest().items()})
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        bounds, target = self._latest()
-        target.close()
+        bounds = self._latest()
+        self._commit_group(start)  # the end of the last completed batch
         ends: dict[PL.QueueRef, int] = {}
         begins: dict[PL.QueueRef, int] = {}
-        for r, (lo, hi) in bounds.items():
+        for r, (lo, top) in bounds.items():
+            hi = top
             if self.until is not None:
                 cap = PL.lookup(self.until, r)
                 hi = lo if cap is None else min(hi, cap)  # queues that appear later wait for the next run
             begin = PL.lookup(start, r)
-            begin = lo if begin is None else begin  # a queue that appeared later: from its earliest
+            if begin is None:  # a queue that appeared later: from its earliest
+                begin = lo
+            elif begin > top:
+                self._lost(r, f"offset {begin} is past the queue's end {top} (was the topic deleted and "
+                           "created again?); reading it again from its start")  # fmt: skip
+                begin = lo
+            elif begin < lo:
+                self._lost(r, f"offsets {begin} to {lo - 1} are gone (retention)")
+                begin = lo
             begins[r] = begin
             ends[r] = max(begin, hi)
         if isinstance(limit, ReadMaxRows):
             ends = _cap(begins, ends, limit.max_rows)
-        return PL.to_offsets(ends)
+        out = PL.to_offsets(ends)
+        for topic, brokers in start.items():  # queues a broker restart hides for now keep their place
+            for broker, queues in brokers.items():
+                for qid, off in queues.items():
+                    out.setdefault(topic, {}).setdefault(broker, {}).setdefault(qid, int(off))
+        return out
+
+    def reportLatestOffset(self) -> dict[str, Any]:
+        """The queues' newest offsets as last seen: Spark reports them as the source's latestOffset."""
+        return PL.to_offsets({r: self.bounds[k][1] for k, r in self.refs.items()})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         parts = []
@@ -205,27 +201,39 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for qid, hi in queues.items():
                     key = (topic, broker, int(qid))
                     if key not in self.refs:  # a restarted query: learn the addresses again
-                        self._latest()[1].close()
+                        self._latest()
+                    if key not in self.refs:  # not there now: its offsets stay as they were
+                        continue
                     lo = PL.lookup(start, self.refs[key])
-                    lo = self.mins.get(key, 0) if lo is None else lo
+                    if lo is None or lo > int(hi):  # new, or read again from its start (see latestOffset)
+                        lo = self.bounds[key][0]
                     if int(hi) > lo:
                         parts.append(QueueRange(self.refs[key], lo, int(hi)))
         return [RangePartition(r, self.spec) for r in PL.split(parts, self.spec.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from admin.pipelines.readers import read_range
-
-        assert isinstance(partition, RangePartition)
-        yield from read_range(partition.spec, partition.rng)
+        return _read(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
+        self._commit_group(end)
+
+    def stop(self) -> None:
+        """Spark may end this process without calling stop(): offsets are committed as batches complete."""
+
+    def _commit_group(self, offsets: dict[str, Any]) -> None:
         group = self.spec.consumer_group
-        if not group or self.spec.store_path:
+        if not group or self.spec.store_path or not self.group_ok or offsets == self.committed:
             return
-        offsets = {ref: off for ref in self.refs.values() if (off := PL.lookup(end, ref)) is not None}
-        if offsets:
-            target = PL.ClusterTarget(self.spec)
-            target.commit(group, offsets)
+        found = {ref: off for ref in self.refs.values() if (off := PL.lookup(offsets, ref)) is not None}
+        if not found:
+            return
+        try:
+            PL.retrying(self.spec, lambda: PL.ClusterTarget(self.spec).commit(group, found))
+        except Exception as exc:  # the group's offsets are a view of progress; the checkpoint is the record
+            log.warning("committing offsets of group %s failed, no longer trying: %s", group, exc)
+            self.group_ok = False
+            return
+        self.committed = offsets
 
 
 def _cap(
@@ -302,26 +310,21 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
         """Sent messages cannot be taken back; their UNIQ_KEYs let consumers drop the retried copies."""
 
 
-# name -> Spark type of every column the source reads, in order
-_COLUMN_TYPES: dict[str, str] = {name: spark for name, _, spark in A.COLUMNS}
-_OWN_COLUMNS: tuple[tuple[str, bool], ...] = tuple((f.name, f.nullable) for f in A.SCHEMA)
-
-
-def read_columns(schema: StructType) -> tuple[tuple[str, bool], ...] | None:
+def read_columns(schema: StructType, kafka: bool) -> tuple[tuple[str, bool], ...] | None:
     """The ``(name, nullable)`` columns a user-specified schema selects (None: the source's own
     schema); each must be one of the source's columns with its type, NOT NULL only where it has a value."""
+    types, nullable = (C.KAFKA_TYPES, C.KAFKA_NULLABLE) if kafka else (C.TYPES, C.NULLABLE)
     columns = tuple((f.name, f.nullable) for f in schema.fields)
     for f in schema.fields:
-        want = _COLUMN_TYPES.get(f.name)
+        want = types.get(f.name)
         if want is None:
-            raise OptionError(
-                f"schema: the rocketmq source has no column {f.name!r} ({', '.join(_COLUMN_TYPES)})"
-            )
+            raise OptionError(f"schema: the rocketmq source has no column {f.name!r} ({', '.join(types)})")
         if f.dataType.simpleString() != want:
             raise OptionError(f"schema: column {f.name} is {want}, not {f.dataType.simpleString()}")
-        if not f.nullable and f.name in A.NULLABLE:
+        if not f.nullable and f.name in nullable:
             raise OptionError(f"schema: column {f.name} can be null; declare it without NOT NULL")
-    return None if columns == _OWN_COLUMNS else columns
+    own = tuple((name, name in nullable) for name in types)
+    return None if columns == own else columns
 
 
 class RocketMQDataSource(DataSource):
@@ -332,19 +335,27 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> str:
-        return A.DDL
+        check_worker_python()
+        if PL.kafka_compatible(self.options):
+            return C.ddl(C.KAFKA_TYPES, C.KAFKA_NULLABLE)
+        return C.ddl(C.TYPES, C.NULLABLE)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQReader(replace(PL.parse_options(self.options), columns=read_columns(schema)))
+        check_worker_python()
+        spec = PL.parse_options(self.options)
+        return RocketMQReader(replace(spec, columns=read_columns(schema, spec.kafka)))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        check_worker_python()
         spec = PL.parse_options(self.options, streaming=True)
-        return RocketMQStreamReader(replace(spec, columns=read_columns(schema)))
+        return RocketMQStreamReader(replace(spec, columns=read_columns(schema, spec.kafka)))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        check_worker_python()
         if overwrite:
             raise OptionError('a topic cannot be overwritten: write with .mode("append")')
         return RocketMQWriter(dict(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        check_worker_python()
         return RocketMQStreamWriter(dict(self.options), schema)
