@@ -249,8 +249,8 @@ async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
         )
         return r.code, a, b, int(a if nxt is None else nxt), r.body, r.remark
 
+    running: set[asyncio.Task[tuple[int, int, int, int, bytes | None, str | None]]] = set()
     try:
-        running: set[asyncio.Task[tuple[int, int, int, int, bytes | None, str | None]]] = set()
         while todo or running:
             while todo and len(running) < PULLS_IN_FLIGHT:
                 running.add(asyncio.ensure_future(pull(*todo.pop())))
@@ -278,4 +278,6 @@ async def _pull_all(spec: ReadSpec, rng: QueueRange) -> AsyncIterator[bytes]:
                 if nxt < b and code in (ResponseCode.SUCCESS, ResponseCode.PULL_RETRY_IMMEDIATELY):
                     todo.append((max(nxt, 0), b))
     finally:
+        for task in running:
+            task.cancel()
         await client.close()

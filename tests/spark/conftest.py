@@ -105,6 +105,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             http_port=0,
             ha_listen_port=0,
             grpc_port=-1,
+            enable_property_filter=True,  # SQL92 subExpressions
         ),
         store=StoreConfig(
             store_path=store / "data",
