@@ -134,11 +134,12 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.bounds[_key(r)] = b
         return bounds
 
-    def _lost(self, r: PL.QueueRef, problem: str) -> None:
+    def _lost(self, r: PL.QueueRef, problem: str, instead: str) -> None:
+        """Fail the stream, or with failOnDataLoss=false log what happens ``instead``."""
         where = f"{r.topic}/{r.broker}/{r.queue_id}"
         if self.spec.fail_on_data_loss:
-            raise RuntimeError(f"{where}: {problem}; set failOnDataLoss=false to skip what is lost")
-        log.warning("%s: %s; skipped (failOnDataLoss=false)", where, problem)
+            raise RuntimeError(f"{where}: {problem}; set failOnDataLoss=false to read on from what is left")
+        log.warning("%s: %s; %s (failOnDataLoss=false)", where, problem, instead)
 
     def initialOffset(self) -> dict[str, Any]:
         bounds = self._latest()
@@ -173,11 +174,13 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if begin is None:  # a queue that appeared later: from its earliest
                 begin = lo
             elif begin > top:
-                self._lost(r, f"offset {begin} is past the queue's end {top} (was the topic deleted and "
-                           "created again?); reading it again from its start")  # fmt: skip
+                problem = (
+                    f"offset {begin} is past the queue's end {top} (the topic deleted and created again?)"
+                )
+                self._lost(r, problem, "reading the queue from its start")
                 begin = lo
             elif begin < lo:
-                self._lost(r, f"offsets {begin} to {lo - 1} are gone (retention)")
+                self._lost(r, f"offsets {begin} to {lo - 1} are gone (retention)", "skipped")
                 begin = lo
             begins[r] = begin
             ends[r] = max(begin, hi)

@@ -1,0 +1,89 @@
+"""Streams: the consumer group is created and committed as batches complete (lag 0 after availableNow),
+and offsets that went backwards (a topic deleted and created again) honour failOnDataLoss."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.spark.conftest import Cluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+pytestmark = pytest.mark.servers
+
+
+def _topic(cluster: Cluster, topic: str, *, delete_first: bool = False) -> None:
+    from admin.models import TopicSpec
+    from admin.service import AdminService
+
+    async def go() -> None:
+        async with AdminService([cluster.namesrv], 10) as service:
+            if delete_first:
+                await service.topic_delete(topic)
+            await service.topic_create(TopicSpec(topic, 2, 2))
+
+    cluster.call(go())
+
+
+def _stream(spark: SparkSession, cluster: Cluster, topic: str, out: Path, **options: str) -> StreamingQuery:
+    """Run an availableNow stream of ``topic`` into Parquet under ``out``; the query, ended."""
+    from pyspark.errors import StreamingQueryException
+
+    stream = (
+        spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv).option("topic", topic)
+        .option("startingOffsets", "earliest").options(**options).load()
+    )  # fmt: skip
+    query = (
+        stream.select("uniqKey", "body").writeStream.format("parquet").option("path", str(out / "data"))
+        .option("checkpointLocation", str(out / "ckpt")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    with contextlib.suppress(StreamingQueryException):  # query.exception() has it
+        query.awaitTermination(120)
+    return query
+
+
+def test_a_new_group_is_created_and_left_with_no_lag(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    from admin.service import AdminService
+
+    _topic(cluster, "SparkLag")
+    sent = cluster.send("SparkLag", [b"l%d" % i for i in range(20)])
+    query = _stream(
+        spark, cluster, "SparkLag", tmp_path, consumerGroup="spark-new-cg", maxOffsetsPerTrigger="6"
+    )
+    assert query.exception() is None
+    progress = query.recentProgress
+    assert len(progress) >= 4 and progress[-1]["sources"][0]["latestOffset"] is not None
+    assert sorted(r.uniqKey for r in spark.read.parquet(str(tmp_path / "data")).collect()) == sorted(
+        s.uniq_key for s in sent
+    )
+
+    async def lag() -> tuple[int, int]:
+        async with AdminService([cluster.namesrv], 10) as service:
+            got = await service.group_lag("spark-new-cg", "SparkLag")
+        return len(got.queues), got.diff_total
+
+    assert cluster.call(lag()) == (2, 0)
+
+
+def test_a_recreated_topic_fails_the_stream_or_is_read_from_its_start(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    _topic(cluster, "SparkRecreated")
+    first = cluster.send("SparkRecreated", [b"old%d" % i for i in range(10)])
+    assert _stream(spark, cluster, "SparkRecreated", tmp_path).exception() is None
+    _topic(cluster, "SparkRecreated", delete_first=True)
+    second = cluster.send("SparkRecreated", [b"new%d" % i for i in range(4)])
+    failed = _stream(spark, cluster, "SparkRecreated", tmp_path).exception()
+    assert failed is not None and "past the queue's end" in str(failed)
+    assert "set failOnDataLoss=false" in str(failed)
+    assert _stream(spark, cluster, "SparkRecreated", tmp_path, failOnDataLoss="false").exception() is None
+    rows = spark.read.parquet(str(tmp_path / "data")).collect()
+    assert sorted(r.uniqKey for r in rows) == sorted(s.uniq_key for s in first + second)
