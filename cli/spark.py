@@ -3,6 +3,9 @@ one of these commands runs, and only if the ``spark`` extra is installed."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,7 +42,33 @@ def _session(master: str) -> SparkSession:
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise BadInput(f"PySpark is not installed ({exc}): pip install 'rmqkit[spark]'") from None
     _say(f"starting Spark ({master})")
-    return build_session(master)
+    spark = build_session(master)
+    spark.sparkContext.setLogLevel("OFF")  # a failure is the command's one line, not the JVM's stack traces
+    return spark
+
+
+# the last "SomeError: message" line of a Python traceback that Spark wraps into its own exception
+_CAUSE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$", re.M)
+
+
+@contextmanager
+def _spark_errors() -> Iterator[None]:
+    """Failures of a Spark job as one line: the data source's own message, not Spark's wrapping."""
+    from admin.errors import BadInput, OperationFailed
+    from admin.pipelines.plan import OptionError
+
+    try:
+        yield
+    except OptionError as exc:
+        raise BadInput(str(exc)) from None
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        causes = [m for m in _CAUSE.findall(str(exc)) if not m[0].startswith(("Py4J", "Analysis"))]
+        kind, message = causes[-1] if causes else ("", str(exc).strip().splitlines()[0])
+        if kind == "OptionError":
+            raise BadInput(message) from None
+        raise OperationFailed(message.split(" SQLSTATE:")[0].strip()) from None
 
 
 def _secure_options(conn: Conn) -> dict[str, str]:
@@ -87,10 +116,20 @@ def archive(
         options["startingTimestamp"] = str(parse_time(begin))
     if end:
         options["endingTimestamp"] = str(parse_time(end))
-    result = run_archive(_session(master), options, str(out), overwrite=overwrite, progress=_say)
+    with _spark_errors():
+        result = run_archive(_session(master), options, str(out), overwrite=overwrite, progress=_say)
     conn.emit(
         result,
-        lambda r: [Fields([("messages", r.rows), ("dates", ", ".join(r.dates)), ("path", r.path)])],
+        lambda r: [
+            Fields(
+                [
+                    ("written", r.rows),
+                    ("in archive", r.total),
+                    ("dates", ", ".join(r.dates)),
+                    ("path", r.path),
+                ]
+            )
+        ],
     )
 
 
@@ -113,7 +152,8 @@ def dlq_report(
     conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, store)
     spark = _session(master)
-    rows = run_report(spark, options, progress=_say)
+    with _spark_errors():
+        rows = run_report(spark, options, progress=_say)
     if out is not None:
         df = spark.createDataFrame(
             [
@@ -143,7 +183,10 @@ def dlq_report(
     conn.emit(rows, lambda _: [table])
 
 
-@app.command(help="Send messages from Parquet (archive's output) or a group's DLQ back to a topic.")
+@app.command(
+    help="Send messages from Parquet (archive's output) or a group's DLQ back to a topic. A DLQ replay "
+    "commits the group's offsets on its DLQ topic, so the next one sends only newer dead letters."
+)
 def replay(
     topic: Annotated[str, typer.Argument(help="Topic to send to.", show_default=False)],
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Parquet folder to replay.")] = None,
@@ -163,18 +206,21 @@ def replay(
     output: OutOpt = None,
 ) -> None:
     from admin.errors import BadInput
-    from admin.models.names import DLQ_PREFIX
+    from admin.pipelines.jobs import dlq_source, mark_replayed
     from admin.pipelines.jobs import replay as run_replay
-    from admin.pipelines.jobs import source
 
     if (parquet is None) == (dlq is None):
         raise BadInput("give exactly one of --parquet or --dlq")
     conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, None)
     spark = _session(master)
-    if parquet is not None:
-        df = spark.read.parquet(str(parquet))
-    else:
-        df = source(spark, {**options, "topic": f"{DLQ_PREFIX}{dlq}"})
-    result = run_replay(spark, df, options, topic, rate=rate, dry_run=dry_run, progress=_say)
+    with _spark_errors():
+        if parquet is not None:
+            df, ends = spark.read.parquet(str(parquet)), None
+        else:
+            assert dlq is not None
+            df, ends = dlq_source(spark, options, dlq)
+        result = run_replay(spark, df, options, topic, rate=rate, dry_run=dry_run, progress=_say)
+        if ends is not None and not dry_run:
+            mark_replayed(options, dlq or "", ends)
     conn.emit(result, lambda r: [Fields([("messages", r.rows), ("topic", r.topic), ("dry run", r.dry_run)])])

@@ -6,12 +6,18 @@ Each job takes a SparkSession (admin/pipelines/session.py builds one) and the re
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.protocol.names import DLQ_PREFIX
+from admin.errors import BadInput
+from admin.pipelines import plan as PL
+from admin.pipelines.plan import Offsets
+from broker.protocol.names import DLQ_PREFIX, dlq_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,9 +35,28 @@ def source(spark: SparkSession, options: dict[str, str]) -> DataFrame:
 
 @dataclass(frozen=True, slots=True)
 class ArchiveResult:
-    rows: int
+    rows: int  # written by this run
+    total: int  # in the archive now
     dates: list[str]
     path: str
+
+
+STATE = "_rmqkit_archive.json"  # in the archive folder: the queue offsets archived so far
+
+
+def _latest(options: dict[str, str]) -> Offsets:
+    """The newest offset of every queue the options read, fixed before a job reads, so that the job
+    knows exactly what it has read."""
+    spec = PL.parse_options(options)
+
+    def ask() -> dict[PL.QueueRef, tuple[int, int]]:
+        target = PL.open_target(spec)
+        try:
+            return target.bounds(target.queues(spec))
+        finally:
+            target.close()
+
+    return PL.to_offsets({r: hi for r, (_lo, hi) in PL.retrying(spec, ask).items()})
 
 
 def archive(
@@ -42,16 +67,65 @@ def archive(
     overwrite: bool = False,
     progress: Progress = _quiet,
 ) -> ArchiveResult:
-    """Messages to Parquet under ``path``, partitioned by ``date`` (UTC day of the store time)."""
+    """Messages to Parquet under ``path``, partitioned by ``date`` (UTC day of the store time). A run
+    continues from where the archive's last run stopped (the offsets in ``path/_rmqkit_archive.json``),
+    so running it again adds only what is new; ``overwrite`` starts the archive again."""
     from pyspark.sql import functions as F
 
+    folder = Path(path)
+    state = folder / STATE
+    if overwrite and folder.exists():
+        shutil.rmtree(folder)
+    done: Offsets = json.loads(state.read_text())["offsets"] if state.exists() else {}
+    if done and any(k.lower() in ("startingtimestamp", "startingoffsets") for k in options):
+        raise BadInput(f"{path} continues from where its last run stopped: a start applies to a new archive")
+    if not done and folder.exists() and any(folder.iterdir()):
+        raise BadInput(
+            f"{path} is not empty and is no archive of this command: choose another or --overwrite"
+        )
     progress("planning the read")
-    df = source(spark, options).withColumn("date", F.to_date("storeTimestamp"))
+    ends = _latest(options)
+    read = dict(options, endingOffsets=json.dumps(ends))
+    if done:
+        read["startingOffsets"] = json.dumps(done)
+    before = spark.read.parquet(path).count() if done else 0
+    df = source(spark, read).withColumn("date", F.to_date("storeTimestamp"))
     progress(f"writing Parquet to {path}")
-    df.write.mode("overwrite" if overwrite else "append").partitionBy("date").parquet(path)
+    df.write.mode("append").partitionBy("date").parquet(path)
+    state.write_text(json.dumps({"offsets": ends}))
     written = spark.read.parquet(path)
     counts = written.groupBy("date").count().orderBy("date").collect()
-    return ArchiveResult(sum(r["count"] for r in counts), [str(r["date"]) for r in counts], path)
+    total = sum(r["count"] for r in counts)
+    return ArchiveResult(total - before, total, [str(r["date"]) for r in counts], path)
+
+
+def dlq_source(spark: SparkSession, options: dict[str, str], group: str) -> tuple[DataFrame, Offsets]:
+    """The group's dead letters not replayed yet (those after the offsets the group has committed on its
+    DLQ topic), and the offsets to commit once they are replayed (:func:`mark_replayed`)."""
+    opts = dict(options, topic=dlq_topic(group), failOnDataLoss="false")
+    spec = PL.parse_options(opts)
+    target = PL.ClusterTarget(spec)
+
+    def ask() -> tuple[dict[PL.QueueRef, tuple[int, int]], dict[PL.QueueRef, int]]:
+        refs = target.queues(spec)
+        return target.bounds(refs), target.committed(group, refs)
+
+    bounds, starts = PL.retrying(spec, ask)
+    ends = PL.to_offsets({r: hi for r, (_lo, hi) in bounds.items()})
+    read = dict(opts, endingOffsets=json.dumps(ends))
+    if starts:
+        read["startingOffsets"] = json.dumps(PL.to_offsets(starts))
+    return source(spark, read), ends
+
+
+def mark_replayed(options: dict[str, str], group: str, ends: Offsets) -> None:
+    """Commit ``ends`` as the group's offsets on its DLQ topic: the next replay starts after them."""
+    spec = PL.parse_options(dict(options, topic=dlq_topic(group)))
+    target = PL.ClusterTarget(spec)
+    refs = PL.retrying(spec, lambda: target.queues(spec))
+    PL.retrying(
+        spec, lambda: target.commit(group, {r: o for r in refs if (o := PL.lookup(ends, r)) is not None})
+    )
 
 
 @dataclass(frozen=True, slots=True)

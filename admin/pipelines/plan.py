@@ -438,6 +438,27 @@ class ClusterTarget(Target):
 
         run_async(lambda: self._with_api(main))
 
+    def committed(self, group: str, refs: list[QueueRef]) -> dict[QueueRef, int]:
+        """The group's committed offset of each queue that has one."""
+        from broker.protocol import headers as H
+        from broker.protocol.codes import RequestCode, ResponseCode
+
+        async def one(api: Any, r: QueueRef) -> int | None:
+            header = H.QueryConsumerOffsetRequestHeader(
+                consumerGroup=group, topic=r.topic, queueId=r.queue_id, bname=r.broker
+            )
+            ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+            response = await api.call(r.addr, RequestCode.QUERY_CONSUMER_OFFSET, header, ok=ok)
+            if response.code != ResponseCode.SUCCESS:
+                return None
+            return int(H.OffsetResponseHeader.parse(response.ext_fields).offset)
+
+        async def main(api: Any) -> dict[QueueRef, int]:
+            found = await asyncio.gather(*(one(api, r) for r in refs))
+            return {r: off for r, off in zip(refs, found, strict=True) if off is not None}
+
+        return run_async(lambda: self._with_api(main))
+
 
 def retrying(spec: ReadSpec, fn: Callable[[], T]) -> T:
     """``fn()``, tried again after a connection failure (a broker restarting): ``spec.retries`` times,

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from admin.pipelines.secure import SecureOptions
 
 BATCH: Final = 128
-COLUMNS: Final = frozenset({"body", "topic", "tags", "keys", "properties", "shardingKey"})
+COLUMNS: Final = {  # name -> the Spark types it may have
+    "body": ("binary", "string"),
+    "topic": ("string",),
+    "tags": ("string",),
+    "keys": ("string",),
+    "shardingKey": ("string",),
+    "properties": ("map<string,string>",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +40,8 @@ class WriteSpec:
     security: SecureOptions
 
 
-def parse_write_options(options: Mapping[str, str], columns: Iterable[str]) -> WriteSpec:
+def parse_write_options(options: Mapping[str, str], columns: Mapping[str, str]) -> WriteSpec:
+    """Check the options and the ``columns`` (name -> Spark type) of a write, before any task runs."""
     from admin.pipelines.plan import OptionError
     from admin.pipelines.secure import parse_secure_options
 
@@ -41,9 +49,14 @@ def parse_write_options(options: Mapping[str, str], columns: Iterable[str]) -> W
     names = set(columns)
     if "body" not in names:
         raise OptionError("the rocketmq sink needs a column named body (binary or string)")
-    unknown = names - COLUMNS
+    unknown = names - set(COLUMNS)
     if unknown:
         raise OptionError(f"the rocketmq sink does not know the column(s) {', '.join(sorted(unknown))}")
+    for name, kind in columns.items():
+        if kind not in COLUMNS[name]:
+            raise OptionError(
+                f"the rocketmq sink's column {name} must be {' or '.join(COLUMNS[name])}, not {kind}: cast it"
+            )
     namesrv = opts.get("nameserver")
     if not namesrv:
         raise OptionError("the rocketmq sink needs the option nameServer")
@@ -84,11 +97,21 @@ def _message(row: Mapping[str, Any], spec: WriteSpec, key: str) -> Any:
 
 
 def send_rows(rows: Iterable[Any], spec: WriteSpec, query: str, batch_id: int, partition: int) -> int:
-    """Send every row; returns how many were sent."""
-    return asyncio.run(_send_rows(rows, spec, query, batch_id, partition))
+    """Send every row; returns how many were sent. The task's rows all become messages first, so a bad
+    row (a null body, no topic) fails the task before any of its messages is sent."""
+    messages = []
+    for index, row in enumerate(rows):
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        try:
+            messages.append(_message(values, spec, uniq_key(query, batch_id, partition, index)))
+        except ValueError as exc:
+            raise ValueError(
+                f"row {index} of task {partition}: {exc}; nothing of this task was sent"
+            ) from None
+    return asyncio.run(_send(messages, spec))
 
 
-async def _send_rows(rows: Iterable[Any], spec: WriteSpec, query: str, batch_id: int, partition: int) -> int:
+async def _send(messages: list[Any], spec: WriteSpec) -> int:
     from broker.client.message import MQClientError
     from broker.client.producer import Producer, hash_selector
 
@@ -119,9 +142,7 @@ async def _send_rows(rows: Iterable[Any], spec: WriteSpec, query: str, batch_id:
         pending.clear()
 
     try:
-        for index, row in enumerate(rows):
-            values = row.asDict() if hasattr(row, "asDict") else dict(row)
-            msg = _message(values, spec, uniq_key(query, batch_id, partition, index))
+        for msg in messages:
             if msg.sharding_key:
                 try:
                     await producer.send(msg, selector=hash_selector)

@@ -281,7 +281,7 @@ class RocketMQWriter(DataSourceWriter):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         from admin.pipelines.sink import parse_write_options
 
-        self.spec = parse_write_options(options, schema.fieldNames())
+        self.spec = parse_write_options(options, {f.name: f.dataType.simpleString() for f in schema.fields})
         self.write_id = uuid.uuid4().hex  # fixed on the driver: retried tasks reuse it
 
     def write(self, iterator: Iterator[Any]) -> SentMessage:
@@ -296,7 +296,7 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         from admin.pipelines.sink import parse_write_options
 
-        self.spec = parse_write_options(options, schema.fieldNames())
+        self.spec = parse_write_options(options, {f.name: f.dataType.simpleString() for f in schema.fields})
         self.write_id = uuid.uuid4().hex
 
     def write(self, iterator: Iterator[Any]) -> SentMessage:

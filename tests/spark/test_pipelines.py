@@ -15,16 +15,24 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def rmq(*args: object) -> str:
+def rmq(*args: object, code: int = 0) -> str:
     result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.stdout
+    assert result.exit_code == code, result.output
+    return result.stdout if code == 0 else result.stderr
 
 
 def test_archive_then_replay(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
     out = tmp_path / "archive"
     info = json.loads(rmq("spark", "archive", TOPIC, "--out", out, "-n", cluster.namesrv, "-o", "json"))
-    assert info["rows"] == MESSAGES
+    assert info["rows"] == info["total"] == MESSAGES
+    again = json.loads(rmq("spark", "archive", TOPIC, "--out", out, "-n", cluster.namesrv, "-o", "json"))
+    assert (again["rows"], again["total"]) == (0, MESSAGES)  # a second run adds only what is new
+    error = rmq(
+        "spark", "archive", "NoSuchTopic", "--out", tmp_path / "none", "--store", cluster.store, code=2
+    )
+    assert [line for line in error.splitlines() if not line.startswith("· ")] == [
+        f"rmq: error: topic NoSuchTopic does not exist in the store folder {cluster.store}"
+    ]
     dates = [p.name for p in out.iterdir() if p.name.startswith("date=")]
     assert dates and spark.read.parquet(str(out)).count() == MESSAGES
     from_store = tmp_path / "from-store"
@@ -85,3 +93,7 @@ def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> No
     )
     assert [(r["group"], r["originTopic"], r["messages"]) for r in rows] == [("spark-cg", TOPIC, 3)]
     assert any(p.suffix == ".csv" for p in out.iterdir())
+    # a DLQ replay commits the group's DLQ offsets: a second one sends nothing again
+    replay = ["spark", "replay", "SparkDlqBack", "--dlq", "spark-cg", "-n", cluster.namesrv, "-o", "json"]
+    assert json.loads(rmq(*replay))["rows"] == 3
+    assert json.loads(rmq(*replay))["rows"] == 0
