@@ -47,16 +47,8 @@ STATE = "_rmqkit_archive.json"  # in the archive folder: the queue offsets archi
 def _latest(options: dict[str, str]) -> Offsets:
     """The newest offset of every queue the options read, fixed before a job reads, so that the job
     knows exactly what it has read."""
-    spec = PL.parse_options(options)
-
-    def ask() -> dict[PL.QueueRef, tuple[int, int]]:
-        target = PL.open_target(spec)
-        try:
-            return target.bounds(target.queues(spec))
-        finally:
-            target.close()
-
-    return PL.to_offsets({r: hi for r, (_lo, hi) in PL.retrying(spec, ask).items()})
+    bounds = PL.queue_bounds(PL.parse_options(options))
+    return PL.to_offsets({r: hi for r, (_lo, hi) in bounds.items()})
 
 
 def archive(

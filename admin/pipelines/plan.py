@@ -478,6 +478,19 @@ def open_target(spec: ReadSpec) -> Target:
     return StoreTarget(spec.store_path) if spec.store_path else ClusterTarget(spec)
 
 
+def queue_bounds(spec: ReadSpec) -> dict[QueueRef, tuple[int, int]]:
+    """(min, max) offset of every queue the read names, asked again while a broker does not answer."""
+
+    def ask() -> dict[QueueRef, tuple[int, int]]:
+        target = open_target(spec)
+        try:
+            return target.bounds(target.queues(spec))
+        finally:
+            target.close()
+
+    return retrying(spec, ask)
+
+
 def resolve(
     target: Target, spec: ReadSpec, refs: list[QueueRef], bounds: dict[QueueRef, tuple[int, int]],
     which: str, ts: int | None,

@@ -1,13 +1,19 @@
 """The ``rocketmq`` PySpark data source: batch and streaming reads, batch and streaming writes.
 
 Options (case-insensitive): ``nameServer`` | ``brokerAddr`` | ``storePath``; ``topic`` |
-``subscribePattern`` | ``assign``; ``startingOffsets``/``endingOffsets`` (earliest, latest or
-``{"T":{"broker-a":{"0":23}}}``, -2 earliest, -1 latest); ``startingTimestamp``/``endingTimestamp`` (ms);
-``subExpression``; ``minPartitions``; ``pullBatchSize``; ``failOnDataLoss``; streaming:
-``maxOffsetsPerTrigger``, ``consumerGroup``; writing: ``nameServer``, ``topic``, ``producerGroup``,
-``rateLimit`` (messages/s per task); reading and writing: ``accessKey`` with ``secretKeyEnv`` |
-``secretKeyFile`` | ``secretKey``, ``tls``, ``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``
-(admin/pipelines/secure.py). Writes need ``.mode("append")``: a topic cannot be overwritten.
+``subscribePattern`` (with ``includeSystemTopics``) | ``assign``; ``startingOffsets``/``endingOffsets``
+(earliest, latest, ``{"T":{"broker-a":{"0":23}}}`` or ``{"T":{"0":23}}``, -2 earliest, -1 latest);
+``startingTimestamp``/``endingTimestamp`` (ms or ISO 8601); ``subExpression`` with ``expressionType``
+(TAG or SQL92); ``minPartitions``; ``pullBatchSize``; ``failOnDataLoss``; ``fetchOffset.numRetries``,
+``fetchOffset.retryIntervalMs``; ``kafkaCompatible``; streaming: ``maxOffsetsPerTrigger``,
+``consumerGroup``; writing: ``nameServer``, ``topic``, ``producerGroup``, ``rateLimit`` (messages/s per
+task); reading and writing: ``accessKey`` with ``secretKeyEnv`` | ``secretKeyFile`` | ``secretKey``,
+``tls``, ``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile`` (admin/pipelines/secure.py). Writes need
+``.mode("append")``: a topic cannot be overwritten.
+
+Nothing here imports pyarrow or numpy at module level: PySpark imports this module (through
+pyspark_rocketmq) to find the source, and a Python without them must still find it and then hear
+what it lacks (:func:`check_worker_python`).
 """
 
 from __future__ import annotations
@@ -121,14 +127,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.group_ok = True  # false once the group could not be committed to: then it is left alone
 
     def _latest(self) -> dict[PL.QueueRef, tuple[int, int]]:
-        def ask() -> dict[PL.QueueRef, tuple[int, int]]:
-            target = PL.open_target(self.spec)
-            try:
-                return target.bounds(target.queues(self.spec))
-            finally:
-                target.close()
-
-        bounds = PL.retrying(self.spec, ask)
+        bounds = PL.queue_bounds(self.spec)
         for r, b in bounds.items():
             self.refs[_key(r)] = r
             self.bounds[_key(r)] = b

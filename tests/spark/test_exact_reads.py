@@ -50,7 +50,7 @@ def mixed(cluster: Cluster) -> Cluster:
 
 
 def _by_arg(queues: Sequence[MessageQueue], _msg: Message, arg: Any) -> MessageQueue:
-    return queues[arg]
+    return queues[int(arg)]
 
 
 def _read(options: dict[str, str]) -> list[tuple[int, int, bytes]]:

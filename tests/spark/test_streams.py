@@ -1,19 +1,24 @@
 """Streams: the consumer group is created and committed as batches complete (lag 0 after availableNow),
-and offsets that went backwards (a topic deleted and created again) honour failOnDataLoss."""
+offsets that went backwards (a topic deleted and created again) honour failOnDataLoss, and a broker that
+restarts is waited for."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from pyspark.errors import PySparkException
 
+from broker.client.message import Message
+from broker.client.producer import Producer
 from tests.spark.conftest import Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
 pytestmark = pytest.mark.servers
 
@@ -87,3 +92,51 @@ def test_a_recreated_topic_fails_the_stream_or_is_read_from_its_start(
     assert _stream(spark, cluster, "SparkRecreated", tmp_path, failOnDataLoss="false").exception() is None
     rows = spark.read.parquet(str(tmp_path / "data")).collect()
     assert sorted(r.uniqKey for r in rows) == sorted(s.uniq_key for s in first + second)
+
+
+def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+    """A read that finds its broker down retries (fetchOffset.numRetries) and reads once it is back."""
+    from admin.models import TopicSpec
+    from admin.service import AdminService
+    from broker.namesrv.config import NamesrvConfig
+    from broker.server.config import BrokerConfig
+    from broker.server.node import Node, NodePlan
+    from broker.store.config import StoreConfig
+    from tests.features.conftest import free_port
+
+    port = free_port()
+    plan = NodePlan(
+        namesrv=NamesrvConfig(listen_port=0, kv_config_path=tmp_path / "kv.json",
+                              config_store_path=tmp_path / "namesrv.properties"),
+        broker=BrokerConfig(broker_name="broker-blip", listen_host="127.0.0.1", listen_port=port, http_port=0,
+                            ha_listen_port=0, grpc_port=-1),
+        store=StoreConfig(store_path=tmp_path / "data", mapped_file_size_commit_log=1 << 20,
+                          mapped_file_size_consume_queue_units=1000, max_hash_slot_num=100,
+                          max_index_num=400),
+    )  # fmt: skip
+    node = Node(plan)
+
+    async def fill() -> None:
+        await node.start()
+        assert node.namesrv is not None
+        namesrv = f"127.0.0.1:{node.namesrv.port}"
+        async with AdminService([namesrv], 10) as service:
+            await service.wait_ready(20)
+            await service.topic_create(TopicSpec("Blip", 1, 1))
+        async with Producer("blip-pg", namesrv) as producer:
+            for i in range(5):
+                await producer.send(Message("Blip", b"b%d" % i))
+        await node.stop()
+
+    cluster.call(fill())
+    read = spark.read.format("rocketmq").option("brokerAddr", f"127.0.0.1:{port}").option("topic", "Blip")
+    with pytest.raises(PySparkException, match=r"connect to 127\.0\.0\.1"):
+        read.option("fetchOffset.numRetries", 0).load().collect()
+    again = Node(plan)
+    restart = threading.Timer(1.0, lambda: cluster.call(again.start()))
+    restart.start()
+    try:
+        assert read.option("fetchOffset.retryIntervalMs", 500).load().count() == 5
+    finally:
+        restart.join()
+        cluster.call(again.stop())
