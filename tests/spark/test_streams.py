@@ -106,7 +106,7 @@ def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, t
 
     port = free_port()
     plan = NodePlan(
-        namesrv=NamesrvConfig(listen_port=0, kv_config_path=tmp_path / "kv.json",
+        namesrv=NamesrvConfig(listen_port=free_port(), kv_config_path=tmp_path / "kv.json",
                               config_store_path=tmp_path / "namesrv.properties"),
         broker=BrokerConfig(broker_name="broker-blip", listen_host="127.0.0.1", listen_port=port, http_port=0,
                             ha_listen_port=0, grpc_port=-1),
