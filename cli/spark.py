@@ -34,17 +34,28 @@ def _say(text: str) -> None:
     typer.echo(f"· {text}", err=True)
 
 
-def _session(master: str) -> SparkSession:
+@contextmanager
+def _session(master: str) -> Iterator[SparkSession]:
+    """A session for one command, stopped at its end if the command started it: left to the
+    interpreter's exit, Spark's Python workers find their pipes closed and print BrokenPipeError
+    tracebacks after a good run."""
     from admin.errors import BadInput
 
     try:
+        from pyspark.sql import SparkSession as Session
+
         from admin.pipelines.session import build_session
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise BadInput(f"PySpark is not installed ({exc}): pip install 'rmqkit[spark]'") from None
+    running = Session.getActiveSession()
     _say(f"starting Spark ({master})")
     spark = build_session(master)
     spark.sparkContext.setLogLevel("OFF")  # a failure is the command's one line, not the JVM's stack traces
-    return spark
+    try:
+        yield spark
+    finally:
+        if running is None:
+            spark.stop()
 
 
 # the last "SomeError: message" line of a Python traceback that Spark wraps into its own exception
@@ -116,8 +127,8 @@ def archive(
         options["startingTimestamp"] = str(parse_time(begin))
     if end:
         options["endingTimestamp"] = str(parse_time(end))
-    with _spark_errors():
-        result = run_archive(_session(master), options, str(out), overwrite=overwrite, progress=_say)
+    with _session(master) as spark, _spark_errors():
+        result = run_archive(spark, options, str(out), overwrite=overwrite, progress=_say)
     conn.emit(
         result,
         lambda r: [
@@ -151,21 +162,24 @@ def dlq_report(
         raise BadInput("--format must be parquet or csv")
     conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, store)
-    spark = _session(master)
-    with _spark_errors():
+    with _session(master) as spark, _spark_errors():
         rows = run_report(spark, options, progress=_say)
-    if out is not None:
-        df = spark.createDataFrame(
-            [
-                (r.group, r.origin_topic, r.reconsume_times, r.messages, r.oldest_age_s, r.newest_age_s)
-                for r in rows
-            ],
-            "group string, originTopic string, reconsumeTimes int, messages long, oldestAgeSeconds double, "
-            "newestAgeSeconds double",
-        )
-        writer = df.coalesce(1).write.mode("overwrite")
-        (writer.option("header", "true").csv(str(out)) if out_format == "csv" else writer.parquet(str(out)))
-        _say(f"wrote {out}")
+        if out is not None:
+            df = spark.createDataFrame(
+                [
+                    (r.group, r.origin_topic, r.reconsume_times, r.messages, r.oldest_age_s, r.newest_age_s)
+                    for r in rows
+                ],
+                "group string, originTopic string, reconsumeTimes int, messages long, "
+                "oldestAgeSeconds double, newestAgeSeconds double",
+            )
+            writer = df.coalesce(1).write.mode("overwrite")
+            (
+                writer.option("header", "true").csv(str(out))
+                if out_format == "csv"
+                else writer.parquet(str(out))
+            )
+            _say(f"wrote {out}")
     table = Table(
         ["group", "origin topic", "reconsume times", "messages", "oldest age (s)", "newest age (s)"],
         [
@@ -213,8 +227,7 @@ def replay(
         raise BadInput("give exactly one of --parquet or --dlq")
     conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, None)
-    spark = _session(master)
-    with _spark_errors():
+    with _session(master) as spark, _spark_errors():
         if parquet is not None:
             df, ends = spark.read.parquet(str(parquet)), None
         else:
