@@ -124,7 +124,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.bounds: dict[Key, tuple[int, int]] = {}
         self.until: dict[str, Any] | None = None
         self.committed: dict[str, Any] | None = None  # the group's offsets as last committed
-        self.group_ok = True  # false once the group could not be committed to: then it is left alone
+        self.group_problem = ""  # why the last commit to the group failed (logged once per reason)
 
     def _latest(self) -> dict[PL.QueueRef, tuple[int, int]]:
         bounds = PL.queue_bounds(self.spec)
@@ -219,12 +219,9 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict[str, Any]) -> None:
         self._commit_group(end)
 
-    def stop(self) -> None:
-        """Spark may end this process without calling stop(): offsets are committed as batches complete."""
-
     def _commit_group(self, offsets: dict[str, Any]) -> None:
         group = self.spec.consumer_group
-        if not group or self.spec.store_path or not self.group_ok or offsets == self.committed:
+        if not group or self.spec.store_path or offsets == self.committed:
             return
         found = {ref: off for ref in self.refs.values() if (off := PL.lookup(offsets, ref)) is not None}
         if not found:
@@ -232,10 +229,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             PL.retrying(self.spec, lambda: PL.ClusterTarget(self.spec).commit(group, found))
         except Exception as exc:  # the group's offsets are a view of progress; the checkpoint is the record
-            log.warning("committing offsets of group %s failed, no longer trying: %s", group, exc)
-            self.group_ok = False
+            if str(exc) != self.group_problem:
+                log.warning("committing offsets of group %s failed (tried again next batch): %s", group, exc)
+            self.group_problem = str(exc)
             return
-        self.committed = offsets
+        self.committed, self.group_problem = offsets, ""
 
 
 def _cap(

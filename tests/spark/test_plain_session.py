@@ -38,6 +38,7 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, "SPARK_LOCAL_IP": "127.0.0.1", **extra}
 
 
+@pytest.mark.timeout(600)  # a JVM of its own, started cold
 def test_readme_snippets_run_verbatim_with_spark_submit(cluster: Cluster, tmp_path: Path) -> None:
     from admin.models import TopicSpec
     from admin.service import AdminService
@@ -72,7 +73,7 @@ print("README snippets ran")
     env = _env(NAMESRV_ADDR=cluster.namesrv, HOME=str(home), PYSPARK_PYTHON=sys.executable)
     done = subprocess.run(
         [str(BIN / "spark-submit"), *FAST, "job.py"],
-        cwd=job, env=env, capture_output=True, text=True, timeout=240,
+        cwd=job, env=env, capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "README snippets ran" in done.stdout
