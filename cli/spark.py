@@ -42,12 +42,12 @@ def _session(master: str) -> Iterator[SparkSession]:
     from admin.errors import BadInput
 
     try:
-        from pyspark.sql import SparkSession as Session
+        from pyspark import SparkContext
 
         from admin.pipelines.session import build_session
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise BadInput(f"PySpark is not installed ({exc}): pip install 'rmqkit[spark]'") from None
-    running = Session.getActiveSession()
+    running = SparkContext._active_spark_context  # a caller's (a notebook's, a test's) to leave running
     _say(f"starting Spark ({master})")
     spark = build_session(master)
     spark.sparkContext.setLogLevel("OFF")  # a failure is the command's one line, not the JVM's stack traces
