@@ -57,7 +57,8 @@ class ProgressFile:
 
 @dataclass(slots=True)
 class Due:
-    """One parked unit whose time has come: its queue offset and the re-put (None = skip it)."""
+    """One parked unit whose time has come: where it is parked (its queue offset, or its TimerLog
+    position) and the re-put (None = skip it)."""
 
     queue_offset: int
     msg: PutMessage | None

@@ -69,6 +69,7 @@ class StoreConfig:
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides
     commit_log_cache_window: int = 0
