@@ -46,6 +46,7 @@ from broker.server.send_back_processor import SendBackProcessor
 from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.timer_admin_processor import TimerAdminProcessor
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
@@ -184,6 +185,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
+            TimerAdminProcessor(self),
             self.auth,
         ):
             for code, handler in processor.handlers().items():

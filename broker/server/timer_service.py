@@ -46,6 +46,7 @@ from broker.protocol.message import (
 )
 from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.protocol.timers import PendingTimer
 from broker.server.delivery import (
     IDLE_POLL_S,
     RETRY_AFTER_FAILURE_S,
@@ -186,20 +187,6 @@ def park_timer_message(msg: PutMessage, config: StoreConfig, now: int | None = N
     msg.topic = TIMER_TOPIC
     msg.queue_id = 0
     return None
-
-
-@dataclass(slots=True)
-class PendingTimer:
-    """One pending timer message, as ``rmq timer list`` shows it."""
-
-    topic: str
-    queue_id: int
-    msg_id: str
-    keys: str
-    tags: str
-    deliver_ms: int  # the end of its slot: it is delivered at this time or soon after
-    store_ms: int
-    body_size: int
 
 
 @dataclass(slots=True)
@@ -453,9 +440,10 @@ class TimerService:
         stop = min(end_ms - end_ms % step, start + self.files.wheel.span_ms - step)
         wanted = java_hash(topic) if topic else None
         out: list[PendingTimer] = []
+        taking_in = self._cancels_taking_in(progress.queue_offset)
         looked = 0
         for slot in self.files.wheel.scan(start, (stop - start) // step + 1) if stop >= start else ():
-            cancels = self._cancels_of(slot)
+            cancels = self._cancels_of(slot) | taking_in
             resume = progress.slot_resume if slot.time_ms == progress.read_ms else -1
             rows: list[PendingTimer] = []
             for unit in self.files.units(resume if resume >= 0 else slot.last_pos):
@@ -470,6 +458,18 @@ class TimerService:
                     rows.append(row)
             out.extend(reversed(rows))
         return out, False
+
+    def _cancels_taking_in(self, start: int) -> set[str]:
+        """Reader thread: the cancels stored but not yet in the wheel (a list right after a cancel)."""
+        store = self.broker.store
+        cq = store.consume_queue(TIMER_TOPIC, 0)
+        keys: set[str] = set()
+        for _q_off, phys, _size, _tags in cq.iter_units(start, LIST_BUDGET) if cq is not None else ():
+            rec = store.message_at(phys)
+            key = rec.properties.get(P.TIMER_DEL_UNIQKEY) if rec is not None else None
+            if key:
+                keys.add(key)
+        return keys
 
     def _row(self, unit: TimerUnit, topic: str | None, cancels: set[str]) -> PendingTimer | None:
         rec = self.broker.store.message_at(unit.offset_py)
