@@ -21,6 +21,7 @@ from benchmarks import (
     bench_remoting,
     bench_spark,
     bench_store,
+    bench_timers,
     bench_tui,
 )
 
@@ -34,6 +35,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "timers": bench_timers.run,
 }
 
 
