@@ -32,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.protocol import properties as P
@@ -60,6 +61,7 @@ from broker.server.delivery import (
 from broker.server.schedule_service import delay_level
 from broker.server.topic_config import PERM_WRITE
 from broker.store.config import StoreConfig
+from broker.store.config_files import ConfigFile
 from broker.store.dispatch import TIMER_TOPIC
 from broker.store.message_store import PutMessage
 from broker.store.timer_checkpoint import TimerProgress
@@ -79,11 +81,13 @@ TIMER_REQUESTS = (P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
 PARKING_PROPERTIES = frozenset((P.DELAY, *TIMER_REQUESTS))
 TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-BATCH = 64  # units re-put per store write
+BATCH = 256  # units re-put per store write
 SCAN = 4096  # timer queue units taken in per step
 SLOT_BATCHES = 16  # batches of one round's deliveries before new units are taken in again
 LIST_LIMIT = 10_000  # timers one list answer may hold
 LIST_BUDGET = 200_000  # units one list request may look at
+CLEAN_INTERVAL_S = 60.0  # TimerLog retention looks at the whole wheel: not at every checkpoint
+LEGACY_PROGRESS = "timerProgress.json"  # the in-memory timer's progress, read once on upgrade
 _LOOKUP = 32  # parked copies of one UNIQ_KEY or key looked at (a producer's retries)
 
 
@@ -197,6 +201,30 @@ class Parked:
     cancelled: set[str]
 
 
+@dataclass(slots=True)
+class Legacy:
+    """``config/timerProgress.json`` of the in-memory timer this store was written with: units below
+    ``read_offset`` not in ``waiting`` were delivered (or recalled) before the upgrade."""
+
+    file: ConfigFile
+    read_offset: int
+    waiting: set[int]
+
+
+def load_legacy(config_dir: Path) -> Legacy | None:
+    file = ConfigFile(config_dir / LEGACY_PROGRESS)
+    data = file.load()
+    if not isinstance(data, dict):
+        return None
+    try:
+        read_offset = int(data.get("readOffset", 0))
+        waiting = {int(q) for q in data.get("pending", [])} - {int(q) for q in data.get("recalled", [])}
+    except (TypeError, ValueError):
+        log.warning("%s is garbled; its timers are taken in from the queue's start", file.path)
+        return None
+    return Legacy(file, read_offset, waiting)
+
+
 def _now_floor(precision: int) -> int:
     now = _now_ms()
     return now - now % precision
@@ -210,17 +238,23 @@ class TimerService:
         self.files = TimerStore(config.store_path, self.precision, config.mapped_file_size_timer_log)
         self.progress = TimerProgress()
         self._deletes: set[str] | None = None  # cancels of the slot being delivered
+        self._legacy: Legacy | None = None
         self._claimed: set[int] = set()
         self._horizon = 0
         self._lock = asyncio.Lock()  # a round's start and a cancel's store: one or the other first
         self._saving = threading.Lock()
         self._saved = 0
+        self._cleaned = 0.0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     # == life cycle ============================================================================
     async def start(self) -> None:
+        fresh = not self.files.checkpoint_path.exists()
         progress = await self.broker.read(self.files.open)
+        self._legacy = await self.broker.read(load_legacy, self.files.checkpoint_path.parent)
+        if self._legacy is not None and fresh:
+            progress.queue_offset = min([self._legacy.read_offset, *self._legacy.waiting])
         store = self.broker.store
         lo, hi = store.min_offset(TIMER_TOPIC, 0), store.max_offset(TIMER_TOPIC, 0)
         progress.queue_offset = min(max(progress.queue_offset, lo), hi)
@@ -257,7 +291,14 @@ class TimerService:
             if progress.version > self._saved:
                 self.files.checkpoint(progress)
                 self._saved = progress.version
-        self.files.clean(progress.read_ms)
+                legacy = self._legacy
+                if legacy is not None and progress.queue_offset >= legacy.read_offset:
+                    legacy.file.path.unlink(missing_ok=True)
+                    legacy.file.bak_path.unlink(missing_ok=True)
+                    self._legacy = None
+            if time.monotonic() - self._cleaned >= CLEAN_INTERVAL_S:
+                self._cleaned = time.monotonic()
+                self.files.clean(progress.read_ms)
 
     def running_stats(self) -> dict[str, str]:
         behind = self.broker.store.max_offset(TIMER_TOPIC, 0) - self.progress.queue_offset
@@ -312,6 +353,7 @@ class TimerService:
         if cq is None:
             return [], start, self.progress.log_end
         read_ms, started = self.progress.read_ms, self.progress.slot_resume >= 0
+        legacy = self._legacy
         ahead = read_ms + self.files.wheel.span_ms
         places: list[Placement] = []
         dues: list[Due] = []
@@ -320,6 +362,9 @@ class TimerService:
             slot_ms = tags - tags % self.precision
             if slot_ms >= ahead:
                 break
+            if legacy is not None and q_off < legacy.read_offset and q_off not in legacy.waiting:
+                after = q_off + 1  # delivered or recalled before the upgrade
+                continue
             passed = slot_ms < read_ms or (slot_ms == read_ms and started)
             if (places and passed) or (dues and not passed):
                 break

@@ -49,6 +49,7 @@ class TimerStore:
     def open(self) -> TimerProgress:
         """Load the files, undo what was written after the checkpoint; the checkpoint's progress."""
         self.log.load()
+        self.wheel.open()
         progress = load_checkpoint(self.checkpoint_path)
         progress.log_end = min(max(progress.log_end, self.log.queue.min_offset), self.log.end)
         self._revise(progress.log_end)

@@ -46,14 +46,18 @@ class TimerWheel:
         self.precision = precision_ms
         self.slots = SLOTS_TOTAL * 2
         self.length = self.slots * SLOT_SIZE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self._fd).st_size
+        self._fd = -1
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = os.fstat(fd).st_size
         if size not in (0, self.length):
-            os.close(self._fd)
-            raise CorruptFileError(f"{path}: size {size} bytes, expected {self.length}")
+            os.close(fd)
+            raise CorruptFileError(f"{self.path}: size {size} bytes, expected {self.length}")
         if size == 0:
-            os.ftruncate(self._fd, self.length)  # sparse: untouched slots cost no disk
+            os.ftruncate(fd, self.length)  # sparse: untouched slots cost no disk
+        self._fd = fd
 
     @property
     def span_ms(self) -> int:
@@ -94,4 +98,6 @@ class TimerWheel:
         os.fdatasync(self._fd)
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
