@@ -33,6 +33,7 @@ from broker.protocol.remoting import make_request
 from broker.server.timer_service import park_timer_message
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, PutMessage
+from broker.store.timer_store import TimerStore
 
 Result = dict[str, object]
 PENDING_TOPIC = "BenchTimerPending"
@@ -77,6 +78,17 @@ def _fill(store_path: Path, count: int) -> float:
     finally:
         store.shutdown()
     return (time.perf_counter() - began) / count
+
+
+def _open_timer_files(store_path: Path) -> float:
+    """Seconds the timer files' crash recovery takes (what the broker does first when it starts)."""
+    config = StoreConfig(store_path=store_path)
+    began = time.perf_counter()
+    files = TimerStore(store_path, config.timer_precision_ms, config.mapped_file_size_timer_log)
+    files.open()
+    elapsed = time.perf_counter() - began
+    files.close()
+    return elapsed
 
 
 def _memory(pid: int) -> tuple[int, int]:
@@ -195,6 +207,7 @@ async def _one(count: int, append_s: float, store: Path) -> dict[str, float]:
         late = await _lateness(client, admin, up.addr)
         up.kill()
         await client.close()
+        timer_open_s = _open_timer_files(store)
         restart_s = await up.start(admin)
         recover_s = await _taken_in(admin, up.addr)
         heap_after, _ = _memory(up.proc.pid)
@@ -214,7 +227,9 @@ async def _one(count: int, append_s: float, store: Path) -> dict[str, float]:
         "early": float(sum(1 for x in late if x < 0)),
         "probes": float(len(late)),
         "restart_s": restart_s,
+        "timer_open_s": timer_open_s,
         "recover_s": recover_s,
+        "timer_recovery_s": timer_open_s + recover_s,
     }
 
 
@@ -244,6 +259,9 @@ def _results(figures: dict[int, dict[str, float]]) -> list[Result]:
         heap_note = (
             f"RSS {f['rss']:.0f} MiB with mapped files; {f['heap_after']:.1f} MiB heap after the restart"
         )
+        back_note = (
+            f"timer files {f['timer_open_s']:.2f} s, then the wheel caught up in {f['recover_s']:.1f} s"
+        )
         late_note = f"p50 {f['late_p50']:.0f} ms, {f['early']:.0f} early, {f['probes']:.0f}/{PROBES} probes"
         rows += [
             {"name": f"{n}: broker heap (RssAnon)", "value": round(f["heap"], 1), "unit": "MiB",
@@ -256,12 +274,20 @@ def _results(figures: dict[int, dict[str, float]]) -> list[Result]:
              "target": PRECISION_MS + HANDLING_MS,
              "met": f["early"] == 0 and f["late_max"] <= PRECISION_MS + HANDLING_MS and f["probes"] == PROBES,
              "note": f"{late_note}, {LOAD:,} more due alongside"},
-            {"name": f"{n}: restart after SIGKILL", "value": round(f["restart_s"], 2), "unit": "s",
+            {"name": f"{n}: timers back after SIGKILL", "value": round(f["timer_recovery_s"], 2), "unit": "s",
+             "baseline": f"{small:,}: {base['timer_recovery_s']:.2f} s",
+             "baseline_value": base["timer_recovery_s"], "note": back_note},
+            {"name": f"{n}: broker restart after SIGKILL", "value": round(f["restart_s"], 2), "unit": "s",
              "baseline": f"{small:,}: {base['restart_s']:.2f} s", "baseline_value": base["restart_s"],
-             "note": f"wheel caught up {f['recover_s']:.1f} s later"},
+             "note": "until it answers; mostly the CommitLog's crash recovery"},
         ]  # fmt: skip
     big = max(figures)
-    for key, what in (("heap", "broker heap"), ("intake_us", "intake per timer"), ("restart_s", "restart")):
+    flat = (
+        ("heap", "broker heap"),
+        ("intake_us", "intake per timer"),
+        ("timer_recovery_s", "timers back after SIGKILL"),
+    )
+    for key, what in flat:
         ratio = figures[big][key] / figures[small][key]
         rows.append({"name": f"timers {big:,} / {small:,}: {what}", "value": round(ratio, 2), "unit": "x",
                      "baseline": "flat: <= 2", "met": ratio <= 2})  # fmt: skip
