@@ -40,6 +40,7 @@ class ForbiddenSettingError(SettingsError):
 
 @dataclass(slots=True)
 class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/settings.py)
+    listen_host: str = "0.0.0.0"  # every interface, as Apache RocketMQ; 127.0.0.1 keeps it to this machine
     listen_port: int = 9876
     kv_config_path: Path = DEFAULT_HOME / KV_CONFIG_FILE
     config_store_path: Path = DEFAULT_HOME / CONFIG_STORE_FILE  # where runtime updates are saved
