@@ -41,8 +41,8 @@ OPEN, SECRET, GROUP = "SideOpen", "SideSecret", "side-cg"
 PLAIN_ADMIN = Credentials("side-admin", "side-admin-secret-1")
 READER = Credentials("side-reader", "side-reader-secret-2")
 SERVICE = "apache.rocketmq.v2.MessagingService"
-SMALL_STORE = ["mappedFileSizeCommitLog=4194304", "mappedFileSizeConsumeQueueUnits=10000", "maxHashSlotNum=10000",
-               "maxIndexNum=40000"]  # fmt: skip
+SMALL_STORE = ["mappedFileSizeCommitLog=4194304", "mappedFileSizeConsumeQueueUnits=10000",
+               "maxHashSlotNum=10000", "maxIndexNum=40000"]  # fmt: skip
 
 PLAIN_ACL = f"""\
 globalWhiteRemoteAddresses: []
@@ -70,10 +70,14 @@ class Side:
     def node(self) -> Node:
         return self.n.node
 
-    def broker(self, code: int, ext: dict[str, str], who: Credentials | None, body: bytes | None = None) -> Any:
+    def broker(
+        self, code: int, ext: dict[str, str], who: Credentials | None, body: bytes | None = None
+    ) -> Any:
         return self._call(self.n.broker_addr, code, ext, who, body)
 
-    def namesrv(self, code: int, ext: dict[str, str], who: Credentials | None, body: bytes | None = None) -> Any:
+    def namesrv(
+        self, code: int, ext: dict[str, str], who: Credentials | None, body: bytes | None = None
+    ) -> Any:
         return self._call(self.n.namesrv, code, ext, who, body)
 
     def _call(
@@ -106,7 +110,11 @@ def _start(tmp: Path, mode: str) -> Side:
         settings = ["aclEnable=true", f"aclFile={tmp / 'plain_acl.yml'}"]
     else:
         root = json.dumps({"username": ROOT.access_key, "password": ROOT.secret_key})
-        settings = ["authenticationEnabled=true", "authorizationEnabled=true", f"initAuthenticationUser={root}"]
+        settings = [
+            "authenticationEnabled=true",
+            "authorizationEnabled=true",
+            f"initAuthenticationUser={root}",
+        ]
     overrides = [*settings, *SMALL_STORE, "listenHost=127.0.0.1", "brokerName=side-broker", "grpcPort=0"]
     plan = up_plan(None, overrides, tmp / "store", 0, 0, {})  # no innerClient...: rmq up picks the admin
     loop = LoopThread()
@@ -131,7 +139,9 @@ def _start(tmp: Path, mode: str) -> Side:
         entry(f"Topic:{SECRET}", "Pub", "Sub", "Get", decision="Deny"),
         entry("Group:*", "Sub"),
     )
-    assert n.call(RequestCode.AUTH_CREATE_ACL, AclRequestHeader(subject=policy.subject or ""), policy).code == 0
+    assert (
+        n.call(RequestCode.AUTH_CREATE_ACL, AclRequestHeader(subject=policy.subject or ""), policy).code == 0
+    )
     return Side(mode, n, ROOT)
 
 
