@@ -151,6 +151,7 @@ RESOURCE_NEEDS: dict[int, Callable[[RemotingCommand], Iterator[Need]]] = {
     R.SEND_REPLY_MESSAGE: _send("topic"),
     R.SEND_REPLY_MESSAGE_V2: _send("b"),
     R.RECALL_MESSAGE: _send("topic"),
+    R.END_TRANSACTION: _send("topic"),
     # upstream wants PUB on the original topic here; a consumer re-delivering needs only SUB
     R.CONSUMER_SEND_MSG_BACK: _topic_and_group("originTopic", "group"),
     R.PULL_MESSAGE: _topic_and_group("topic", "consumerGroup"),

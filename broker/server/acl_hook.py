@@ -22,11 +22,11 @@ from typing import Any
 from broker.acl import signer
 from broker.acl.addresses import host_of, split_patterns
 from broker.acl.auth_checker import READ_ACTIONS, AuthChecker, AuthNeed, remoting_needs, topic_resource
-from broker.acl.auth_store import AuthStore
+from broker.acl.auth_store import Action, AuthStore
 from broker.acl.checker import AclChecker, Denial, Refusal
 from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
 from broker.acl.message_reads import LOOKUP_CODES, QUEUE_READ_CODES, answer_topics, parked_read
-from broker.acl.permissions import ADMIN_CODES, BROKER_CODES, SUB, AclCode, Need, needs_of
+from broker.acl.permissions import ADMIN_CODES, BROKER_CODES, PUB, SUB, AclCode, Need, needs_of
 from broker.acl.settings import SecuritySettings
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import ResponseCode, name_of
@@ -58,10 +58,10 @@ class Hook:
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         raise NotImplementedError
 
-    def read_refusal(
-        self, request: RemotingCommand, remote_addr: str, topics: Collection[str]
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
-        """Whether the asker of ``request`` may read messages of ``topics``."""
+        """Whether the sender of ``request`` may read (or, with ``publish``, send) messages of ``topics``."""
         raise NotImplementedError
 
     def check(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
@@ -78,7 +78,7 @@ class Hook:
         topics = answer_topics(response.body)
         if topics is None:
             return Refusal(Denial.FORBIDDEN, "the records found cannot be read back to check their topics")
-        return self.read_refusal(request, remote_addr, sorted(topics))
+        return self.topic_refusal(request, remote_addr, sorted(topics))
 
     def guard(self, code: int, handler: Handler) -> Handler:
         lookup = code in LOOKUP_CODES
@@ -108,10 +108,10 @@ class AclHook(Hook):
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         return self._check(request, remote_addr, needs_of(request), request.code in ADMIN_CODES)
 
-    def read_refusal(
-        self, request: RemotingCommand, remote_addr: str, topics: Collection[str]
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
-        return self._check(request, remote_addr, [Need(t, SUB) for t in topics], False)
+        return self._check(request, remote_addr, [Need(t, PUB if publish else SUB) for t in topics], False)
 
     def _check(
         self, request: RemotingCommand, remote_addr: str, needs: Sequence[Need], admin: bool
@@ -136,10 +136,11 @@ class AuthHook(Hook):
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         return self._check(request, remote_addr, remoting_needs(request, self.checker.cluster()))
 
-    def read_refusal(
-        self, request: RemotingCommand, remote_addr: str, topics: Collection[str]
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
-        return self._check(request, remote_addr, [AuthNeed(topic_resource(t), READ_ACTIONS) for t in topics])
+        actions = (Action.PUB,) if publish else READ_ACTIONS
+        return self._check(request, remote_addr, [AuthNeed(topic_resource(t), actions) for t in topics])
 
     def _check(self, request: RemotingCommand, remote_addr: str, needs: Sequence[AuthNeed]) -> Refusal | None:
         return self.checker.check(
@@ -182,8 +183,8 @@ class NamesrvHook(Hook):
             return Refusal(Denial.UNAUTHENTICATED, message)
         return self.inner.refusal(request, remote_addr)
 
-    def read_refusal(
-        self, request: RemotingCommand, remote_addr: str, topics: Collection[str]
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
         return None  # a NameServer holds no messages
 

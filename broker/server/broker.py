@@ -144,13 +144,15 @@ class Broker:
         """Appends waiting for (or in) the store-writer thread."""
         return self._writes.pending
 
-    def read_refusal(self, request: RemotingCommand, remote_addr: str, topic: str) -> str | None:
-        """Why the sender of ``request`` may not read messages of ``topic`` (None: it may, or nothing is
-        checked): for requests that pick a stored message by its offset."""
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None:
+        """Why the sender of ``request`` may not read (``publish``: send) messages of ``topic`` (None: it
+        may, or nothing is checked): for requests that pick a stored message by its offset."""
         server = self.server
         if not isinstance(server, GuardedServer):
             return None
-        refused = server.hook.read_refusal(request, remote_addr, (topic,))
+        refused = server.hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
         return None if refused is None else refused.message
 
     # == store access ==========================================================================

@@ -68,7 +68,7 @@ class SendBackProcessor:
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}"
             )
         # the offset may point anywhere: copying a message needs the right to read it
-        refused = broker.read_refusal(request, channel.remote_addr, real_topic(rec.topic, rec.properties))
+        refused = broker.topic_refusal(request, channel.remote_addr, real_topic(rec.topic, rec.properties))
         if refused is not None:
             return make_response(request, ResponseCode.NO_PERMISSION, refused)
         props = dict(rec.properties)

@@ -27,6 +27,7 @@ from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRo
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.msgid import decode_offset_msg_id
 from broker.protocol.names import SCHEDULE_TOPIC
+from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.protocol.trace import TRACE_TOPIC, TraceRecord, TraceType, encode
 from broker.server.node import Node
@@ -288,3 +289,25 @@ def test_trace_queries_reveal_only_readable_topics(side: Side) -> None:
 
     _refused(query(SECRET), SECRET)
     assert query(OPEN).code == ResponseCode.SUCCESS
+
+
+def test_a_half_message_is_resolved_only_by_who_may_publish_to_its_topic(side: Side) -> None:
+    props = encode_properties(
+        {"TRAN_MSG": "true", "PGROUP": "side-tx-pg", "UNIQ_KEY": f"side-tx-{side.mode}"}
+    )
+    ext = {"a": "side-tx-pg", "b": SECRET, "c": "TBW102", "d": "4", "e": "0", "f": "4",
+           "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0", "k": "false"}  # fmt: skip
+    sent = side.broker(RequestCode.SEND_MESSAGE_V2, ext, side.admin, body=b"half-secret")
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    end = {
+        "producerGroup": "side-tx-pg",
+        "tranStateTableOffset": sent.ext_fields["queueOffset"],
+        "commitLogOffset": str(decode_offset_msg_id(sent.ext_fields["msgId"]).offset),
+        "commitOrRollback": "12",  # rollback
+        "fromTransactionCheck": "false",
+        "msgId": sent.ext_fields["msgId"],
+    }
+    _refused(side.broker(RequestCode.END_TRANSACTION, end, READER), SECRET)  # a 4.x producer names no topic
+    claimed = side.broker(RequestCode.END_TRANSACTION, end | {"topic": OPEN}, READER)
+    assert claimed.code == ResponseCode.SYSTEM_ERROR and "topic wrong" in (claimed.remark or "")
+    assert side.broker(RequestCode.END_TRANSACTION, end, side.admin).code == ResponseCode.SUCCESS
