@@ -80,9 +80,17 @@ class Need:
 
 # What a broker sends a NameServer about itself; brokerWhiteRemoteAddresses may send them unsigned.
 BROKER_CODES: frozenset[int] = frozenset({R.REGISTER_BROKER, R.UNREGISTER_BROKER, R.BROKER_HEARTBEAT})
+# What a NameServer answers anyone, as Apache RocketMQ's does; every other code it serves is a write.
+NAMESRV_READS: frozenset[int] = frozenset(
+    {
+        R.GET_ROUTEINFO_BY_TOPIC, R.GET_BROKER_CLUSTER_INFO, R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        R.GET_TOPICS_BY_CLUSTER, R.GET_KV_CONFIG, R.GET_KVLIST_BY_NAMESPACE, R.QUERY_DATA_VERSION,
+        R.GET_NAMESRV_CONFIG,
+    }
+)  # fmt: skip
 
 # Codes only an admin account may send: upstream's five, plus every code that changes metadata,
-# offsets, configuration, ACLs, files or routes (upstream lets any account reset offsets; we do not).
+# offsets, configuration, ACLs or files (upstream lets any account reset offsets; we do not).
 ADMIN_CODES: frozenset[int] = frozenset(
     {
         R.UPDATE_AND_CREATE_TOPIC, R.UPDATE_AND_CREATE_TOPIC_LIST, R.UPDATE_BROKER_CONFIG,
@@ -97,9 +105,8 @@ ADMIN_CODES: frozenset[int] = frozenset(
         R.SET_COMMITLOG_READ_MODE, R.UPDATE_COLD_DATA_FLOW_CTR_CONFIG, R.REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
         R.ADD_BROKER, R.REMOVE_BROKER, R.RESET_MASTER_FLUSH_OFFSET, R.CLEAN_BROKER_DATA,
         R.UPDATE_CONTROLLER_CONFIG, R.CONTROLLER_ELECT_MASTER,
-        # NameServer: brokers' own codes (they decide where clients send and read) and every write
-        *BROKER_CODES, R.PUT_KV_CONFIG, R.DELETE_KV_CONFIG, R.WIPE_WRITE_PERM_OF_BROKER,
-        R.ADD_WRITE_PERM_OF_BROKER,
+        # NameServer
+        R.PUT_KV_CONFIG, R.DELETE_KV_CONFIG, R.WIPE_WRITE_PERM_OF_BROKER, R.ADD_WRITE_PERM_OF_BROKER,
         R.DELETE_TOPIC_IN_NAMESRV, R.REGISTER_TOPIC_IN_NAMESRV, R.UPDATE_NAMESRV_CONFIG,
         # ACL management (4.x and 5.x codes)
         *AclCode, *range(R.AUTH_CREATE_USER, R.AUTH_LIST_ACL + 1),

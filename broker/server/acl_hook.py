@@ -22,11 +22,11 @@ from typing import Any
 from broker.acl import signer
 from broker.acl.addresses import host_of, split_patterns
 from broker.acl.auth_checker import READ_ACTIONS, AuthChecker, AuthNeed, remoting_needs, topic_resource
-from broker.acl.auth_store import Action, AuthStore
+from broker.acl.auth_store import Action, AuthStore, Resource, ResourceType
 from broker.acl.checker import AclChecker, Denial, Refusal
 from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
 from broker.acl.message_reads import LOOKUP_CODES, QUEUE_READ_CODES, answer_topics, parked_read
-from broker.acl.permissions import ADMIN_CODES, BROKER_CODES, PUB, SUB, AclCode, Need, needs_of
+from broker.acl.permissions import ADMIN_CODES, BROKER_CODES, NAMESRV_READS, PUB, SUB, AclCode, Need, needs_of
 from broker.acl.settings import SecuritySettings
 from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import ResponseCode, name_of
@@ -108,6 +108,10 @@ class AclHook(Hook):
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         return self._check(request, remote_addr, needs_of(request), request.code in ADMIN_CODES)
 
+    def admin_refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
+        """The request must come from an admin account."""
+        return self._check(request, remote_addr, needs_of(request), True)
+
     def topic_refusal(
         self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
@@ -136,6 +140,11 @@ class AuthHook(Hook):
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         return self._check(request, remote_addr, remoting_needs(request, self.checker.cluster()))
 
+    def admin_refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
+        """The request must come from a user allowed Cluster Update (a Super user is)."""
+        cluster = Resource(ResourceType.CLUSTER, self.checker.cluster())
+        return self._check(request, remote_addr, [AuthNeed(cluster, (Action.UPDATE,))])
+
     def topic_refusal(
         self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
@@ -153,11 +162,11 @@ class AuthHook(Hook):
 
 
 class NamesrvHook(Hook):
-    """A NameServer's checks: what brokers send about themselves and every write need a valid signature
-    (an admin account, or a user allowed Cluster Update) or, for the brokers' codes, a host on
-    brokerWhiteRemoteAddresses. Route lookups and other reads stay open to unsigned clients, as
-    Apache RocketMQ's are; plain ACL still checks a signature that is given (users and policies do not:
-    a NameServer knows only its own users, not the brokers')."""
+    """A NameServer's checks: what brokers send about themselves and every write (every code but
+    NAMESRV_READS) need a valid signature of an admin account, or a user allowed Cluster Update, or,
+    for the brokers' codes, a host on brokerWhiteRemoteAddresses. Route lookups and the other reads stay
+    open to unsigned clients, as Apache RocketMQ's are; plain ACL still checks a signature that is given
+    (users and policies do not: a lone NameServer knows only its own users)."""
 
     def __init__(self, inner: AclHook | AuthHook, broker_white: Callable[[str], bool]) -> None:
         self.inner = inner
@@ -165,7 +174,7 @@ class NamesrvHook(Hook):
 
     def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
         code = request.code
-        if code not in ADMIN_CODES:
+        if code in NAMESRV_READS:
             signed = bool(request.ext_fields.get(signer.ACCESS_KEY))
             checked = signed and isinstance(self.inner, AclHook)
             return self.inner.refusal(request, remote_addr) if checked else None
@@ -181,7 +190,7 @@ class NamesrvHook(Hook):
             )
             message = f"{name_of(code)} ({code}) is not signed: no AccessKey given{hint}"
             return Refusal(Denial.UNAUTHENTICATED, message)
-        return self.inner.refusal(request, remote_addr)
+        return self.inner.admin_refusal(request, remote_addr)
 
     def topic_refusal(
         self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False

@@ -171,6 +171,7 @@ def test_namesrv_takes_the_brokers_access_settings(side: Side) -> None:
     props = dict(line.split("=", 1) for line in (r.body or b"").decode().splitlines())
     key = "aclEnable" if side.mode == "plain" else "authenticationEnabled"
     assert props[key] == "true"
+    assert side.admin.secret_key not in (r.body or b"").decode()  # the credentials it signs with
     # the broker registered, signed: clients find it
     assert [bd.brokerAddrs[0] for bd in _route(side, OPEN).brokerDatas] == [side.n.broker_addr]
 
