@@ -22,6 +22,8 @@ from broker.client.message import Message
 from broker.client.producer import Producer
 from broker.client.remoting_client import RemotingClient
 from broker.grpc.schema import PB
+from broker.namesrv.config import NamesrvConfig
+from broker.namesrv.server import NameServer
 from broker.protocol.auth_bodies import AclRequestHeader
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -30,7 +32,8 @@ from broker.protocol.names import SCHEDULE_TOPIC
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.protocol.trace import TRACE_TOPIC, TraceRecord, TraceType, encode
-from broker.server.node import Node
+from broker.server.config import load_broker_settings
+from broker.server.node import Node, NodePlan
 from cli.run import up_plan
 from tests.acl.conftest import security
 from tests.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry
@@ -42,6 +45,9 @@ OPEN, SECRET, GROUP = "SideOpen", "SideSecret", "side-cg"
 PLAIN_ADMIN = Credentials("side-admin", "side-admin-secret-1")
 READER = Credentials("side-reader", "side-reader-secret-2")
 SERVICE = "apache.rocketmq.v2.MessagingService"
+# another broker's address under the real broker's name, id 0: what would redirect its clients
+FAKE_REGISTRATION = {"brokerName": "side-broker", "brokerAddr": "127.0.0.1:1", "brokerId": "0",
+                     "clusterName": "DefaultCluster", "haServerAddr": "127.0.0.1:2"}  # fmt: skip
 SMALL_STORE = ["mappedFileSizeCommitLog=4194304", "mappedFileSizeConsumeQueueUnits=10000",
                "maxHashSlotNum=10000", "maxIndexNum=40000"]  # fmt: skip
 
@@ -177,8 +183,7 @@ def test_namesrv_takes_the_brokers_access_settings(side: Side) -> None:
 
 
 def test_namesrv_refuses_unsigned_and_unprivileged_broker_codes_and_writes(side: Side) -> None:
-    fake = {"brokerName": "side-broker", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster",
-            "haServerAddr": "127.0.0.1:2", "brokerId": "0"}  # fmt: skip
+    fake = FAKE_REGISTRATION
     for code in (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.BROKER_HEARTBEAT):
         _refused(side.namesrv(code, fake, None), "not signed", "innerClientAuthenticationCredentials",
                  "brokerWhiteRemoteAddresses")  # fmt: skip
@@ -312,3 +317,38 @@ def test_a_half_message_is_resolved_only_by_who_may_publish_to_its_topic(side: S
     claimed = side.broker(RequestCode.END_TRANSACTION, end | {"topic": OPEN}, READER)
     assert claimed.code == ResponseCode.SYSTEM_ERROR and "topic wrong" in (claimed.remark or "")
     assert side.broker(RequestCode.END_TRANSACTION, end, side.admin).code == ResponseCode.SUCCESS
+
+
+def test_a_lone_namesrv_with_users_knows_its_own_super_users(tmp_path: Path) -> None:
+    """``rmq namesrv`` with users and policies: the Super users of its settings, kept in its folder."""
+    root = json.dumps({"username": ROOT.access_key, "password": ROOT.secret_key})
+    auth = {"authentication_enabled": True, "authorization_enabled": True, "init_authentication_user": root}
+    ns_config = NamesrvConfig(listen_port=0, kv_config_path=tmp_path / "ns" / "kvConfig.json", **auth)
+    loop = LoopThread()
+    ns = NameServer(ns_config, host="127.0.0.1")
+    loop.run(ns.start())
+    try:
+        inner = json.dumps({"accessKey": ROOT.access_key, "secretKey": ROOT.secret_key})
+        settings = [*SMALL_STORE, "listenHost=127.0.0.1", "grpcPort=-1", "httpPort=0",
+                    f"namesrvAddr={ns.address}", f"innerClientAuthenticationCredentials={inner}"]  # fmt: skip
+        broker, store = load_broker_settings(None, settings, {}, store_path=tmp_path / "store", listen_port=0)
+        node = Node(NodePlan(broker=broker, store=store))
+        loop.run(node.start())
+        try:
+            assert node.broker is not None and node.broker.ready  # registered, signed as root
+            assert (tmp_path / "ns" / "auth" / "users.json").exists()
+        finally:
+            loop.run(node.stop(), timeout=60)
+
+        async def unsigned_register() -> RemotingCommand:
+            client = RemotingClient()
+            try:
+                request = make_request(RequestCode.REGISTER_BROKER, ext_fields=dict(FAKE_REGISTRATION))
+                return await client.invoke(ns.address, request)
+            finally:
+                await client.close()
+
+        _refused(loop.run(unsigned_register()), "not signed")
+    finally:
+        loop.run(ns.stop())
+        loop.close()
