@@ -86,6 +86,7 @@ SCAN = 4096  # timer queue units taken in per step
 SLOT_BATCHES = 16  # batches of one round's deliveries before new units are taken in again
 LIST_LIMIT = 10_000  # timers one list answer may hold
 LIST_BUDGET = 200_000  # units one list request may look at
+LIST_INTAKE_LOOK = 10_000  # stored units not yet on the wheel a list looks through for cancels
 CLEAN_INTERVAL_S = 60.0  # TimerLog retention looks at the whole wheel: not at every checkpoint
 LEGACY_PROGRESS = "timerProgress.json"  # the in-memory timer's progress, read once on upgrade
 _LOOKUP = 32  # parked copies of one UNIQ_KEY or key looked at (a producer's retries)
@@ -509,7 +510,7 @@ class TimerService:
         store = self.broker.store
         cq = store.consume_queue(TIMER_TOPIC, 0)
         keys: set[str] = set()
-        for _q_off, phys, _size, _tags in cq.iter_units(start, LIST_BUDGET) if cq is not None else ():
+        for _q_off, phys, _size, _tags in cq.iter_units(start, LIST_INTAKE_LOOK) if cq is not None else ():
             rec = store.message_at(phys)
             key = rec.properties.get(P.TIMER_DEL_UNIQKEY) if rec is not None else None
             if key:
