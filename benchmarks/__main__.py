@@ -26,6 +26,7 @@ from benchmarks import (
 )
 
 Result = dict[str, object]
+LOWER_IS_BETTER = frozenset({"us", "ms", "s", "MiB"})  # units of times and memory: a target is a ceiling
 SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "store": bench_store.run,
     "index": bench_index.run,
@@ -48,7 +49,7 @@ def _row(r: Result) -> list[str]:
     base = _num(r.get("baseline_value"))
     target = _num(r.get("target", r.get("limit")))
     ratio = f"{value / base:.2f}" if value is not None and base else ""
-    higher = r.get("unit") != "us"
+    higher = r.get("unit") not in LOWER_IS_BETTER
     met = "" if target is None or value is None else ("yes" if (value >= target) == higher else "NO")
     if isinstance(r.get("met"), bool):  # a row that judges itself (a median of paired ratios)
         met = "yes" if r["met"] else "NO"
