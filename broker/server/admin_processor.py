@@ -9,6 +9,7 @@ broker registers one admin family.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import time
 from typing import TYPE_CHECKING
@@ -144,7 +145,9 @@ class AdminProcessor:
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
         self.broker.topics.put(config)
-        await self._registered()
+        # as RocketMQ's broker does: a tool that asks for the route right after creating the topic
+        # finds it (each NameServer is given at most 3 s)
+        await self.broker.registration.sync()
         return make_response(request)
 
     async def create_topic_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -166,15 +169,9 @@ class AdminProcessor:
             ]
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
-        for config in configs:
-            self.broker.topics.put(config)
-        await self._registered()
+        self.broker.topics.put_many(configs)
+        await self.broker.registration.sync()
         return make_response(request)
-
-    async def _registered(self) -> None:
-        """Tell the NameServers before answering, as RocketMQ's broker does: a tool that asks for the
-        route right after creating a topic finds it (each NameServer is given at most 3 s)."""
-        await self.broker.registration.register_all()
 
     def _checked_topic(
         self, topic: str | None, read: int, write: int, perm: int, filter_type: str, sys_flag: int,
@@ -240,7 +237,8 @@ class AdminProcessor:
         body = TopicConfigAndMappingSerializeWrapper(
             topicConfigTable=dict(topics.table), dataVersion=topics.data_version
         )
-        return make_response(request, body=body.to_json())
+        # encoded on a read thread: thousands of topics would hold every other request up
+        return make_response(request, body=await self.broker.read(body.to_json))
 
     async def topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         """TopicConfigAndQueueMapping: the TopicConfig fields; no ``mappingDetail`` (no static topics)."""
@@ -268,8 +266,7 @@ class AdminProcessor:
             problem = group_name_problem(config.groupName)
             if problem is not None:
                 return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
-        for config in configs:
-            self.broker.groups.put(config)
+        self.broker.groups.put_many(configs)
         return make_response(request)
 
     async def group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -289,7 +286,8 @@ class AdminProcessor:
         return make_response(request)
 
     async def all_group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        return make_response(request, body=self.broker.groups.document(pretty=False).encode("utf-8"))
+        text = await self.broker.read(functools.partial(self.broker.groups.document, pretty=False))
+        return make_response(request, body=text.encode("utf-8"))
 
     # == broker configuration ==================================================================
     async def get_broker_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:

@@ -1,8 +1,10 @@
 """Topic configurations: ``config/topics.json``, the system topics, auto-creation and name rules.
 
-Every change bumps the DataVersion and is saved at once, because the NameServer learns about
-topics only from registrations and a broker restart must not forget a topic a producer created.
-``on_change`` lets the broker re-register immediately instead of waiting for the next period.
+Every change bumps the DataVersion and is saved, because the NameServer learns about topics only
+from registrations and a broker restart must not forget a topic a producer created. ``save`` writes
+the file (the running broker makes it a coalesced write on a worker thread, so a burst of changes
+costs one write); ``on_change`` hands the changed topics to the registration, which sends just
+those to the NameServers.
 """
 
 from __future__ import annotations
@@ -201,7 +203,8 @@ class TopicConfigManager:
         self.file = ConfigFile(config_dir / "topics.json")
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
-        self.on_change: Callable[[], None] = lambda: None
+        self.save: Callable[[], None] = self.persist
+        self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
         self._system: set[str] = set(_SYSTEM_TOPICS)
 
     # == life cycle ============================================================================
@@ -240,30 +243,34 @@ class TopicConfigManager:
         if c.trace_topic_enable:
             wanted.append((TRACE_TOPIC, 1, 6))
         self._system |= {c.broker_cluster_name, c.broker_name}
-        changed = False
-        for name, queues, perm in wanted:
-            if name not in self.table:
-                self.table[name] = TopicConfig(
-                    topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm
-                )
-                changed = True
-        if changed:
-            self._changed()
+        created = [
+            TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            for name, queues, perm in wanted
+            if name not in self.table
+        ]
+        for config in created:
+            self.table[config.topicName or ""] = config
+        if created:
+            self._changed(created)
 
     def persist(self) -> None:
+        """Write topics.json as the table is now (safe on a worker thread: the table is copied in one
+        step, and configurations are replaced, never changed in place)."""
         wrapper = TopicConfigSerializeWrapper(
             topicConfigTable=dict(self.table), dataVersion=self.data_version
         )
         self.file.save(lenient_json.dumps_fastjson(json.loads(wrapper.to_json()), pretty=True))
 
-    def _changed(self) -> None:
+    def _changed(self, configs: list[TopicConfig]) -> None:
+        """After ``configs`` were put (or a topic deleted, with none): one new version, one save."""
         self.data_version = DataVersion(
             counter=self.data_version.counter + 1,
             stateVersion=self.data_version.stateVersion,
             timestamp=int(time.time() * 1000),
         )
-        self.persist()
-        self.on_change()
+        self.save()
+        if configs:
+            self.on_change(configs)
 
     # == queries ===============================================================================
     def get(self, topic: str) -> TopicConfig | None:
@@ -279,17 +286,25 @@ class TopicConfigManager:
     def put(self, config: TopicConfig) -> bool:
         """Create or replace; an identical configuration changes nothing (returns False). Attribute
         changes an operator asks for are checked before (:func:`alter_topic_attributes`)."""
-        assert config.topicName
-        if self.table.get(config.topicName) == config:
-            return False
-        self.table[config.topicName] = config
-        self._changed()
-        return True
+        return bool(self.put_many([config]))
+
+    def put_many(self, configs: list[TopicConfig]) -> list[TopicConfig]:
+        """Create or replace several at once (one version, one save, one registration); returns
+        those that changed anything."""
+        changed = [c for c in configs if self.table.get(c.topicName or "") != c]
+        for config in changed:
+            assert config.topicName
+            self.table[config.topicName] = config
+        if changed:
+            self._changed(changed)
+        return changed
 
     def delete(self, topic: str) -> bool:
+        """Forget the topic; the NameServers are told by the tool (DELETE_TOPIC_IN_NAMESRV), as in
+        RocketMQ, so no registration follows."""
         if self.table.pop(topic, None) is None:
             return False
-        self._changed()
+        self._changed([])
         return True
 
     def create_from_template(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:
