@@ -19,6 +19,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_scale,
     bench_spark,
     bench_store,
     bench_tui,
@@ -34,6 +35,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "scale": bench_scale.run,
 }
 
 

@@ -6,9 +6,10 @@ BrokerData (cluster, brokerId -> address); cluster -> brokerNames; (cluster, add
 A connection is an opaque token here (whatever the transport hands over), only compared by
 identity, so the table can be driven directly in tests and by an embedded broker.
 
-Costs stay with the work: a lookup is a dict hit on the encoded answer (kept per topic until that
-topic's queues change, or any broker's addresses do), a registration costs the topics it carries,
-and a broker leaving costs its own topics (an index brokerName -> topics), never the whole table.
+Costs stay with the work: a lookup joins its brokers' and queues' JSON, each encoded once and kept
+(a broker's until its addresses change, a queue's by value, as most topics' queues look alike), a
+registration costs the topics it carries, and a broker leaving costs its own topics (an index
+brokerName -> topics), never the whole table.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from broker.protocol.bodies import (
     QueueData,
     TopicConfig,
     TopicRouteData,
+    encode_route,
 )
 
 log = logging.getLogger(__name__)
 
 MASTER_ID = 0
+MAX_KEPT_QUEUE_JSON = 65_536
 PERM_READ = 4
 PERM_WRITE = 2
 
@@ -82,10 +85,9 @@ class RouteTable:
         self._live: dict[BrokerAddrInfo, BrokerLiveInfo] = {}
         self._filter_servers: dict[BrokerAddrInfo, list[str]] = {}
         self._topics_of: dict[str, set[str]] = {}  # brokerName -> topics it has queue data for
-        # encoded GET_ROUTEINFO_BY_TOPIC answers: topic -> (acting_master, standard) -> body, valid
-        # while _brokers_version (bumped by any change to brokers or filter servers) is unchanged
-        self._answers: dict[str, dict[tuple[bool, bool], bytes]] = {}
-        self._answers_version = self._brokers_version = 0
+        # the JSON of each broker and of each distinct queue data, for (what, standard)
+        self._broker_json: dict[tuple[str, bool], bytes] = {}
+        self._queue_json: dict[tuple[str | None, int, int, int, int, bool], bytes] = {}
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -145,7 +147,6 @@ class RouteTable:
                 if per_broker.get(name) != queue_data:
                     per_broker[name] = queue_data
                     self._topics_of.setdefault(name, set()).add(topic)
-                    self._answers.pop(topic, None)
         if key not in self._live:
             log.info("new broker registered: %s, HA %s", identity, ha_server_addr)
         self._live[key] = BrokerLiveInfo(self._clock(), timeout_ms, data_version, channel, ha_server_addr)
@@ -198,7 +199,6 @@ class RouteTable:
                 continue
             for topic in self._topics_of.get(name, ()):
                 self._topics[topic][name].perm &= ~PERM_WRITE
-                self._answers.pop(topic, None)
 
     def _drop_queue_data(self, topic: str, broker_name: str) -> None:
         """Forget one broker's queues of ``topic`` (the caller keeps ``_topics_of`` in step)."""
@@ -208,11 +208,10 @@ class RouteTable:
         per_broker.pop(broker_name, None)
         if not per_broker:
             del self._topics[topic]
-        self._answers.pop(topic, None)
 
     def _brokers_changed(self) -> None:
-        """A broker's addresses, flags or filter servers changed: every kept answer may name it."""
-        self._brokers_version += 1
+        """A broker's addresses or flags changed: its kept JSON is stale."""
+        self._broker_json.clear()
 
     def register_topic(self, topic: str, queue_datas: list[QueueData]) -> bool:
         """REGISTER_TOPIC_IN_NAMESRV: only for a new topic whose brokers are all known."""
@@ -224,7 +223,6 @@ class RouteTable:
         self._topics[topic] = {qd.brokerName or "": dataclasses.replace(qd) for qd in queue_datas}
         for name in self._topics[topic]:
             self._topics_of.setdefault(name, set()).add(topic)
-        self._answers.pop(topic, None)
         return True
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> None:
@@ -244,7 +242,6 @@ class RouteTable:
         for topic in topics:
             qd = self._topics[topic][broker_name]
             qd.perm = PERM_READ | PERM_WRITE if writable else qd.perm & ~PERM_WRITE
-            self._answers.pop(topic, None)
         return len(topics)
 
     # -- liveness -------------------------------------------------------------------------------
@@ -342,20 +339,43 @@ class RouteTable:
         return route
 
     def route_body(self, topic: str, *, acting_master: bool, standard: bool) -> bytes | None:
-        """:meth:`route` encoded as GET_ROUTEINFO_BY_TOPIC answers it, from the kept answers when the
-        topic and the brokers have not changed since."""
-        if self._answers_version != self._brokers_version:
-            self._answers.clear()
-            self._answers_version = self._brokers_version
-        kept = self._answers.get(topic)
-        body = None if kept is None else kept.get((acting_master, standard))
-        if body is None:
-            route = self.route(topic, acting_master=acting_master)
-            if route is None:
-                return None
-            body = route.to_json(standard=standard)
-            self._answers.setdefault(topic, {})[(acting_master, standard)] = body
-        return body
+        """:meth:`route` encoded as GET_ROUTEINFO_BY_TOPIC answers it, joined from the kept JSON of
+        its brokers and queues (acting master rewrites addresses per answer: encoded whole)."""
+        per_broker = self._topics.get(topic)
+        if not per_broker:
+            return None
+        if acting_master:
+            route = self.route(topic, acting_master=True)
+            return None if route is None else route.to_json(standard=standard)
+        names = sorted(per_broker)
+        brokers = [self._broker_fragment(n, standard) for n in names if n in self._brokers]
+        if not brokers:
+            return None
+        servers: dict[str, list[str]] = {}
+        if self._filter_servers:
+            for bd in (self._brokers[n] for n in names if n in self._brokers):
+                for addr in bd.brokerAddrs.values():
+                    found = self._filter_servers.get(BrokerAddrInfo(bd.cluster or "", addr))
+                    if found is not None:
+                        servers[addr] = list(found)
+        queues = [self._queue_fragment(per_broker[n], standard) for n in names]
+        return encode_route(brokers, queues, servers, standard=standard)
+
+    def _broker_fragment(self, name: str, standard: bool) -> bytes:
+        key = (name, standard)
+        fragment = self._broker_json.get(key)
+        if fragment is None:
+            fragment = self._broker_json[key] = _copy_broker(self._brokers[name]).to_json(standard=standard)
+        return fragment
+
+    def _queue_fragment(self, qd: QueueData, standard: bool) -> bytes:
+        key = (qd.brokerName, qd.readQueueNums, qd.writeQueueNums, qd.perm, qd.topicSysFlag, standard)
+        fragment = self._queue_json.get(key)
+        if fragment is None:
+            if len(self._queue_json) >= MAX_KEPT_QUEUE_JSON:  # as many as brokers x distinct shapes
+                self._queue_json.clear()
+            fragment = self._queue_json[key] = qd.to_json(standard=standard)
+        return fragment
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
