@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from admin.metadata_file import load_metadata
+from admin.models.metadata import MetadataPlan
 from admin.service import AdminService
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
@@ -94,7 +95,7 @@ def _export(path: Path) -> Path:
     return path
 
 
-async def _lookups_while(namesrv: str, work: asyncio.Task[Any]) -> list[int]:
+async def _lookups_while(namesrv: str, work: asyncio.Future[Any]) -> list[int]:
     """Route lookups one after another until ``work`` is done; the answer codes of those asked
     while it ran (each must come within 3 s, or the lookup fails)."""
     client = RemotingClient()
@@ -119,7 +120,7 @@ def test_apply_registers_changes_only_and_the_nameserver_keeps_answering(
 
     async def apply_and_look_up() -> list[int]:
         async with AdminService([node.namesrv], 30) as service:
-            work = asyncio.create_task(service.metadata_apply(doc))
+            work: asyncio.Future[MetadataPlan] = asyncio.ensure_future(service.metadata_apply(doc))
             codes = await _lookups_while(node.namesrv, work)
             plan = await work
             assert plan.pending == TOPICS + GROUPS and plan.applied
