@@ -264,8 +264,7 @@ class Broker:
             await self.slave_sync.stop()
         await self.registration.stop()
         if self._reader is not None:
-            await self._topics_saver.settle()
-            await self._groups_saver.settle()
+            await self.metadata_saved()
             if self.store.running:
                 await self.schedule.stop()
                 await self.timer.stop()
@@ -275,6 +274,11 @@ class Broker:
             self._writes.shutdown()
             self._reader.shutdown()
             self._reader = None
+
+    async def metadata_saved(self) -> None:
+        """Wait until the topic and group files hold every change made so far."""
+        await self._topics_saver.settle()
+        await self._groups_saver.settle()
 
     # == gRPC ==================================================================================
     @property
