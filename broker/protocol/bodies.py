@@ -199,13 +199,21 @@ def _fail(path: str, expected: str, value: Any) -> BodyError:
     return BodyError(f"{path}: expected {expected}, got {value!r:.80}")
 
 
+_OPTIONAL_OF: dict[Any, Any] = {}  # ``X | None`` -> X
+
+
 def _convert(hint: Any, value: Any, path: str) -> Any:
     if hint is Any:
         return value
     if isinstance(hint, types.UnionType):  # ``X | None``
         if value is None:
             return None
-        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        inner = _OPTIONAL_OF.get(hint)
+        if inner is None:
+            inner = _OPTIONAL_OF[hint] = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        hint = inner
+    if type(value) is hint and hint in _SCALARS:  # most values: nothing to do
+        return value
     origin = typing.get_origin(hint)
     if origin is list:
         if not isinstance(value, list):
@@ -261,13 +269,34 @@ def _convert_key(hint: Any, key: str, path: str) -> Any:
     return _convert(hint, key, f"{path} key")
 
 
+_SCALARS = (str, int, bool)
+# per dataclass: (field name, type hint, the plain scalar type when the hint is one, or ``X | None``)
+_FIELD_PLANS: dict[type, list[tuple[str, Any, type | None]]] = {}
+
+
+def _field_plan(cls: type) -> list[tuple[str, Any, type | None]]:
+    plan = _FIELD_PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        plan = []
+        for f in dataclasses.fields(cls):
+            hint = hints[f.name]
+            args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+            plain = [a for a in args if a is not type(None)]
+            scalar = plain[0] if len(plain) == 1 and plain[0] in _SCALARS else None
+            plan.append((f.name, hint, scalar))
+        _FIELD_PLANS[cls] = plan
+    return plan
+
+
 def _from_obj(cls: type, obj: dict[str, Any], path: str) -> Any:
-    hints = _hints(cls)
-    kwargs = {
-        f.name: _convert(hints[f.name], obj[f.name], f"{path}.{f.name}")
-        for f in dataclasses.fields(cls)
-        if obj.get(f.name) is not None
-    }
+    kwargs = {}
+    for name, hint, scalar in _field_plan(cls):
+        value = obj.get(name)
+        if value is None:
+            continue
+        # a value already of its field's scalar type needs no conversion (most of them)
+        kwargs[name] = value if type(value) is scalar else _convert(hint, value, f"{path}.{name}")
     return cls(**kwargs)
 
 
