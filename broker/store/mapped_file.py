@@ -52,7 +52,7 @@ def _create_sized(path: Path, size: int) -> None:
 class MappedFile:
     """One file of a queue. ``wrote`` is how many bytes hold data; ``flushed`` how many reached disk."""
 
-    __slots__ = ("_fd", "file_from", "flushed", "mm", "path", "read_only", "size", "wrote")
+    __slots__ = ("_fd", "_mm", "file_from", "flushed", "path", "read_only", "size", "wrote")
 
     def __init__(self, path: Path, size: int, *, read_only: bool = False, create: bool = False) -> None:
         self.path = path
@@ -66,9 +66,14 @@ class MappedFile:
         if actual != size:
             os.close(self._fd)
             raise CorruptFileError(f"{path}: size {actual} bytes, expected {size}")
-        self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE)
+        self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE)
         self.wrote = 0
         self.flushed = 0
+
+    @property
+    def mm(self) -> mmap.mmap:
+        """The file's bytes (a property, so that a file mapped on use can map itself here)."""
+        return self._mm
 
     @property
     def file_end(self) -> int:
@@ -91,9 +96,9 @@ class MappedFile:
         if n >= _PWRITE_MIN:
             written = os.pwrite(self._fd, data, pos)
             if written < n:  # short writes are rare on regular files; finish through the map
-                self.mm[pos + written : pos + n] = memoryview(data)[written:]
+                self._mm[pos + written : pos + n] = memoryview(data)[written:]
         else:
-            self.mm[pos : pos + n] = data
+            self._mm[pos : pos + n] = data
         self.wrote = pos + n
         return self.file_from + pos
 
@@ -109,7 +114,7 @@ class MappedFile:
     def advise(self, advice: int) -> bool:
         """madvise the whole map; False where the platform has no madvise or the file is closed."""
         try:
-            self.mm.madvise(advice)
+            self._mm.madvise(advice)
         except (AttributeError, ValueError, OSError):
             return False
         return True
@@ -120,14 +125,14 @@ class MappedFile:
         untouched; a later read faults them back in from disk. A no-op where the platform lacks
         either call or the file is already closed."""
         try:
-            self.mm.madvise(mmap.MADV_DONTNEED, pos, length)
+            self._mm.madvise(mmap.MADV_DONTNEED, pos, length)
             os.posix_fadvise(self._fd, pos, length, os.POSIX_FADV_DONTNEED)
         except (AttributeError, ValueError, OSError):
             pass
 
     def close(self) -> None:
         try:
-            self.mm.close()
+            self._mm.close()
         finally:
             os.close(self._fd)
 
@@ -191,7 +196,7 @@ class LazyMappedFile(MappedFile):
         self.flushed = 0
 
     @property
-    def mm(self) -> mmap.mmap:  # type: ignore[override]
+    def mm(self) -> mmap.mmap:
         """The map, made now when the budget dropped it (or it was never made)."""
         m = self._map
         if m is None:
