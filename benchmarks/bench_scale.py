@@ -45,9 +45,14 @@ from broker.protocol.bodies import (
     SubscriptionData,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
+    TopicRouteData,
 )
-from broker.protocol.codes import RequestCode
-from broker.protocol.headers import GetRouteInfoRequestHeader, RegisterBrokerRequestHeader
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import (
+    GetKVConfigRequestHeader,
+    GetRouteInfoRequestHeader,
+    RegisterBrokerRequestHeader,
+)
 from broker.protocol.message import body_crc
 from broker.protocol.remoting import make_request
 
@@ -280,16 +285,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _register_fleet(namesrv: str, brokers: int, topics: int) -> float:
-    """Register ``brokers`` brokers of one cluster, each with the same ``topics`` topics; seconds."""
+async def _fleet(
+    namesrv: str, pid: int, brokers: int, topics: int, lookups: int
+) -> tuple[float, list[float], list[float], float, float]:
+    """Register ``brokers`` brokers of one cluster, each on a connection of its own (a NameServer drops
+    a broker with its connection) with the same ``topics`` topics; then route lookups of random
+    topics from another client, each checked to name every broker, each followed by the cheapest
+    request there is (a KV lookup that finds nothing: the round trip's floor on this machine now).
+    Seconds the registrations took, each lookup's and each floor request's microseconds, the
+    NameServer's CPU per lookup (microseconds: what a lookup costs
+    it, whatever else the machine runs) and its RSS (MiB) with the fleet registered."""
     table = {f"fleet-{i:05d}": TopicConfig(f"fleet-{i:05d}", QUEUES, QUEUES) for i in range(topics)}
     version = DataVersion(counter=1)
     wrapper = TopicConfigAndMappingSerializeWrapper(topicConfigTable=table, dataVersion=version)
     body = RegisterBrokerBody(topicConfigSerializeWrapper=wrapper).encode(True)
+    fleet = [RemotingClient() for _ in range(brokers)]
     client = RemotingClient()
-    began = time.perf_counter()
     try:
-        for b in range(brokers):
+        began = time.perf_counter()
+        for b, conn in enumerate(fleet):
             header = RegisterBrokerRequestHeader(
                 brokerName=f"fleet-broker-{b:03d}",
                 brokerAddr=f"127.0.0.1:{20000 + b}",
@@ -300,24 +314,35 @@ async def _register_fleet(namesrv: str, brokers: int, topics: int) -> float:
                 compressed=True,
                 bodyCrc32=body_crc(body),
             )
-            await client.invoke(namesrv, make_request(RequestCode.REGISTER_BROKER, header, body=body), 30)
-        return time.perf_counter() - began
-    finally:
-        await client.close()
-
-
-async def _route_lookups(namesrv: str, topics: int, count: int) -> list[float]:
-    client = RemotingClient()
-    samples = []
-    try:
-        for _ in range(count):
-            header = GetRouteInfoRequestHeader(topic=f"fleet-{random.randrange(topics):05d}")
+            answer = await conn.invoke(
+                namesrv, make_request(RequestCode.REGISTER_BROKER, header, body=body), 60
+            )
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+        registered = time.perf_counter() - began
+        samples, floor = [], []
+        nothing = GetKVConfigRequestHeader(namespace="SCALE", key="none")
+        cpu_before = floor_cpu = 0.0
+        for n in range(lookups + 200):
+            if n == 200:
+                cpu_before = _cpu_seconds(pid)  # the first 200 warm connections and caches up
+            lookup = GetRouteInfoRequestHeader(topic=f"fleet-{random.randrange(topics):05d}")
             began = time.perf_counter()
-            await client.invoke(namesrv, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header), 5)
-            samples.append((time.perf_counter() - began) * 1e6)
+            answer = await client.invoke(namesrv, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, lookup), 5)
+            elapsed = (time.perf_counter() - began) * 1e6
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+            if n == 0:
+                assert len(TopicRouteData.from_json(answer.body or b"").brokerDatas) == brokers
+            before_floor = _cpu_seconds(pid)
+            began = time.perf_counter()
+            await client.invoke(namesrv, make_request(RequestCode.GET_KV_CONFIG, nothing), 5)
+            if n >= 200:
+                samples.append(elapsed)
+                floor.append((time.perf_counter() - began) * 1e6)
+                floor_cpu += _cpu_seconds(pid) - before_floor
+        cpu = (_cpu_seconds(pid) - cpu_before - floor_cpu) / lookups * 1e6
+        return registered, samples, floor, cpu, _rss_mib(pid)
     finally:
-        await client.close()
-    return samples
+        await asyncio.gather(client.close(), *(c.close() for c in fleet))
 
 
 def _namesrv_rows(quick: bool) -> list[Result]:
@@ -349,17 +374,27 @@ def _namesrv_rows(quick: bool) -> list[Result]:
                         raise
                     time.sleep(0.1)
             namesrv = f"127.0.0.1:{port}"
-            registered = asyncio.run(_register_fleet(namesrv, brokers, topics))
-            asyncio.run(_route_lookups(namesrv, topics, 200))  # connections and caches warm
-            samples = asyncio.run(_route_lookups(namesrv, topics, 2000 if quick else 5000))
-            rss = _rss_mib(proc.pid)
+            lookups = 2000 if quick else 5000
+            registered, samples, floor, cpu, rss = asyncio.run(
+                _fleet(namesrv, proc.pid, brokers, topics, lookups)
+            )
         finally:
             proc.terminate()
             proc.wait(30)
     label = f"{brokers} brokers x {topics} topics, every topic on every broker"
+    floor_note = f"{label}; client round trip (floor: a KV lookup that finds nothing, same run)"
     return [
-        _us("scale_namesrv_route_p50", statistics.median(samples), None, f"{label}; client round trip"),
-        _us("scale_namesrv_route_p99", _p(samples, 0.99), ROUTE_TARGET_US, f"{label}; client round trip"),
+        {
+            **_us("scale_namesrv_route_p50", statistics.median(samples), None, floor_note),
+            "baseline": "floor p50",
+            "baseline_value": round(statistics.median(floor), 1),
+        },
+        {
+            **_us("scale_namesrv_route_p99", _p(samples, 0.99), ROUTE_TARGET_US, floor_note),
+            "baseline": "floor p99",
+            "baseline_value": round(_p(floor, 0.99), 1),
+        },
+        _us("scale_namesrv_route_cpu", cpu, None, f"{label}; the NameServer's CPU per lookup"),
         _us(
             "scale_namesrv_register_per_broker",
             registered / brokers * 1e6,
