@@ -214,26 +214,32 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         hint = inner
     if type(value) is hint and hint in _SCALARS:  # most values: nothing to do
         return value
-    origin = typing.get_origin(hint)
+    shape = _SHAPES.get(hint)
+    if shape is None:
+        shape = _SHAPES[hint] = _shape(hint)
+    origin = shape[0]
     if origin is list:
         if not isinstance(value, list):
             raise _fail(path, "an array", value)
-        (item_hint,) = typing.get_args(hint)
+        item_hint = shape[1]
         return [_convert(item_hint, v, f"{path}[{n}]") for n, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise _fail(path, "an object", value)
-        key_hint, value_hint = typing.get_args(hint)
+        key_hint, value_hint = shape[1], shape[2]
         return {
             _convert_key(key_hint, k, path): _convert(value_hint, v, f"{path}.{k}") for k, v in value.items()
         }
-    if dataclasses.is_dataclass(hint):
+    if origin is _DATACLASS:
         if not isinstance(value, dict):
             raise _fail(path, "an object", value)
         return _from_obj(typing.cast(type, hint), value, path)
-    if isinstance(hint, type) and issubclass(hint, IntEnum):
-        if isinstance(value, str) and value.strip().upper() in hint.__members__:
-            return hint.__members__[value.strip().upper()]
+    if origin is IntEnum:
+        by_name: dict[str, IntEnum] = shape[1]
+        if isinstance(value, str):
+            member = by_name.get(value.strip().upper())
+            if member is not None:
+                return member
         if isinstance(value, int) and not isinstance(value, bool) and value in hint._value2member_map_:
             return hint(value)
         raise _fail(path, f"a {hint.__name__} name or ordinal", value)
@@ -263,7 +269,26 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
     raise TypeError(f"{path}: unsupported body type {hint!r}")
 
 
+_DATACLASS = object()  # the shape of a dataclass hint
+# hint -> (list, item) | (dict, key, value) | (_DATACLASS,) | (IntEnum, members by name) | (None,)
+_SHAPES: dict[Any, tuple[Any, ...]] = {}
+
+
+def _shape(hint: Any) -> tuple[Any, ...]:
+    """What :func:`_convert` needs to know about ``hint``, worked out once per hint."""
+    origin = typing.get_origin(hint)
+    if origin is list or origin is dict:
+        return (origin, *typing.get_args(hint))
+    if dataclasses.is_dataclass(hint):
+        return (_DATACLASS,)
+    if isinstance(hint, type) and issubclass(hint, IntEnum):
+        return (IntEnum, dict(hint.__members__))
+    return (None,)
+
+
 def _convert_key(hint: Any, key: str, path: str) -> Any:
+    if hint is str and type(key) is str:
+        return key
     if dataclasses.is_dataclass(hint):
         return _convert(hint, load_json(key, f"{path} key"), f"{path} key")
     return _convert(hint, key, f"{path} key")
