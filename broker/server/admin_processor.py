@@ -23,7 +23,6 @@ from broker.protocol.bodies import (
     SubscriptionGroupConfig,
     SubscriptionGroupList,
     TopicConfig,
-    TopicConfigAndMappingSerializeWrapper,
     TopicFilterType,
 )
 from broker.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
@@ -233,12 +232,8 @@ class AdminProcessor:
         return make_response(request)
 
     async def all_topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        topics = self.broker.topics
-        body = TopicConfigAndMappingSerializeWrapper(
-            topicConfigTable=dict(topics.table), dataVersion=topics.data_version
-        )
         # encoded on a read thread: thousands of topics would hold every other request up
-        return make_response(request, body=await self.broker.read(body.to_json))
+        return make_response(request, body=await self.broker.read(self.broker.topics.table_json))
 
     async def topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         """TopicConfigAndQueueMapping: the TopicConfig fields; no ``mappingDetail`` (no static topics)."""

@@ -205,6 +205,7 @@ class TopicConfigManager:
         self.data_version = DataVersion()
         self.save: Callable[[], None] = self.persist
         self._encoded: dict[str, tuple[TopicConfig, str]] = {}  # name -> (config, its part of the file)
+        self._compact: dict[str, tuple[TopicConfig, bytes]] = {}  # name -> (config, its JSON)
         self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
         self._system: set[str] = set(_SYSTEM_TOPICS)
 
@@ -287,6 +288,32 @@ class TopicConfigManager:
         self.save()
         if configs:
             self.on_change(configs)
+
+    def table_json(self) -> bytes:
+        """GET_ALL_TOPIC_CONFIG's body (a TopicConfigAndMappingSerializeWrapper without static
+        topics), each topic's JSON encoded once and kept until the topic changes, as for the file."""
+        table, version = dict(self.table), self.data_version
+        kept = self._compact
+        parts = []
+        for name in sorted(table):
+            config = table[name]
+            held = kept.get(name)
+            if held is None or held[0] is not config:
+                held = kept[name] = (config, config.to_json())
+            parts.append(json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + held[1])
+        for gone in kept.keys() - table.keys():
+            kept.pop(gone, None)
+        return b"".join(
+            (
+                b'{"dataVersion":',
+                version.to_json(),
+                b',"mappingDataVersion":',
+                DataVersion().to_json(),
+                b',"topicConfigTable":{',
+                b",".join(parts),
+                b'},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}',
+            )
+        )
 
     # == queries ===============================================================================
     def get(self, topic: str) -> TopicConfig | None:

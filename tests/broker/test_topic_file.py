@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 
 from broker.protocol import lenient_json
-from broker.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
+from broker.protocol.bodies import (
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicConfigSerializeWrapper,
+)
 from broker.server.config import BrokerConfig
 from broker.server.topic_config import TopicConfigManager
 
@@ -30,3 +34,16 @@ def test_saved_file_is_fastjsons_after_creates_updates_and_deletes(tmp_path: Pat
     again = TopicConfigManager(BrokerConfig(), tmp_path)
     again.load()
     assert again.table == manager.table and again.data_version == manager.data_version
+
+
+def test_all_topic_config_body_is_the_wrappers_json(tmp_path: Path) -> None:
+    manager = TopicConfigManager(BrokerConfig(), tmp_path)
+    manager.load()
+    manager.put_many([TopicConfig(f"T{i}", 4, 4, attributes={"k": "ü"}) for i in range(20)])
+    first = manager.table_json()
+    manager.put(TopicConfig("T5", 1, 1))
+    manager.delete("T6")
+    wrapper = TopicConfigAndMappingSerializeWrapper(
+        topicConfigTable=dict(manager.table), dataVersion=manager.data_version
+    )
+    assert manager.table_json() == wrapper.to_json() != first
