@@ -150,27 +150,30 @@ class AdminProcessor:
         return make_response(request)
 
     async def create_topic_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        """Every configuration is checked as UPDATE_AND_CREATE_TOPIC checks one, before any is applied."""
-        body = CreateTopicListRequestBody.from_json(request.body or b"")
+        """Every configuration is checked as UPDATE_AND_CREATE_TOPIC checks one, before any is applied
+        (decoded and checked on a read thread: a list of thousands would hold other requests up)."""
         try:
-            configs = [
-                self._checked_topic(
-                    c.topicName,
-                    c.readQueueNums,
-                    c.writeQueueNums,
-                    c.perm,
-                    c.topicFilterType.name,
-                    c.topicSysFlag,
-                    c.order,
-                    _modification(c.attributes),
-                )
-                for c in body.topicConfigList
-            ]
+            configs = await self.broker.read(self._checked_topic_list, request.body or b"")
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
         self.broker.topics.put_many(configs)
         await self.broker.registration.sync()
         return make_response(request)
+
+    def _checked_topic_list(self, data: bytes) -> list[TopicConfig]:
+        return [
+            self._checked_topic(
+                c.topicName,
+                c.readQueueNums,
+                c.writeQueueNums,
+                c.perm,
+                c.topicFilterType.name,
+                c.topicSysFlag,
+                c.order,
+                _modification(c.attributes),
+            )
+            for c in CreateTopicListRequestBody.from_json(data).topicConfigList
+        ]
 
     def _checked_topic(
         self, topic: str | None, read: int, write: int, perm: int, filter_type: str, sys_flag: int,
@@ -255,13 +258,14 @@ class AdminProcessor:
         return make_response(request)
 
     async def create_group_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        """Every name is checked as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, before any is applied."""
-        configs = SubscriptionGroupList.from_json(request.body or b"").groupConfigList
-        for config in configs:
+        """Every name is checked as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, before any is applied
+        (decoded on a read thread, as topic lists are)."""
+        configs = await self.broker.read(SubscriptionGroupList.from_json, request.body or b"")
+        for config in configs.groupConfigList:
             problem = group_name_problem(config.groupName)
             if problem is not None:
                 return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
-        self.broker.groups.put_many(configs)
+        self.broker.groups.put_many(configs.groupConfigList)
         return make_response(request)
 
     async def group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
