@@ -82,7 +82,7 @@ class Broker:
         self.holds = PullHoldService()
         self.transactions = TransactionService(self)
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
-        self.registration = NameServerRegistration(config, self.topics.wrapper)
+        self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)

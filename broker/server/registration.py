@@ -19,6 +19,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol.bodies import (
@@ -26,7 +27,6 @@ from broker.protocol.bodies import (
     RegisterBrokerBody,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
-    TopicConfigSerializeWrapper,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
@@ -66,8 +66,15 @@ def encode_registration(
     return Encoded(body.encode(compress), compress)
 
 
+class TopicTable(Protocol):
+    """What the registration reads of the broker's topics (TopicConfigManager)."""
+
+    table: dict[str, TopicConfig]
+    data_version: DataVersion
+
+
 class NameServerRegistration:
-    def __init__(self, config: BrokerConfig, topics: Callable[[], TopicConfigSerializeWrapper]) -> None:
+    def __init__(self, config: BrokerConfig, topics: TopicTable) -> None:
         self.config = config
         self._topics = topics
         # with tlsEnable the NameServers serve TLS only
@@ -128,21 +135,24 @@ class NameServerRegistration:
 
     async def _send(self) -> None:
         """One registration: the whole table when asked for, else the topics changed since the last."""
-        wrapper = self._topics()  # read now, on the event loop: this is the state that goes out
+        # read now, on the event loop: this is the state that goes out
+        current, version = self._topics.table, self._topics.data_version
         if self._full:
-            table, compress = wrapper.topicConfigTable, self.config.compressed_register
+            table, compress = dict(current), self.config.compressed_register
             self._full = False
             self.sent_full += 1
-        elif self._changed:
-            table, compress = {n: wrapper.topicConfigTable.get(n, c) for n, c in self._changed.items()}, False
-            self.sent_increments += 1
         else:
-            return
+            table = {n: current[n] for n in self._changed if n in current}  # deleted ones: not sent
+            compress = False
+            if not table:
+                self._changed = {}
+                return
+            self.sent_increments += 1
         self._changed = {}
         permission = self.config.broker_permission
         if permission & 6 != 6:  # a read-only or write-only broker announces its topics so
             table = {n: replace(c, perm=c.perm & permission) for n, c in table.items()}
-        encoded = await asyncio.to_thread(encode_registration, table, wrapper.dataVersion, compress=compress)
+        encoded = await asyncio.to_thread(encode_registration, table, version, compress=compress)
         c = self.config
         header = RegisterBrokerRequestHeader(
             brokerName=c.broker_name,

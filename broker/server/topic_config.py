@@ -322,9 +322,6 @@ class TopicConfigManager:
     def is_system_topic(self, topic: str) -> bool:
         return topic in self._system or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
-    def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(topicConfigTable=dict(self.table), dataVersion=self.data_version)
-
     # == changes ===============================================================================
     def put(self, config: TopicConfig) -> bool:
         """Create or replace; an identical configuration changes nothing (returns False). Attribute
