@@ -197,6 +197,9 @@ class NameServerRegistration:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        # the registration in flight ends first (each NameServer is given REQUEST_TIMEOUT at most)
+        with contextlib.suppress(Exception):  # a failure was logged where it happened
+            await asyncio.wait_for(self._sender.settle(), 2 * REQUEST_TIMEOUT)
         c = self.config
         header = UnRegisterBrokerRequestHeader(
             brokerName=c.broker_name,
