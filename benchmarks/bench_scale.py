@@ -12,7 +12,8 @@ registered as brokers do, in the compressed form) answers route lookups (target 
 1 000 idle clients (half of them consumers of one group, heartbeats every 30 s) cost the broker at
 most 5 % of one core.
 
-Pending timer messages (10^5 .. 10^7) have a benchmark of their own: ``python -m benchmarks timers``.
+Pending timer messages (10^5 .. 10^7) have a benchmark of their own (``python -m benchmarks timers``);
+its curves join these as one more of :data:`SECTIONS`.
 """
 
 from __future__ import annotations
@@ -480,7 +481,9 @@ def _client_rows(quick: bool) -> list[Result]:
     ]
 
 
-# Sections in the order they run; the timer curves are the ``timers`` benchmark's.
+# Sections in the order they run, each ``(quick) -> rows``. The curves of pending timer messages
+# (10^5 / 10^6 / 10^7: heap, delivery lateness) belong here as one more section, taken from the
+# ``timers`` benchmark's module, so that ``scale`` prints every curve of the fleet.
 SECTIONS: list[Callable[[bool], list[Result]]] = [_topic_rows, _namesrv_rows, _client_rows]
 
 
