@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
@@ -149,18 +150,28 @@ class RouteProbe:
             await client.close()
 
 
-def _cli_us(env: dict[str, str], *args: str, runs: int = 1) -> float:
-    """Median wall time of ``rmq ARGS`` as a process of its own."""
-    times = []
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cli_us(env: dict[str, str], node: int, *args: str, runs: int = 1) -> tuple[float, float]:
+    """Median wall time of ``rmq ARGS`` as a process of its own, and the CPU time it and the node
+    (process ``node``) spent on it, in microseconds: on a machine others load, the CPU time says
+    what the wall time would be on an idle one."""
+    times, cpu = [], []
     for _ in range(runs):
+        cpu_before = _children_cpu() + _cpu_seconds(node)
         began = time.perf_counter()
         subprocess.run([sys.executable, "-c", _RMQ, *args], check=True, capture_output=True, env=env)
         times.append((time.perf_counter() - began) * 1e6)
-    return statistics.median(times)
+        cpu.append((_children_cpu() + _cpu_seconds(node) - cpu_before) * 1e6)
+    return statistics.median(times), statistics.median(cpu)
 
 
-async def _screen_fetches(namesrv: str, group: str) -> dict[str, float]:
-    """One fetch of each dashboard screen's data (what a refresh waits for), in microseconds."""
+async def _screen_fetches(namesrv: str, node: int, group: str) -> dict[str, tuple[float, float]]:
+    """One fetch of each dashboard screen's data (what a refresh waits for): wall and CPU time (this
+    process and the node's), in microseconds."""
     try:
         from admin.tui.live import LiveScreen
         from admin.tui.screens.broker import BrokerScreen
@@ -171,7 +182,7 @@ async def _screen_fetches(namesrv: str, group: str) -> dict[str, float]:
         from admin.tui.screens.topics import TopicsScreen
     except ImportError:  # textual is the optional ``tui`` extra
         return {}
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
     async with AdminService([namesrv], 10) as service:
         broker = (await service.cluster_list()).brokers[0].address
         screens: dict[str, LiveScreen[Any]] = {
@@ -183,9 +194,11 @@ async def _screen_fetches(namesrv: str, group: str) -> dict[str, float]:
             "clients": ClientsScreen(group),
         }
         for name, screen in screens.items():
+            cpu_before = time.process_time() + _cpu_seconds(node)
             began = time.perf_counter()
             await screen.fetch(service)
-            out[name] = (time.perf_counter() - began) * 1e6
+            cpu = time.process_time() + _cpu_seconds(node) - cpu_before
+            out[name] = ((time.perf_counter() - began) * 1e6, cpu * 1e6)
     return out
 
 
@@ -205,14 +218,18 @@ def _topic_curve(size: int, env: dict[str, str]) -> dict[str, float]:
         with rmq_up(root, env) as (namesrv, pid):
             asyncio.run(_ready(namesrv))
             with RouteProbe(namesrv, "TBW102") as probe:
-                out["apply"] = _cli_us(env, "metadata", "apply", str(export), "-o", "json", "--timeout", "30")
+                out["apply"], out["apply_cpu"] = _cli_us(
+                    env, pid, "metadata", "apply", str(export), "-o", "json", "--timeout", "30"
+                )
             out["probe_p99"] = _p(probe.samples, 0.99)
             out["probe_max"] = max(probe.samples)
             out["rss"] = _rss_mib(pid)
             for view in ("topic", "group", "cluster"):
-                out[f"{view}_list"] = _cli_us(env, view, "list", "-o", "json", runs=3)
-            for screen, us in asyncio.run(_screen_fetches(namesrv, "scale-group-00000")).items():
-                out[f"screen_{screen}"] = us
+                out[f"{view}_list"], out[f"{view}_list_cpu"] = _cli_us(
+                    env, pid, view, "list", "-o", "json", runs=3
+                )
+            for screen, (us, cpu) in asyncio.run(_screen_fetches(namesrv, pid, "scale-group-00000")).items():
+                out[f"screen_{screen}"], out[f"cpu_screen_{screen}"] = us, cpu
         began = time.perf_counter()
         with rmq_up(root, env) as (namesrv, _):
             asyncio.run(_ready(namesrv))
@@ -231,7 +248,12 @@ def _topic_rows(quick: bool) -> list[Result]:
         label = f"{size} topics + {size // 5} groups"
         total_target = APPLY_TARGET_US if size == 10_000 else None
         rows += [
-            _us(f"scale_apply_{size}", c["apply"], total_target, f"{label}: rmq metadata apply, whole CLI"),
+            _us(
+                f"scale_apply_{size}",
+                c["apply"],
+                total_target,
+                f"{label}: rmq metadata apply, whole CLI (CPU, CLI + node: {c['apply_cpu'] / 1e6:.2f} s)",
+            ),
             _us(f"scale_apply_per_item_{size}", c["apply"] / c["items"], None, label),
             _us(
                 f"scale_namesrv_p99_during_apply_{size}",
@@ -253,11 +275,13 @@ def _topic_rows(quick: bool) -> list[Result]:
                     f"scale_{view}_list_{size}",
                     c[f"{view}_list"],
                     VIEW_TARGET_US,
-                    f"{label}: rmq {view} list -o json, whole process",
+                    f"{label}: rmq {view} list -o json, whole process "
+                    f"(CPU, CLI + node: {c[f'{view}_list_cpu'] / 1000:.0f} ms)",
                 )
             )
         for key in sorted(k for k in c if k.startswith("screen_")):
-            rows.append(_us(f"scale_{key}_{size}", c[key], VIEW_TARGET_US, f"{label}: one data fetch"))
+            note = f"{label}: one data fetch (CPU, dashboard + node: {c['cpu_' + key] / 1000:.0f} ms)"
+            rows.append(_us(f"scale_{key}_{size}", c[key], VIEW_TARGET_US, note))
     # per-item cost flat: the largest size's over the smallest's (which carries the CLI's own start
     # over few items), and over the middle size's
     per = {s: curves[s]["apply"] / curves[s]["items"] for s in sizes}
