@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from broker.acl.client import secure
 from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol.bodies import (
     DataVersion,
@@ -77,8 +78,9 @@ class NameServerRegistration:
     def __init__(self, config: BrokerConfig, topics: TopicTable) -> None:
         self.config = config
         self._topics = topics
-        # with tlsEnable the NameServers serve TLS only
-        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT, ssl_context=config.outbound_tls())
+        # signed with the inner credentials (a NameServer with access control wants it); with tlsEnable
+        # the NameServers serve TLS only
+        self._client = secure(RemotingClient(connect_timeout=REQUEST_TIMEOUT), config.inner_client_security())
         self._trigger = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._full = False  # the next registration sends the whole table
