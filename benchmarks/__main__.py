@@ -19,6 +19,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_scale,
     bench_spark,
     bench_store,
     bench_timers,
@@ -36,6 +37,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "scale": bench_scale.run,
     "timers": bench_timers.run,
 }
 

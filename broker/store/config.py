@@ -73,6 +73,9 @@ class StoreConfig:
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides
     commit_log_cache_window: int = 0
+    # ConsumeQueue files mapped at once (each map also holds a descriptor); more are mapped on use
+    # in place of ones not used lately, so a store of many queues stays under the kernel's limit
+    max_mapped_consume_queue_files: int = 16_384
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property
