@@ -54,11 +54,10 @@ class TimerListBody:
     @classmethod
     def from_json(cls, raw: bytes) -> TimerListBody:
         data = _load(raw)
-        return cls(
-            [PendingTimer.from_dict(t) for t in data.get("timers", [])],
-            bool(data.get("more")),
-            int(data.get("offsetBehind", 0)),
-        )
+        try:
+            return cls(_timers(data, "timers"), bool(data.get("more")), int(data.get("offsetBehind", 0)))
+        except (TypeError, ValueError) as exc:
+            raise BodyError(f"a timer list cannot be read: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -70,7 +69,14 @@ class TimerCancelBody:
 
     @classmethod
     def from_json(cls, raw: bytes) -> TimerCancelBody:
-        return cls([PendingTimer.from_dict(t) for t in _load(raw).get("cancelled", [])])
+        return cls(_timers(_load(raw), "cancelled"))
+
+
+def _timers(data: dict[str, Any], key: str) -> list[PendingTimer]:
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise BodyError(f"{key} is not a list")
+    return [PendingTimer.from_dict(t) for t in items]
 
 
 def _load(raw: bytes) -> dict[str, Any]:
