@@ -72,6 +72,14 @@ class StoreConfig:
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides
     commit_log_cache_window: int = 0
+    # compaction topics (cleanup.policy=COMPACTION); RocketMQ's names and defaults
+    enable_compaction: bool = True
+    compaction_mapped_file_size: int = 100 * 1024 * 1024
+    compaction_cq_mapped_file_size: int = 10 * 1024 * 1024
+    compaction_schedule_interval_ms: int = field(
+        default=15 * 60 * 1000, metadata=_key("compactionScheduleInternal")
+    )
+    max_offset_map_size: int = 100 * 1024 * 1024
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property
