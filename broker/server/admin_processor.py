@@ -372,6 +372,7 @@ class AdminProcessor:
         )
         table.update(broker.schedule.running_stats())
         table.update(broker.timer.running_stats())
+        table.update(broker.store.compaction.running_stats())
         return make_response(request, body=KVTable(table=table).to_json())
 
     def _store_facts(self) -> dict[str, str]:

@@ -27,14 +27,16 @@ from pathlib import Path
 from typing import Final
 
 from broker.protocol import properties as P
-from broker.protocol.message import POS_PHYSICAL_OFFSET, RecordError, read_layout
+from broker.protocol.message import BLANK_MAGIC, BLANK_SIZE, POS_PHYSICAL_OFFSET, RecordError, read_layout
 from broker.protocol.properties import decode_properties
 from broker.store.commitlog import CommitLog
+from broker.store.mapped_file import MappedFile
 from broker.store.sparse_queue import SparseQueue, SparseUnit
 
 COMPACTING: Final = "compacting"
 SWAP_MARKER: Final = "SWAP"
 _I64: Final = struct.Struct(">q")
+_BLANK: Final = struct.Struct(">ii")
 # what an offset-map entry costs where RocketMQ counts maxOffsetMapSize: an MD5 digest and a long
 OFFSET_MAP_ENTRY: Final = 16 + 8
 
@@ -117,8 +119,7 @@ class KeyedLog:
         log = self.log
         last = log.files.last
         if last is not None:
-            if last.remaining:
-                log.writable(log.file_size - 8)  # writes the blank marker over what is left
+            close_file(last)
             self.cq.close_last()
         start = log.files.max_offset
         self.cq.create(start)
@@ -344,8 +345,8 @@ class CompactionLog:
                     kept += 1
                     if out.log.files.max_offset >= tail_start:
                         raise OverflowError("the compacted files would reach the file being written")
-            if out.log.files.last is not None and out.log.files.last.remaining:
-                out.log.writable(out.log.file_size - 8)
+            if out.log.files.last is not None:
+                close_file(out.log.files.last)
                 out.cq.close_last()
             out.flush()
         except OverflowError:
@@ -416,6 +417,13 @@ class CompactionLog:
 
     def flush(self) -> None:
         self.current.flush()
+
+
+def close_file(mf: MappedFile) -> None:
+    """End a log file: a blank marker saying how many bytes are left, the rest counted as written."""
+    if mf.remaining >= BLANK_SIZE:
+        mf.append(_BLANK.pack(mf.remaining, BLANK_MAGIC))
+    mf.wrote = mf.size
 
 
 def _body_length(data: bytes) -> int:

@@ -43,7 +43,8 @@ CQ_DIR: Final = "compactionCq"
 POSITION_FILE: Final = "position-checkpoint"
 FEED_INTERVAL: Final = 0.5
 FEED_BATCH: Final = 1024
-BUSY_SHARE: Final = 0.1  # the thread's share of the time while sends arrive
+BUSY_SHARE: Final = 0.1
+PROGRESS_KEY: Final = "compactionProgress_"  # the thread's share of the time while sends arrive
 
 
 class CompactionStore:
@@ -199,6 +200,17 @@ class CompactionStore:
         return [
             clog.progress(self.position(t, q)) for (t, q), clog in sorted(self.logs.items()) if t == topic
         ]
+
+    def running_stats(self) -> dict[str, str]:
+        """``compactionProgress_<topic>_<queue>`` = "fedOffset,messages,diskBytes,compactedOffset,runs"
+        for GET_BROKER_RUNTIME_INFO (one key per queue of a COMPACTION topic)."""
+        return {
+            f"{PROGRESS_KEY}{t}_{q}": ",".join(
+                str(n) for n in (p.fed_offset, p.messages, p.disk_bytes, self.position(t, q), p.runs)
+            )
+            for (t, q), clog in sorted(self.logs.items())
+            for p in (clog.progress(self.position(t, q)),)
+        }
 
     # == upkeep ================================================================================
     def flush(self) -> None:
