@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 from broker.protocol.message import RecordError, read_layout
@@ -83,6 +84,9 @@ class CompactionStore:
         log_root = self.root / LOG_DIR
         if not log_root.is_dir():
             return
+        if self.read_only:  # a reader takes the file sizes the writer used
+            self.log_size = _file_size(log_root, self.log_size)
+            self.cq_size = _file_size(self.root / CQ_DIR, self.cq_size)
         for topic_dir in sorted(log_root.iterdir()):
             for queue_dir in sorted(topic_dir.iterdir()) if topic_dir.is_dir() else ():
                 if queue_dir.is_dir() and queue_dir.name.isdigit():
@@ -228,6 +232,12 @@ class CompactionStore:
             folder = self.root / sub / topic
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
+
+
+def _file_size(root: Path, default: int) -> int:
+    """The size of the first store file under ``root/<topic>/<queue>/``, or ``default``."""
+    found = next(root.glob("*/*/" + "[0-9]" * 20), None)
+    return found.stat().st_size if found is not None else default
 
 
 def _store_timestamp(record: bytes) -> int:

@@ -3,14 +3,18 @@ SIGKILL in the middle of a compaction; the compaction log shrinks; the head read
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from broker.protocol.message import decode_records
 from broker.store.compaction_store import COMPACTION_DIR
 from broker.store.message_store import GetStatus, MessageStore, PutMessage
+from cli.main import app
 from tests.store.helpers import open_store
 
 TOPIC = "Prices"
@@ -126,3 +130,32 @@ def test_sigkill_mid_compaction_loses_no_newest_value(tmp_path: Path) -> None:
         reopened.set_topic_policies(frozenset({TOPIC}), {})
         assert read_all(reopened) == expected, f"attempt {attempt}"
         reopened.shutdown()
+
+
+def test_store_tools_read_the_compacted_data(tmp_path: Path) -> None:
+    store = open_store(tmp_path, **compaction_settings())
+    store.set_topic_policies(frozenset({TOPIC}), {})
+    write(store, 0, 1000)
+    store.compaction.feed()
+    store.compaction.compact_all()
+    store.shutdown()
+    runner = CliRunner()
+    info = json.loads(runner.invoke(app, ["store", "info", str(tmp_path), "-o", "json"]).stdout)
+    (log,) = info["compaction"]
+    assert (log["topic"], log["queueId"], log["fedOffset"]) == (TOPIC, 0, 1000)
+    assert log["messages"] < 1000 and log["compactedOffset"] >= 0
+    dumped = runner.invoke(
+        app, ["store", "dump", str(tmp_path), "-t", TOPIC, "--compacted", "-n", "5000", "-o", "json"]
+    )
+    assert dumped.exit_code == 0, dumped.stderr
+    values = {m["keys"]: m["body"] for m in json.loads(dumped.stdout)["messages"]}
+    assert values["k3"].startswith("3=953")
+    assert len(json.loads(dumped.stdout)["messages"]) == log["messages"]
+    # mqadmin dumpCompactionLog prints every record of one compaction log file
+    first = sorted((tmp_path / COMPACTION_DIR / "compactionLog" / TOPIC / "0").iterdir())[0]
+    printed = runner.invoke(app, ["dumpCompactionLog", "-f", str(first)])
+    assert printed.exit_code == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    assert lines and all(line.startswith("MessageExt [") and f"topic='{TOPIC}'" in line for line in lines)
+    missing = runner.invoke(app, ["dumpCompactionLog", "-f", str(tmp_path / "nope")])
+    assert missing.exit_code != 0 and "not exist" in missing.stderr
