@@ -82,6 +82,8 @@ RUNTIME_SETTINGS = frozenset(
         "disk_max_used_space_ratio",
         "max_message_size",
         "commit_log_cache_window",
+        "compaction_schedule_interval_ms",
+        "enable_compaction",
     }
 )
 

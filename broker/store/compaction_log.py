@@ -39,6 +39,7 @@ _I64: Final = struct.Struct(">q")
 _BLANK: Final = struct.Struct(">ii")
 # what an offset-map entry costs where RocketMQ counts maxOffsetMapSize: an MD5 digest and a long
 OFFSET_MAP_ENTRY: Final = 16 + 8
+PACE_EVERY: Final = 256  # messages between two chances to rest
 
 
 def log_file_size(cq_file_size: int, wanted: int) -> int:
@@ -299,12 +300,15 @@ class CompactionLog:
         return offsets, records, next_offset
 
     # == compaction ============================================================================
-    def compact(self, position: int, map_capacity: int) -> CompactionRun | None:
+    def compact(
+        self, position: int, map_capacity: int, pace: Callable[[], None] = lambda: None
+    ) -> CompactionRun | None:
         """Rewrite every file but the one being written, keeping each key's newest message.
 
         ``position``: the newest queue offset an earlier compaction covered; only files holding
         newer messages feed the key map. The map holds ``map_capacity`` keys at most: files that do
-        not fit wait for the next run (their messages are kept meanwhile). None when nothing is new.
+        not fit wait for the next run (their messages are kept meanwhile). ``pace`` is called every
+        few hundred messages (it may rest). None when nothing is new.
         """
         current = self.current
         closed = [mf.path.name for mf in current.log.files.files[:-1]]
@@ -316,7 +320,9 @@ class CompactionLog:
         for name in fresh:
             file_keys: dict[bytes, int] = {}
             file_last = last_offset
-            for unit, data in current.records(name):
+            for index, (unit, data) in enumerate(current.records(name)):
+                if index % PACE_EVERY == 0:
+                    pace()
                 keys = record_keys(data)
                 if keys is not None and unit.queue_offset > position:
                     file_keys[_key_digest(keys)] = unit.queue_offset
@@ -336,6 +342,8 @@ class CompactionLog:
             for name in closed:
                 for unit, data in current.records(name):
                     seen += 1
+                    if seen % PACE_EVERY == 0:
+                        pace()
                     if not self._keep(unit, data, newest, last_offset):
                         continue
                     if out.log.files.last is None:

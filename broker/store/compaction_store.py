@@ -8,7 +8,7 @@ On disk, as RocketMQ lays it out under the store root: ``compaction/compactionLo
 The send path does not touch any of it: the thread copies new messages from the ConsumeQueue every
 ``FEED_INTERVAL`` seconds, and reads at or past the fed offset are served by the ConsumeQueue, so a
 consumer at the head sees every message at once. While the broker takes sends, the thread works at
-most a tenth of the time, so sends keep their speed.
+most a twentieth of the time, so sends keep their speed.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ LOG_DIR: Final = "compactionLog"
 CQ_DIR: Final = "compactionCq"
 POSITION_FILE: Final = "position-checkpoint"
 FEED_INTERVAL: Final = 0.5
-FEED_BATCH: Final = 1024
-BUSY_SHARE: Final = 0.1
+FEED_BATCH: Final = 256  # messages copied between two chances to rest
+BUSY_SHARE: Final = 0.05
 PROGRESS_KEY: Final = "compactionProgress_"  # the thread's share of the time while sends arrive
 
 
@@ -73,6 +73,7 @@ class CompactionStore:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_compaction = time.monotonic()
+        self._worked_from = time.monotonic()  # when the work since the last rest began
         self._lock = threading.Lock()  # the table of logs against topic deletion
 
     # == life cycle ============================================================================
@@ -128,6 +129,7 @@ class CompactionStore:
     # == the thread ============================================================================
     def _run(self) -> None:
         while not self._stop.wait(FEED_INTERVAL):
+            self._worked_from = time.monotonic()
             try:
                 self.feed()
                 interval = self.config.compaction_schedule_interval_ms / 1000
@@ -137,10 +139,13 @@ class CompactionStore:
             except Exception:  # a failed pass must not stop compaction for good; the next one retries
                 log.exception("compaction pass failed")
 
-    def _pace(self, started: float) -> None:
-        """While sends arrive, rest nine times as long as the work just done took."""
+    def _pace(self) -> None:
+        """While sends arrive, rest long enough that the work since the last rest stays within
+        ``BUSY_SHARE`` of the time (the thread holds the GIL while it works)."""
+        now = time.monotonic()
         if self.busy():
-            self._stop.wait((time.monotonic() - started) * (1 - BUSY_SHARE) / BUSY_SHARE)
+            self._stop.wait((now - self._worked_from) * (1 - BUSY_SHARE) / BUSY_SHARE)
+        self._worked_from = time.monotonic()
 
     def feed(self) -> int:
         """Copy what the COMPACTION topics' queues got since the last pass; how many messages."""
@@ -156,7 +161,6 @@ class CompactionStore:
         copied = 0
         clog.skip_to(cq.min_offset)
         while clog.fed_offset < cq.max_offset and not self._stop.is_set():
-            started = time.monotonic()
             units = cq.read_units(clog.fed_offset, FEED_BATCH)
             if not units:
                 break
@@ -167,7 +171,7 @@ class CompactionStore:
                     clog.skip_to(q_off + 1)
                 elif clog.feed(record, q_off, tags, _store_timestamp(record)):
                     copied += 1
-            self._pace(started)
+            self._pace()
         return copied
 
     def compact_all(self) -> list[CompactionRun]:
@@ -176,12 +180,11 @@ class CompactionStore:
         for (topic, queue_id), clog in list(self.logs.items()):
             if topic not in self.topics or self._stop.is_set():
                 continue
-            started = time.monotonic()
             with self._lock:
                 if self.logs.get((topic, queue_id)) is not clog:
                     continue  # its topic was deleted meanwhile
                 clog.flush()
-                run = clog.compact(self.position(topic, queue_id), capacity)
+                run = clog.compact(self.position(topic, queue_id), capacity, self._pace)
             if run is not None:
                 self.positions[f"{topic}_{queue_id}"] = run.last_offset
                 self._save_positions()
@@ -190,7 +193,6 @@ class CompactionStore:
                     "compacted %s/%d: %d of %d messages kept, %d -> %d bytes",
                     topic, queue_id, run.messages_kept, run.messages_in, run.bytes_before, run.bytes_after,
                 )  # fmt: skip
-            self._pace(started)
         return runs
 
     # == reading ===============================================================================
