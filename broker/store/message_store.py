@@ -797,7 +797,8 @@ class MessageStore:
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         cq = self.queues.get(topic, queue_id)
-        return cq.max_offset if cq else 0
+        clog = self.compaction.log_for(topic, queue_id)
+        return max(cq.max_offset if cq else 0, clog.fed_offset if clog is not None else 0)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         clog = self.compaction.log_for(topic, queue_id)
@@ -843,11 +844,13 @@ class MessageStore:
     ) -> GetResult:
         """Messages of a queue from ``offset`` with the statuses a pull answers."""
         cq = self.queues.get(topic, queue_id)
-        if cq is None:
-            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         clog = self.compaction.log_for(topic, queue_id)
         if clog is not None and offset < clog.fed_offset:
-            return self._get_compacted(clog, cq, offset, max_msgs, max_bytes, tag_filter, record_filter)
+            # the compaction log outlives the ConsumeQueue, which retention may have removed
+            hi = max(clog.fed_offset, cq.max_offset if cq is not None else 0)
+            return self._get_compacted(clog, hi, offset, max_msgs, max_bytes, tag_filter, record_filter)
+        if cq is None:
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         lo, hi = cq.min_offset, cq.max_offset
         if hi == 0:
             return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, lo, hi)
@@ -920,7 +923,7 @@ class MessageStore:
     def _get_compacted(
         self,
         clog: CompactionLog,
-        cq: ConsumeQueue,
+        hi: int,
         offset: int,
         max_msgs: int,
         max_bytes: int | None,
@@ -930,7 +933,6 @@ class MessageStore:
         """A read of a COMPACTION topic below the fed offset: from its compaction log, where each
         key's newest message is kept (later offsets come from the ConsumeQueue)."""
         lo = clog.min_offset()
-        hi = cq.max_offset
         result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, offset if lo is None else lo, hi)
         offsets, records, next_offset = clog.read(
             max(offset, 0),
