@@ -37,8 +37,9 @@ COMPACTING: Final = "compacting"
 SWAP_MARKER: Final = "SWAP"
 _I64: Final = struct.Struct(">q")
 _BLANK: Final = struct.Struct(">ii")
-# what an offset-map entry costs where RocketMQ counts maxOffsetMapSize: an MD5 digest and a long
-OFFSET_MAP_ENTRY: Final = 16 + 8
+# memory one key takes in the key map (an MD5 digest and an offset in a dict, measured): what
+# maxOffsetMapSize is divided by, so the setting bounds the map's memory (RocketMQ's packed map: 24 bytes)
+OFFSET_MAP_ENTRY: Final = 136
 PACE_EVERY: Final = 256  # messages between two chances to rest
 
 

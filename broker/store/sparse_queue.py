@@ -154,8 +154,8 @@ class SparseQueue:
     # -- reading -------------------------------------------------------------------------------
     def iter_from(self, queue_offset: int) -> Iterator[SparseUnit]:
         """Units whose queue offset is ``queue_offset`` or more, in order."""
-        files = self.files
-        firsts = [f.first_offset() if f.count else -1 for f in files]
+        files = [f for f in self.files if f.count]  # a file just created is empty
+        firsts = [f.first_offset() for f in files]
         start = max(0, bisect_left(firsts, queue_offset + 1) - 1)
         for sf in files[start:]:
             index = sf.index_of(queue_offset)

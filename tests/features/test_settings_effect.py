@@ -16,6 +16,7 @@ from broker.protocol.headers import CreateTopicRequestHeader
 from broker.server.config import BrokerConfig
 from broker.server.topic_config import TOPIC_ATTRIBUTES, TRACE_TOPIC
 from broker.settings import key_name
+from broker.store.compaction_log import OFFSET_MAP_ENTRY
 from broker.store.config import StoreConfig
 from broker.store.mapped_file import ADVICE_RANDOM
 from broker.store.message_store import MessageStore, PutMessage
@@ -174,7 +175,7 @@ def test_store_settings_show_in_the_files(tmp_path: Path) -> None:
         data_read_ahead_enable=False,
         compaction_cq_mapped_file_size=46 * 40,
         compaction_mapped_file_size=46 * 40 * 6 + 100,  # rounded down to six queue files
-        max_offset_map_size=24 * 100,  # room for 100 keys
+        max_offset_map_size=OFFSET_MAP_ENTRY * 100,  # room for 100 keys
     )
     store = MessageStore(cfg)
     store.start()

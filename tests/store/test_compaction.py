@@ -20,6 +20,8 @@ from tests.store.helpers import open_store
 TOPIC = "Prices"
 KEYS = 50
 NEW_VALUES = 300
+# the moments of a compaction the crash test kills it at (see tests/store/compaction_worker.py)
+MOMENTS = ("rewriting", "marked", "deleted", "moving", "finished")
 
 
 def new_values(attempt: int) -> int:
@@ -34,6 +36,15 @@ def compaction_settings() -> dict[str, object]:
         "compaction_mapped_file_size": 1,
         "compaction_schedule_interval_ms": 3_600_000,  # the tests compact when they choose
     }
+
+
+def open_compacting(root: Path) -> MessageStore:
+    """A store whose topic ``TOPIC`` is a COMPACTION topic; its compaction never rests for sends (the
+    tests call feed and compact themselves)."""
+    store = open_store(root, **compaction_settings())
+    store.set_topic_policies(frozenset({TOPIC}), {})
+    store.compaction.busy = lambda: False
+    return store
 
 
 def price(seq: int) -> PutMessage:
@@ -66,8 +77,7 @@ def compaction_bytes(root: Path) -> int:
 
 
 def test_compaction_keeps_each_keys_newest_and_shrinks(tmp_path: Path) -> None:
-    store = open_store(tmp_path, **compaction_settings())
-    store.set_topic_policies(frozenset({TOPIC}), {})
+    store = open_compacting(tmp_path)
     write(store, 0, 1000)
     store.compaction.feed()
     before = compaction_bytes(tmp_path)
@@ -85,16 +95,14 @@ def test_compaction_keeps_each_keys_newest_and_shrinks(tmp_path: Path) -> None:
     head = store.get_messages(TOPIC, 0, 1000, 32)
     assert head.count == 10
     store.shutdown()
-    reopened = open_store(tmp_path, **compaction_settings())
-    reopened.set_topic_policies(frozenset({TOPIC}), {})
+    reopened = open_compacting(tmp_path)
     expected.update({f"k{s % KEYS}": s for s in range(1000, 1010)})
     assert read_all(reopened) == expected
     reopened.shutdown()
 
 
 def test_empty_body_deletes_its_key(tmp_path: Path) -> None:
-    store = open_store(tmp_path, **compaction_settings())
-    store.set_topic_policies(frozenset({TOPIC}), {})
+    store = open_compacting(tmp_path)
     write(store, 0, 600)
     assert store.put_messages([PutMessage(TOPIC, 0, b"", {"KEYS": "k7"})]).ok
     filler = [PutMessage(TOPIC, 0, b"0=0." + b"." * 100, {"KEYS": "k0"}) for _ in range(400)]
@@ -107,14 +115,13 @@ def test_empty_body_deletes_its_key(tmp_path: Path) -> None:
 
 
 def test_sigkill_mid_compaction_loses_no_newest_value(tmp_path: Path) -> None:
-    store = open_store(tmp_path, **compaction_settings())
-    store.set_topic_policies(frozenset({TOPIC}), {})
+    store = open_compacting(tmp_path)
     write(store, 0, 3000)
     store.compaction.feed()
     expected = read_all(store)
     store.shutdown()
-    # a child compacts the same store and is killed at a random moment, many times over
-    for attempt in range(6):
+    # a child compacts the same store and is SIGKILLed at each moment of a compaction in turn
+    for attempt, moment in enumerate(MOMENTS):
         child = subprocess.Popen(
             [sys.executable, "-m", "tests.store.compaction_worker", str(tmp_path), str(attempt)],
             stdout=subprocess.PIPE,
@@ -122,19 +129,22 @@ def test_sigkill_mid_compaction_loses_no_newest_value(tmp_path: Path) -> None:
         )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "compacting"
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        if moment == "finished":
+            assert child.stdout.readline().strip() == "done"
+            child.send_signal(signal.SIGKILL)
+        assert child.wait(60) == -signal.SIGKILL, moment
+        markers = list(tmp_path.glob(f"{COMPACTION_DIR}/compactionLog/*/*/compacting/SWAP"))
+        assert bool(markers) == (moment in ("marked", "deleted", "moving")), moment
         first = new_values(attempt)
         expected.update({f"k{s % KEYS}": s for s in range(first, first + NEW_VALUES)})
-        reopened = open_store(tmp_path, **compaction_settings())
-        reopened.set_topic_policies(frozenset({TOPIC}), {})
-        assert read_all(reopened) == expected, f"attempt {attempt}"
+        reopened = open_compacting(tmp_path)
+        assert read_all(reopened) == expected, moment
+        assert not list(tmp_path.glob("compaction/*/*/*/compacting")), moment
         reopened.shutdown()
 
 
 def test_store_tools_read_the_compacted_data(tmp_path: Path) -> None:
-    store = open_store(tmp_path, **compaction_settings())
-    store.set_topic_policies(frozenset({TOPIC}), {})
+    store = open_compacting(tmp_path)
     write(store, 0, 1000)
     store.compaction.feed()
     store.compaction.compact_all()
