@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import struct
@@ -32,6 +33,8 @@ from broker.protocol.properties import decode_properties
 from broker.store.commitlog import CommitLog
 from broker.store.mapped_file import MappedFile
 from broker.store.sparse_queue import SparseQueue, SparseUnit
+
+log = logging.getLogger(__name__)
 
 COMPACTING: Final = "compacting"
 SWAP_MARKER: Final = "SWAP"
@@ -104,12 +107,10 @@ class KeyedLog:
         """Copy one record in, with its physical offset set to where it lands."""
         size = len(record)
         last = self.log.files.last
-        if last is None or not self.cq.has_room() or size + 8 > last.remaining:
+        if last is None or not self.cq.has_room() or size + BLANK_SIZE > last.remaining:
             self._roll()
             last = self.log.files.last
             assert last is not None
-            if size + 8 > last.remaining:
-                raise ValueError(f"a record of {size} bytes does not fit a compaction log file")
         position = last.file_from + last.wrote
         copy = bytearray(record)
         _I64.pack_into(copy, POS_PHYSICAL_OFFSET, position)
@@ -118,14 +119,14 @@ class KeyedLog:
 
     def _roll(self) -> None:
         """Close the current pair of files (blank marker, end unit) and start the next pair."""
-        log = self.log
-        last = log.files.last
+        files = self.log.files
+        last = files.last
         if last is not None:
             close_file(last)
             self.cq.close_last()
-        start = log.files.max_offset
+        start = files.max_offset
         self.cq.create(start)
-        log.files.create_file(start)
+        files.create_file(start)
 
     def records(self, name: str) -> Iterator[tuple[SparseUnit, bytes]]:
         """The units of log file ``name`` with their records."""
@@ -253,11 +254,16 @@ class CompactionLog:
         """Copy a message of the queue in; False (and nothing written) when it has no key."""
         if queue_offset < self.fed_offset:
             return False
+        self.fed_offset = queue_offset + 1
         if record_keys(record) is None:
-            self.fed_offset = queue_offset + 1
+            return False
+        if len(record) + BLANK_SIZE > self.log_size:
+            log.warning(
+                "%s/%d: message %d (%d bytes) is larger than a compaction log file; it is not kept",
+                self.topic, self.queue_id, queue_offset, len(record),
+            )  # fmt: skip
             return False
         self.current.append(record, queue_offset, tags_code, store_ts)
-        self.fed_offset = queue_offset + 1
         return True
 
     def skip_to(self, queue_offset: int) -> None:
@@ -284,7 +290,7 @@ class CompactionLog:
         total = 0
         next_offset = self.fed_offset
         with self.lock:
-            log = self.current.log
+            records_log = self.current.log
             for scanned, unit in enumerate(self.current.cq.iter_from(offset)):
                 full = len(offsets) >= max_msgs or (offsets and total + unit.size > byte_limit)
                 if full or scanned >= scan_limit:
@@ -292,7 +298,7 @@ class CompactionLog:
                     break
                 if tag_filter is not None and not tag_filter(unit.tags_code):
                     continue
-                data = log.read(unit.position, unit.size)
+                data = records_log.read(unit.position, unit.size)
                 if data is None or (record_filter is not None and not record_filter(data)):
                     continue
                 offsets.append(unit.queue_offset)

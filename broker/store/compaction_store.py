@@ -210,13 +210,12 @@ class CompactionStore:
     def running_stats(self) -> dict[str, str]:
         """``compactionProgress_<topic>_<queue>`` = "fedOffset,messages,diskBytes,compactedOffset,runs"
         for GET_BROKER_RUNTIME_INFO (one key per queue of a COMPACTION topic)."""
-        return {
-            f"{PROGRESS_KEY}{t}_{q}": ",".join(
-                str(n) for n in (p.fed_offset, p.messages, p.disk_bytes, self.position(t, q), p.runs)
-            )
-            for (t, q), clog in sorted(self.logs.items())
-            for p in (clog.progress(self.position(t, q)),)
-        }
+        stats: dict[str, str] = {}
+        for (topic, queue_id), clog in sorted(self.logs.items()):
+            p = clog.progress(self.position(topic, queue_id))
+            figures = (p.fed_offset, p.messages, p.disk_bytes, p.compacted_offset, p.runs)
+            stats[f"{PROGRESS_KEY}{topic}_{queue_id}"] = ",".join(map(str, figures))
+        return stats
 
     # == upkeep ================================================================================
     def flush(self) -> None:
