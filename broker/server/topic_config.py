@@ -245,6 +245,11 @@ class TopicConfigManager:
 
     def refresh_policies(self) -> None:
         """Recompute the per-topic policies from the whole table (after it was loaded or replaced)."""
+        for name, cfg in self.table.items():
+            if (cfg.attributes or {}).get(QUEUE_TYPE) == "BatchCQ":
+                log.warning(
+                    "topic %s was saved with queue.type=BatchCQ, unsupported here: SimpleCQ serves it", name
+                )
         self.compaction_topics = frozenset(name for name, cfg in self.table.items() if is_compaction(cfg))
         self.reserve_hours = {n: h for n, cfg in self.table.items() if (h := reserve_hours(cfg)) > 0}
         self.on_policies(self.compaction_topics, self.reserve_hours)
