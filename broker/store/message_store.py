@@ -776,8 +776,8 @@ class MessageStore:
     def expire_by_topic(self) -> int:
         """Apply each topic's ``reserve.time``: its queues no longer serve messages stored longer ago,
         and their ConsumeQueue files holding only such messages go. CommitLog files are shared by
-        every topic and follow ``fileReservedTime`` alone (as in RocketMQ, where a topic's own reserve
-        time governs only files of its own). How many queues moved their first offset."""
+        every topic and follow ``fileReservedTime`` alone (as in RocketMQ's tiered store, where a
+        topic's reserve time governs only files of its own). How many queues moved their first offset."""
         now_ms = int(self.clock() * 1000)
         moved = 0
         for topic, hours in list(self.topic_reserve_hours.items()):
