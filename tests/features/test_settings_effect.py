@@ -5,8 +5,10 @@ without one fails here."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,9 @@ ELSEWHERE: dict[str, str] = {
     "fileReservedTime": "tests/store/test_retention.py",
     "flushDiskType": "tests/broker/test_sync_flush.py",
     "compactionScheduleInternal": "tests/broker/test_compaction_topic.py",
+    "brokerWhiteRemoteAddresses": "tests/acl/test_side_doors.py",
+    "innerClientAuthenticationCredentials": "tests/ha/test_auth_replication.py",
+    "listenHost": "tests/acl/test_lockdown_settings.py",
     "message.type": "tests/grpc/test_message_type.py",
     "queue.type": "tests/broker/test_topic_attributes.py",
     "cleanup.policy": "tests/broker/test_compaction_topic.py",
@@ -83,6 +88,7 @@ PROVED_HERE = {
     "maxOffsetMapSize",
     "reserve.time",
     "authorizationWhitelist",
+    "lenientHeaderMaxBytes",
 }
 # how a file may spell a setting: RocketMQ's key, the field name, or a --set/attribute text
 _SNAKE = {
@@ -207,13 +213,48 @@ def test_store_settings_show_in_the_files(tmp_path: Path) -> None:
 
 @async_test
 async def test_authorization_whitelist_lets_listed_requests_through(tmp_path: Path) -> None:
-    async with running_broker(tmp_path / "a", grpc_port=-1, authorization_enabled=True) as (broker, client):
+    # unsigned creates and sends pass authentication (its white list); authorization then needs a user
+    create, send_v2 = str(RequestCode.UPDATE_AND_CREATE_TOPIC), str(RequestCode.SEND_MESSAGE_V2)
+    security = {
+        "authentication_enabled": True,
+        "authorization_enabled": True,
+        "init_authentication_user": '{"username": "root", "password": "root-secret"}',
+        "authentication_whitelist": f"{create},{send_v2}",
+    }
+    async with running_broker(tmp_path / "a", grpc_port=-1, authorization_whitelist=create, **security) as (
+        broker,
+        client,
+    ):
         await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("Open", ""))
         refused = await send(client, broker, "Open", queue_id=0)
-        assert refused.code == ResponseCode.NO_PERMISSION  # a send needs a user with PUB on the topic
-    listed = f"{RequestCode.SEND_MESSAGE_V2},{RequestCode.UPDATE_AND_CREATE_TOPIC}"
+        assert refused.code == ResponseCode.NO_PERMISSION, refused.remark  # a send names no user
     async with running_broker(
-        tmp_path / "b", grpc_port=-1, authorization_enabled=True, authorization_whitelist=listed
+        tmp_path / "b", grpc_port=-1, authorization_whitelist=f"{create},{send_v2}", **security
     ) as (broker, client):
         await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("Open", ""))
         assert (await send(client, broker, "Open", queue_id=0)).code == ResponseCode.SUCCESS
+
+
+async def _relaxed_header_answered(broker_address: str) -> bool:
+    """Whether a ~1 KiB relaxed-JSON (unquoted names) request header gets an answer."""
+    header = b"{code:34,opaque:7,extFields:{" + b",".join(b"k%d:'v'" % i for i in range(120)) + b"}}"
+    host, port = broker_address.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(struct.pack(">ii", 4 + len(header), len(header)) + header)
+    try:
+        return len(await asyncio.wait_for(reader.read(4), 10)) == 4
+    except ConnectionResetError:
+        return False
+    finally:
+        writer.close()
+
+
+@async_test
+async def test_lenient_header_max_bytes_bounds_relaxed_json_headers(tmp_path: Path) -> None:
+    async with running_broker(tmp_path / "a", grpc_port=-1) as (broker, _client):
+        assert await _relaxed_header_answered(broker.address)
+    async with running_broker(tmp_path / "b", grpc_port=-1, lenient_header_max_bytes=512) as (
+        broker,
+        _client,
+    ):
+        assert not await _relaxed_header_answered(broker.address)  # closed unanswered
