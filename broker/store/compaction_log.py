@@ -23,7 +23,7 @@ import shutil
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -190,7 +190,6 @@ class Progress:
     disk_bytes: int
     compacted_offset: int  # the last queue offset compaction has covered (-1: none yet)
     runs: int
-    last_run: CompactionRun | None = field(default=None)
 
 
 class CompactionLog:
@@ -218,7 +217,6 @@ class CompactionLog:
         self.lock = threading.Lock()  # reads against the swap of compacted files
         self.fed_offset = 0
         self.runs = 0
-        self.last_run: CompactionRun | None = None
 
     # == life cycle ============================================================================
     def load(self) -> None:
@@ -381,7 +379,6 @@ class CompactionLog:
             current.load()
         run = CompactionRun(len(closed), seen, kept, bytes_before, bytes_after, last_offset)
         self.runs += 1
-        self.last_run = run
         return run
 
     @staticmethod
@@ -427,7 +424,6 @@ class CompactionLog:
             self.current.bytes_on_disk,
             compacted_offset,
             self.runs,
-            self.last_run,
         )
 
     def flush(self) -> None:

@@ -27,7 +27,6 @@ from broker.store.compaction_log import (
     OFFSET_MAP_ENTRY,
     CompactionLog,
     CompactionRun,
-    Progress,
     log_file_size,
 )
 from broker.store.config import StoreConfig
@@ -44,8 +43,8 @@ CQ_DIR: Final = "compactionCq"
 POSITION_FILE: Final = "position-checkpoint"
 FEED_INTERVAL: Final = 0.5
 FEED_BATCH: Final = 256  # messages copied between two chances to rest
-BUSY_SHARE: Final = 0.05
-PROGRESS_KEY: Final = "compactionProgress_"  # the thread's share of the time while sends arrive
+BUSY_SHARE: Final = 0.05  # the thread's share of the time while sends arrive
+PROGRESS_KEY: Final = "compactionProgress_"  # runtime info key prefix, then <topic>_<queue>
 
 
 class CompactionStore:
@@ -201,11 +200,6 @@ class CompactionStore:
         if topic not in self.topics or not self.config.enable_compaction:
             return None
         return self.logs.get((topic, queue_id))
-
-    def progress(self, topic: str) -> list[Progress]:
-        return [
-            clog.progress(self.position(t, q)) for (t, q), clog in sorted(self.logs.items()) if t == topic
-        ]
 
     def running_stats(self) -> dict[str, str]:
         """``compactionProgress_<topic>_<queue>`` = "fedOffset,messages,diskBytes,compactedOffset,runs"
