@@ -8,7 +8,7 @@ On disk, as RocketMQ lays it out under the store root: ``compaction/compactionLo
 The send path does not touch any of it: the thread copies new messages from the ConsumeQueue every
 ``FEED_INTERVAL`` seconds, and reads at or past the fed offset are served by the ConsumeQueue, so a
 consumer at the head sees every message at once. While the broker takes sends, the thread works at
-most a twentieth of the time, so sends keep their speed.
+most a twentieth of the time and of the CPU the process's other threads get, so sends keep their speed.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ POSITION_FILE: Final = "position-checkpoint"
 FEED_INTERVAL: Final = 0.5
 FEED_BATCH: Final = 256  # messages copied between two chances to rest
 BUSY_SHARE: Final = 0.05  # the thread's share of the time while sends arrive
+MAX_REST: Final = 3  # a rest lasts at most this many times the time-based one
+REST_STEP: Final = 0.005  # seconds between looks at the process's CPU time while resting
 PROGRESS_KEY: Final = "compactionProgress_"  # runtime info key prefix, then <topic>_<queue>
 
 
@@ -73,6 +75,7 @@ class CompactionStore:
         self._thread: threading.Thread | None = None
         self._last_compaction = time.monotonic()
         self._worked_from = time.monotonic()  # when the work since the last rest began
+        self._cpu_from = 0.0  # this thread's CPU time then (set on the thread itself)
         self._lock = threading.Lock()  # the table of logs against topic deletion
 
     # == life cycle ============================================================================
@@ -128,7 +131,7 @@ class CompactionStore:
     # == the thread ============================================================================
     def _run(self) -> None:
         while not self._stop.wait(FEED_INTERVAL):
-            self._worked_from = time.monotonic()
+            self._mark_work()
             try:
                 self.feed()
                 interval = self.config.compaction_schedule_interval_ms / 1000
@@ -139,12 +142,28 @@ class CompactionStore:
                 log.exception("compaction pass failed")
 
     def _pace(self) -> None:
-        """While sends arrive, rest long enough that the work since the last rest stays within
-        ``BUSY_SHARE`` of the time (the thread holds the GIL while it works)."""
-        now = time.monotonic()
+        """While sends arrive, rest until the work since the last rest is within ``BUSY_SHARE`` both
+        of the time and of the CPU the broker's other threads had meanwhile (the thread holds the GIL
+        while it works, and on a crowded machine the process gets less CPU than the clock says); at
+        most ``MAX_REST`` times the time-based rest, so a trickle of sends cannot stop compaction."""
         if self.busy():
-            self._stop.wait((now - self._worked_from) * (1 - BUSY_SHARE) / BUSY_SHARE)
+            worked = time.monotonic() - self._worked_from
+            rest = worked * (1 - BUSY_SHARE) / BUSY_SHARE
+            cpu_until = (
+                time.process_time() + (time.thread_time() - self._cpu_from) * (1 - BUSY_SHARE) / BUSY_SHARE
+            )
+            began = time.monotonic()
+            while not self._stop.is_set() and self.busy():
+                waited = time.monotonic() - began
+                if waited >= rest * MAX_REST or (waited >= rest and time.process_time() >= cpu_until):
+                    break
+                self._stop.wait(min(rest, REST_STEP))
+        self._mark_work()
+
+    def _mark_work(self) -> None:
+        """Work starts now: the next rest is measured from here."""
         self._worked_from = time.monotonic()
+        self._cpu_from = time.thread_time()
 
     def feed(self) -> int:
         """Copy what the COMPACTION topics' queues got since the last pass; how many messages."""
