@@ -20,6 +20,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_scale,
     bench_spark,
     bench_store,
     bench_tui,
@@ -36,6 +37,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
     "compaction": bench_compaction.run,
+    "scale": bench_scale.run,
 }
 
 

@@ -43,6 +43,32 @@ def new_topic_config(name: str) -> TopicConfig:
     return TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=DEFAULT_PERM)
 
 
+def topic_configs(spec: TopicSpec, current: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
+    """What to write on each broker: ``spec``'s fields over the broker's ``current`` configuration;
+    BadInput for a name or values no broker would take."""
+    if is_group_topic(spec.name) or not spec.name.strip():
+        raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
+    configs = {
+        name: TopicConfig(
+            topicName=spec.name,
+            readQueueNums=spec.read_queues if spec.read_queues is not None else c.readQueueNums,
+            writeQueueNums=spec.write_queues if spec.write_queues is not None else c.writeQueueNums,
+            perm=spec.perm if spec.perm is not None else c.perm,
+            topicFilterType=c.topicFilterType,
+            topicSysFlag=c.topicSysFlag,
+            order=spec.order if spec.order is not None else c.order,
+            attributes=spec.attributes,
+        )
+        for name, c in current.items()
+    }
+    for config in configs.values():
+        if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
+            raise BadInput("queue numbers must be positive")
+        if not 0 <= config.perm <= 7:
+            raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
+    return configs
+
+
 async def tracked(coros: Iterable[Awaitable[T]], label: str, progress: Progress | None) -> list[T]:
     """Like :func:`gather`, reporting each completion to ``progress``."""
     items = list(coros)
@@ -313,26 +339,7 @@ class TopicOps(ServiceBase):
         targets: dict[str, str],
         progress: Progress | None,
     ) -> TopicChange:
-        if is_group_topic(spec.name) or not spec.name.strip():
-            raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
-        configs = {
-            name: TopicConfig(
-                topicName=spec.name,
-                readQueueNums=spec.read_queues if spec.read_queues is not None else c.readQueueNums,
-                writeQueueNums=spec.write_queues if spec.write_queues is not None else c.writeQueueNums,
-                perm=spec.perm if spec.perm is not None else c.perm,
-                topicFilterType=c.topicFilterType,
-                topicSysFlag=c.topicSysFlag,
-                order=spec.order if spec.order is not None else c.order,
-                attributes=spec.attributes,
-            )
-            for name, c in current.items()
-        }
-        for config in configs.values():
-            if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
-                raise BadInput("queue numbers must be positive")
-            if not 0 <= config.perm <= 7:
-                raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
+        configs = topic_configs(spec, current)
         await tracked((self._create_on(targets[n], c) for n, c in configs.items()), "writing topic", progress)
         first = next(iter(configs.values()))
         order_conf = await self._write_order_conf(spec, configs) if spec.order is not None else None

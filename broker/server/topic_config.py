@@ -1,8 +1,10 @@
 """Topic configurations: ``config/topics.json``, the system topics, auto-creation and name rules.
 
-Every change bumps the DataVersion and is saved at once, because the NameServer learns about
-topics only from registrations and a broker restart must not forget a topic a producer created.
-``on_change`` lets the broker re-register immediately instead of waiting for the next period.
+Every change bumps the DataVersion and is saved, because the NameServer learns about topics only
+from registrations and a broker restart must not forget a topic a producer created. ``save`` writes
+the file (the running broker makes it a coalesced write on a worker thread, so a burst of changes
+costs one write); ``on_change`` hands the changed topics to the registration, which sends just
+those to the NameServers.
 """
 
 from __future__ import annotations
@@ -222,7 +224,10 @@ class TopicConfigManager:
         self.file = ConfigFile(config_dir / "topics.json")
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
-        self.on_change: Callable[[], None] = lambda: None
+        self.save: Callable[[], None] = self.persist
+        self._encoded: dict[str, tuple[TopicConfig, str]] = {}  # name -> (config, its part of the file)
+        self._compact: dict[str, tuple[TopicConfig, bytes]] = {}  # name -> (config, its JSON)
+        self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
         # the store's per-topic policies: told at load and whenever one of them changes
         self.on_policies: Callable[[frozenset[str], dict[str, int]], None] = lambda c, r: None
         self.compaction_topics: frozenset[str] = frozenset()
@@ -296,30 +301,75 @@ class TopicConfigManager:
         if c.trace_topic_enable:
             wanted.append((TRACE_TOPIC, 1, 6))
         self._system |= {c.broker_cluster_name, c.broker_name}
-        changed = False
-        for name, queues, perm in wanted:
-            if name not in self.table:
-                self.table[name] = TopicConfig(
-                    topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm
-                )
-                changed = True
-        if changed:
-            self._changed()
+        created = [
+            TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            for name, queues, perm in wanted
+            if name not in self.table
+        ]
+        for config in created:
+            self.table[config.topicName or ""] = config
+        if created:
+            self._changed(created)
 
     def persist(self) -> None:
-        wrapper = TopicConfigSerializeWrapper(
-            topicConfigTable=dict(self.table), dataVersion=self.data_version
-        )
-        self.file.save(lenient_json.dumps_fastjson(json.loads(wrapper.to_json()), pretty=True))
+        """Write topics.json as the table is now (safe on a worker thread: the table is copied in one
+        step, and configurations are replaced, never changed in place)."""
+        self.file.save(self.document(dict(self.table), self.data_version))
 
-    def _changed(self) -> None:
+    def document(self, table: dict[str, TopicConfig], version: DataVersion) -> str:
+        """topics.json as fastjson writes it, each topic's part encoded once and kept until the
+        topic changes: a save of many topics after a few changed costs a join, not an encoding."""
+        kept = self._encoded
+        entries = []
+        for name in sorted(table):
+            config = table[name]
+            held = kept.get(name)
+            if held is None or held[0] is not config:
+                text = lenient_json.dumps_fastjson(json.loads(config.to_json()), pretty=True, depth=2)
+                held = kept[name] = (config, text)
+            entries.append(f"\t\t{json.dumps(name)}:{held[1]}")
+        for gone in kept.keys() - table.keys():
+            kept.pop(gone, None)
+        topics = "{\n" + ",\n".join(entries) + "\n\t}" if entries else "{}"
+        head = lenient_json.dumps_fastjson(json.loads(version.to_json()), pretty=True, depth=1)
+        return f'{{\n\t"dataVersion":{head},\n\t"topicConfigTable":{topics}\n}}'
+
+    def _changed(self, configs: list[TopicConfig]) -> None:
+        """After ``configs`` were put (or a topic deleted, with none): one new version, one save."""
         self.data_version = DataVersion(
             counter=self.data_version.counter + 1,
             stateVersion=self.data_version.stateVersion,
             timestamp=int(time.time() * 1000),
         )
-        self.persist()
-        self.on_change()
+        self.save()
+        if configs:
+            self.on_change(configs)
+
+    def table_json(self) -> bytes:
+        """GET_ALL_TOPIC_CONFIG's body (a TopicConfigAndMappingSerializeWrapper without static
+        topics), each topic's JSON encoded once and kept until the topic changes, as for the file."""
+        table, version = dict(self.table), self.data_version
+        kept = self._compact
+        parts = []
+        for name in sorted(table):
+            config = table[name]
+            held = kept.get(name)
+            if held is None or held[0] is not config:
+                held = kept[name] = (config, config.to_json())
+            parts.append(json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + held[1])
+        for gone in kept.keys() - table.keys():
+            kept.pop(gone, None)
+        return b"".join(
+            (
+                b'{"dataVersion":',
+                version.to_json(),
+                b',"mappingDataVersion":',
+                DataVersion().to_json(),
+                b',"topicConfigTable":{',
+                b",".join(parts),
+                b'},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}',
+            )
+        )
 
     # == queries ===============================================================================
     def get(self, topic: str) -> TopicConfig | None:
@@ -328,26 +378,31 @@ class TopicConfigManager:
     def is_system_topic(self, topic: str) -> bool:
         return topic in self._system or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
-    def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(topicConfigTable=dict(self.table), dataVersion=self.data_version)
-
     # == changes ===============================================================================
     def put(self, config: TopicConfig) -> bool:
         """Create or replace; an identical configuration changes nothing (returns False). Attribute
         changes an operator asks for are checked before (:func:`alter_topic_attributes`)."""
-        assert config.topicName
-        if self.table.get(config.topicName) == config:
-            return False
-        self.table[config.topicName] = config
-        self._note_policies(config.topicName, config)
-        self._changed()
-        return True
+        return bool(self.put_many([config]))
+
+    def put_many(self, configs: list[TopicConfig]) -> list[TopicConfig]:
+        """Create or replace several at once (one version, one save, one registration); returns
+        those that changed anything."""
+        changed = [c for c in configs if self.table.get(c.topicName or "") != c]
+        for config in changed:
+            assert config.topicName
+            self.table[config.topicName] = config
+            self._note_policies(config.topicName, config)
+        if changed:
+            self._changed(changed)
+        return changed
 
     def delete(self, topic: str) -> bool:
+        """Forget the topic; the NameServers are told by the tool (DELETE_TOPIC_IN_NAMESRV), as in
+        RocketMQ, so no registration follows."""
         if self.table.pop(topic, None) is None:
             return False
         self._note_policies(topic, None)
-        self._changed()
+        self._changed([])
         return True
 
     def create_from_template(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:

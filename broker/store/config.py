@@ -80,6 +80,9 @@ class StoreConfig:
         default=15 * 60 * 1000, metadata=_key("compactionScheduleInternal")
     )
     max_offset_map_size: int = 100 * 1024 * 1024
+    # ConsumeQueue files mapped at once (each map also holds a descriptor); more are mapped on use
+    # in place of ones not used lately, so a store of many queues stays under the kernel's limit
+    max_mapped_consume_queue_files: int = 16_384
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property

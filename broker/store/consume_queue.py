@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Final
 
-from broker.store.mapped_file import MappedFileQueue
+from broker.store.mapped_file import MapBudget, MappedFileQueue
 
 UNIT: Final = 20
 DEFAULT_UNITS_PER_FILE: Final = 300_000
@@ -41,11 +41,20 @@ class CqUnit:
 
 class ConsumeQueue:
     def __init__(
-        self, root: Path, topic: str, queue_id: int, units_per_file: int, *, read_only: bool = False
+        self,
+        root: Path,
+        topic: str,
+        queue_id: int,
+        units_per_file: int,
+        *,
+        read_only: bool = False,
+        budget: MapBudget | None = None,
     ):
         self.topic = topic
         self.queue_id = queue_id
-        self.files = MappedFileQueue(root / topic / str(queue_id), units_per_file * UNIT, read_only=read_only)
+        self.files = MappedFileQueue(
+            root / topic / str(queue_id), units_per_file * UNIT, read_only=read_only, budget=budget
+        )
         self.min_logic_offset = 0  # first valid queue offset (bytes / UNIT below it are gone)
         self.expired_below = 0  # the topic's reserve.time took the units below this offset
         self.max_physic_end = -1  # CommitLog end offset of the last unit
@@ -270,6 +279,10 @@ class ConsumeQueue:
 
     def flush(self) -> None:
         self.files.flush()
+
+    @property
+    def unflushed(self) -> bool:
+        return any(mf.wrote > mf.flushed for mf in self.files.files)
 
     def close(self) -> None:
         self.files.close()

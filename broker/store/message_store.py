@@ -279,7 +279,10 @@ class MessageStore:
         if not config.data_read_ahead_enable:
             self.commitlog.files.advice = ADVICE_RANDOM
         self.queues = ConsumeQueueTable(
-            self.root / "consumequeue", config.mapped_file_size_consume_queue_units, read_only=read_only
+            self.root / "consumequeue",
+            config.mapped_file_size_consume_queue_units,
+            read_only=read_only,
+            max_mapped=config.max_mapped_consume_queue_files,
         )
         self.index: IndexService | None = (
             IndexService(
@@ -1021,7 +1024,7 @@ class MessageStore:
             floor = self.commitlog.min_offset
             doomed = [
                 cq
-                for (topic, _qid), cq in self.queues.queues.items()
+                for (topic, _qid), cq in list(self.queues.queues.items())
                 if not keep(topic) and cq.max_offset > 0 and _ends_below(cq, floor)
             ]
             self.queues.remove(doomed)

@@ -115,7 +115,7 @@ class SlaveSynchronize:
             topics.data_version = wrapper.dataVersion
             topics.refresh_policies()
             await broker.read(topics.persist)
-            topics.on_change()
+            broker.registration.trigger()
         groups = broker.groups
         version = DataVersion.from_obj(groups_doc.get("dataVersion") or {})
         if version != groups.data_version:
