@@ -15,8 +15,10 @@ import pytest
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CreateTopicRequestHeader
+from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.config import BrokerConfig
 from broker.server.topic_config import TOPIC_ATTRIBUTES, TRACE_TOPIC
+from broker.server.transport import RemotingServer
 from broker.settings import key_name
 from broker.store.compaction_log import OFFSET_MAP_ENTRY
 from broker.store.config import StoreConfig
@@ -64,6 +66,8 @@ ELSEWHERE: dict[str, str] = {
     "brokerWhiteRemoteAddresses": "tests/acl/test_side_doors.py",
     "innerClientAuthenticationCredentials": "tests/ha/test_auth_replication.py",
     "listenHost": "tests/acl/test_lockdown_settings.py",
+    "maxMappedConsumeQueueFiles": "tests/store/test_many_queues.py",
+    "registerNameServerPeriod": "tests/broker/test_metadata_scale.py",
     "message.type": "tests/grpc/test_message_type.py",
     "queue.type": "tests/broker/test_topic_attributes.py",
     "cleanup.policy": "tests/broker/test_compaction_topic.py",
@@ -89,6 +93,7 @@ PROVED_HERE = {
     "reserve.time",
     "authorizationWhitelist",
     "lenientHeaderMaxBytes",
+    "compressedRegister",
 }
 # how a file may spell a setting: RocketMQ's key, the field name, or a --set/attribute text
 _SNAKE = {
@@ -258,3 +263,27 @@ async def test_lenient_header_max_bytes_bounds_relaxed_json_headers(tmp_path: Pa
         _client,
     ):
         assert not await _relaxed_header_answered(broker.address)  # closed unanswered
+
+
+async def _first_registration(store: Path, compressed: bool) -> RemotingCommand:
+    """The first (full) REGISTER_BROKER a broker sends, as a recording NameServer endpoint gets it."""
+    seen: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+
+    async def record(request: RemotingCommand, _channel: object) -> RemotingCommand:
+        await seen.put(request)
+        return make_response(request)
+
+    namesrv = RemotingServer("127.0.0.1", 0)
+    namesrv.register(RequestCode.REGISTER_BROKER, record)
+    async with namesrv:
+        settings = {"namesrv_addr": f"127.0.0.1:{namesrv.port}", "compressed_register": compressed}
+        async with running_broker(store, grpc_port=-1, **settings):
+            return await asyncio.wait_for(seen.get(), 20)
+
+
+@async_test
+async def test_compressed_register_compresses_every_full_registration(tmp_path: Path) -> None:
+    plain = await _first_registration(tmp_path / "plain", False)
+    assert plain.ext_fields.get("compressed") != "true"
+    packed = await _first_registration(tmp_path / "packed", True)
+    assert packed.ext_fields.get("compressed") == "true"
