@@ -24,6 +24,7 @@ from broker.store.compaction_log import OFFSET_MAP_ENTRY
 from broker.store.config import StoreConfig
 from broker.store.mapped_file import ADVICE_RANDOM
 from broker.store.message_store import MessageStore, PutMessage
+from broker.store.timer_wheel import SLOTS_TOTAL
 from tests.broker.conftest import async_test, call, running_broker, send
 from tests.store.helpers import small_config
 
@@ -74,6 +75,9 @@ ELSEWHERE: dict[str, str] = {
     "reserve.time": "tests/store/test_topic_reserve_time.py",
     "cleanResourceInterval": "tests/store/test_topic_reserve_time.py",
     "enableMixedMessageType": "tests/broker/test_topic_attributes.py",
+    "recallMessageEnable": "tests/grpc/test_recall.py",
+    "timerMaxDelaySec": "tests/features/test_timer.py",
+    "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
 }
 # where a file proves a setting without naming it: what it uses instead
 EVIDENCE = {"fileReservedTime": "_age_files"}  # files older than the default 72 hours go
@@ -94,6 +98,7 @@ PROVED_HERE = {
     "authorizationWhitelist",
     "lenientHeaderMaxBytes",
     "compressedRegister",
+    "timerPrecisionMs",
 }
 # how a file may spell a setting: RocketMQ's key, the field name, or a --set/attribute text
 _SNAKE = {
@@ -145,7 +150,11 @@ async def test_broker_settings_show_in_what_the_broker_does(tmp_path: Path) -> N
         auto_create_topic_enable=False,
         trace_topic_enable=True,
         broker_cluster_name="ClusterX",
-        store_settings={"mapped_file_size_commit_log": 128 * 1024, "message_delay_level": "1s 7s"},
+        store_settings={
+            "mapped_file_size_commit_log": 128 * 1024,
+            "message_delay_level": "1s 7s",
+            "timer_precision_ms": 250,
+        },
     ) as (broker, client):
         # autoCreateTopicEnable=false: a send to an unknown topic is refused
         refused = await send(client, broker, "NeverCreated", queue_id=0)
@@ -168,6 +177,8 @@ async def test_broker_settings_show_in_what_the_broker_does(tmp_path: Path) -> N
         assert parked is not None
         stored = broker.store.commitlog.store_timestamp_at(parked.commitlog_offset)
         assert stored is not None and parked.tags_code == stored + 7000
+        # timerPrecisionMs: the wheel's slots are that wide, so it spans that many times its slots
+        assert broker.timer.files.wheel.span_ms == 2 * SLOTS_TOTAL * 250
         # reserve.time reaches the store's retention for that topic (its effect: test_topic_reserve_time)
         timed = await call(
             client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("Timed", "+reserve.time=6")
