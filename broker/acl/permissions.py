@@ -78,6 +78,17 @@ class Need:
     perm: int
 
 
+# What a broker sends a NameServer about itself; brokerWhiteRemoteAddresses may send them unsigned.
+BROKER_CODES: frozenset[int] = frozenset({R.REGISTER_BROKER, R.UNREGISTER_BROKER, R.BROKER_HEARTBEAT})
+# What a NameServer answers anyone, as Apache RocketMQ's does; every other code it serves is a write.
+NAMESRV_READS: frozenset[int] = frozenset(
+    {
+        R.GET_ROUTEINFO_BY_TOPIC, R.GET_BROKER_CLUSTER_INFO, R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        R.GET_TOPICS_BY_CLUSTER, R.GET_KV_CONFIG, R.GET_KVLIST_BY_NAMESPACE, R.QUERY_DATA_VERSION,
+        R.GET_NAMESRV_CONFIG,
+    }
+)  # fmt: skip
+
 # Codes only an admin account may send: upstream's five, plus every code that changes metadata,
 # offsets, configuration, ACLs or files (upstream lets any account reset offsets; we do not).
 ADMIN_CODES: frozenset[int] = frozenset(
@@ -94,6 +105,7 @@ ADMIN_CODES: frozenset[int] = frozenset(
         R.SET_COMMITLOG_READ_MODE, R.UPDATE_COLD_DATA_FLOW_CTR_CONFIG, R.REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
         R.ADD_BROKER, R.REMOVE_BROKER, R.RESET_MASTER_FLUSH_OFFSET, R.CLEAN_BROKER_DATA,
         R.UPDATE_CONTROLLER_CONFIG, R.CONTROLLER_ELECT_MASTER,
+        R.LIST_TIMER_MESSAGES, R.CANCEL_TIMER_MESSAGE,
         # NameServer
         R.PUT_KV_CONFIG, R.DELETE_KV_CONFIG, R.WIPE_WRITE_PERM_OF_BROKER, R.ADD_WRITE_PERM_OF_BROKER,
         R.DELETE_TOPIC_IN_NAMESRV, R.REGISTER_TOPIC_IN_NAMESRV, R.UPDATE_NAMESRV_CONFIG,
@@ -147,6 +159,7 @@ RESOURCE_NEEDS: dict[int, Callable[[RemotingCommand], Iterator[Need]]] = {
     R.SEND_REPLY_MESSAGE: _send("topic"),
     R.SEND_REPLY_MESSAGE_V2: _send("b"),
     R.RECALL_MESSAGE: _send("topic"),
+    R.END_TRANSACTION: _send("topic"),
     # upstream wants PUB on the original topic here; a consumer re-delivering needs only SUB
     R.CONSUMER_SEND_MSG_BACK: _topic_and_group("originTopic", "group"),
     R.PULL_MESSAGE: _topic_and_group("topic", "consumerGroup"),

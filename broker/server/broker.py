@@ -15,15 +15,18 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from broker.acl.auth_store import AuthStore
 from broker.client.remoting_client import Handler
 from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
-from broker.server.acl_hook import make_server
+from broker.protocol.remoting import RemotingCommand
+from broker.server.acl_hook import GuardedServer, make_server
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
+from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 from broker.server.consume_mode_processor import ConsumeModeProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
@@ -46,6 +49,7 @@ from broker.server.send_back_processor import SendBackProcessor
 from broker.server.send_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.timer_admin_processor import TimerAdminProcessor
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
@@ -64,12 +68,17 @@ CLIENT_SCAN_SECONDS = 10.0
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, store_config: StoreConfig) -> None:
+    def __init__(
+        self, config: BrokerConfig, store_config: StoreConfig, auth_store: AuthStore | None = None
+    ) -> None:
+        """``auth_store``: the users and ACLs, when a NameServer of the same process shares them."""
         self.config = config
+        self._auth_store = auth_store
         self.store_config = store_config
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
         self.topics = TopicConfigManager(config, config_dir)
+        self.topics.on_policies = self.store.set_topic_policies
         self.groups = SubscriptionGroupManager(config, config_dir)
         self.offsets = ConsumerOffsetManager(config_dir)
         self.clients = ClientRegistry(
@@ -81,7 +90,7 @@ class Broker:
         self.holds = PullHoldService()
         self.transactions = TransactionService(self)
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
-        self.registration = NameServerRegistration(config, self.topics.wrapper)
+        self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
@@ -111,6 +120,8 @@ class Broker:
         self.write = self._writes.write
         self.flush_waits = FlushWaits(self.store.flushed)  # SYNC_FLUSH answers wait for the disk here
         self._tasks: list[asyncio.Task[None]] = []
+        self._topics_saver = Coalesced(lambda: self.read(self.topics.persist), "save-topics")
+        self._groups_saver = Coalesced(lambda: self.read(self.groups.persist), "save-groups")
         self._started = False
 
     # == properties ============================================================================
@@ -138,6 +149,17 @@ class Broker:
         """Appends waiting for (or in) the store-writer thread."""
         return self._writes.pending
 
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None:
+        """Why the sender of ``request`` may not read (``publish``: send) messages of ``topic`` (None: it
+        may, or nothing is checked): for requests that pick a stored message by its offset."""
+        server = self.server
+        if not isinstance(server, GuardedServer):
+            return None
+        refused = server.hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
+        return None if refused is None else refused.message
+
     # == store access ==========================================================================
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._reader is not None, "the broker is not started"
@@ -158,7 +180,10 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
-        self.auth = AuthProcessor(self)  # users and ACLs (RocketMQ 5), checked when turned on
+        # from here on the metadata files are written on a read thread, a burst of changes at once
+        self.topics.save = self._topics_saver.request
+        self.groups.save = self._groups_saver.request
+        self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
             self.config,
             self.config.listen_host,
@@ -184,6 +209,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
+            TimerAdminProcessor(self),
             self.auth,
         ):
             for code, handler in processor.handlers().items():
@@ -193,7 +219,7 @@ class Broker:
         # Port 0 means "any free port": from here on the bound one is the broker's address.
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
-        self.topics.on_change = self.registration.trigger
+        self.topics.on_change = self.registration.topics_changed
         await self._start_grpc()
         if self.ha_client is None:
             try:
@@ -258,6 +284,7 @@ class Broker:
             await self.slave_sync.stop()
         await self.registration.stop()
         if self._reader is not None:
+            await self.metadata_saved()
             if self.store.running:
                 await self.schedule.stop()
                 await self.timer.stop()
@@ -267,6 +294,11 @@ class Broker:
             self._writes.shutdown()
             self._reader.shutdown()
             self._reader = None
+
+    async def metadata_saved(self) -> None:
+        """Wait until the topic and group files hold every change made so far."""
+        await self._topics_saver.settle()
+        await self._groups_saver.settle()
 
     # == gRPC ==================================================================================
     @property
