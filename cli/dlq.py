@@ -110,6 +110,9 @@ def resend(
 
     if bool(offset) == all_:
         raise BadInput("give --offset N (repeatable) or --all")
+    negative = [o for o in offset or [] if o < 0]
+    if negative:
+        raise BadInput(f"--offset must be a queue offset (0 or more), not {negative[0]}")
     conn = connect(namesrv, profile, timeout, output)
     if not dry_run:
         confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)

@@ -231,7 +231,13 @@ async def consumer_progress(s: AdminService, v: Values) -> str:
 
 
 async def consumer_connection(s: AdminService, v: Values) -> str:
-    return R.consumer_connection(await s.group_connections(req(v, "consumerGroup")))
+    from admin.errors import OperationFailed
+
+    group = req(v, "consumerGroup")
+    conn = await s.group_connections(group)
+    if not conn.online:  # Java's examineConsumerConnectionInfo fails with the broker's code
+        raise OperationFailed(f"CODE: 206 DESC: the consumer group[{group}] not online")
+    return R.consumer_connection(conn)
 
 
 async def consumer_status(s: AdminService, v: Values) -> str:
@@ -381,9 +387,11 @@ async def query_msg_by_key(s: AdminService, v: Values) -> str:
     from admin.models import Messages
     from admin.service.messages import MAX_TIMESTAMP
 
+    topic = req(v, "topic")
+    await s.topic_route(topic)  # a topic that does not exist fails, as Java's route lookup does
     try:
         found = await s.message_query(
-            req(v, "topic"),
+            topic,
             key=req(v, "msgKey"),
             begin=integer(v, "beginTimestamp", 0) or 0,
             end=integer(v, "endTimestamp", MAX_TIMESTAMP) or MAX_TIMESTAMP,

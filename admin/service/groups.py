@@ -378,6 +378,8 @@ class GroupOps(ServiceBase):
         )
         lag = _lag(group, stats)
         self._require(group, configs, bool(lag.queues))
+        if topic is not None and not lag.queues:
+            await self._route(topic)  # a topic that does not exist is an error, not an empty table
         return lag
 
     @admin_call

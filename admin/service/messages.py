@@ -541,6 +541,9 @@ class MessageOps(ServiceBase):
             )
             merged.messages.extend(part.messages)
             merged.missing.extend(part.missing)
+        if offsets is not None and not merged.messages:
+            listed = ", ".join(map(str, sorted(merged.missing)))
+            raise NotFound(f"no dead letter of {group} at offset(s) {listed} (see 'rmq dlq browse {group}')")
         return merged
 
     @admin_call

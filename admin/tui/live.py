@@ -40,6 +40,27 @@ class StatusBar(Static):
         self.update(text)
 
 
+SCREENS = (("1", "cluster", "Cluster"), ("2", "topics", "Topics"), ("3", "groups", "Groups"),
+           ("4", "dlq", "Retry/DLQ"), ("5", "lookup", "Lookup"))  # fmt: skip
+
+
+class ScreenBar(Static):
+    """The screens and their keys, the current one highlighted: what ``1``..``5`` open."""
+
+    DEFAULT_CSS = "ScreenBar { height: 1; background: $panel; padding: 0 1; }"
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "current_mode", self._changed)
+
+    def _changed(self, mode: str) -> None:
+        self.update(
+            "  ".join(
+                f"[reverse b] {key} {label} [/]" if name == mode else f"[b]{key}[/] {label}"
+                for key, name, label in SCREENS
+            )
+        )
+
+
 class LiveScreen(Screen[None], Generic[D]):
     """A screen whose data is fetched from the admin service and refreshed on a timer."""
 
@@ -68,6 +89,7 @@ class LiveScreen(Screen[None], Generic[D]):
         box = Input(placeholder="filter (esc clears)", id="filter")
         box.display = False
         yield box
+        yield ScreenBar()
         yield from self.body()
         yield StatusBar()
         yield Footer()

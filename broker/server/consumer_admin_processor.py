@@ -213,7 +213,9 @@ class ConsumerAdminProcessor:
             else:
                 broker.offsets.commit(h.group, h.topic, qid, offset)
         body = ResetOffsetBody(offsetTable={self._mq(h.topic, q): o for q, o in targets.items()}).to_json()
-        if not server_side and online is not None:
+        # online clients are told at once either way, as Broker2Client.resetOffset does: waiting for
+        # their held pulls to return would move them only after the long-polling timeout
+        if online is not None:
             for client in online.channels:
                 broker.clients.push(
                     client, make_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, h, body=body)

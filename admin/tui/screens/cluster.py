@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from admin.service import AdminService
 
 BROKER_COLUMNS = ("state", "cluster", "broker", "id", "role", "address", "version", "put TPS", "get TPS",
-                  "disk", "CommitLog min", "CommitLog max", "repl lag")  # fmt: skip
+                  "disk", "CommitLog min", "CommitLog max", "repl lag", "error")  # fmt: skip
 
 
 def replication_lag(broker: BrokerInfo) -> str:
@@ -75,13 +75,14 @@ class ClusterScreen(LiveScreen[ClusterStatus]):
                         str(b.broker_id),
                         b.role,
                         b.address,
-                        (b.version or "-") if live else Text((b.error or "not registered")[:40], style="red"),
+                        (b.version or "-") if live else "-",
                         num(b.put_tps if live else None),
                         num(b.get_tps if live else None),
                         ratio(b.disk_ratio if live else None),
                         num(b.commitlog_min_offset),
                         num(b.commitlog_max_offset),
                         replication_lag(b),
+                        "" if live else Text(b.error or "not registered", style="red"),
                     ),
                 )
             )
