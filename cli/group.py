@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.timeparse import parse_time
+from admin.units import duration
 from cli.connect import (
     ClusterOpt,
     GroupArg,
@@ -123,7 +124,8 @@ def list_(
     timeout: TimeoutOpt = None,
     output: OutOpt = None,
 ) -> None:
-    """Subscription groups of every broker and whether they are online."""
+    """Subscription groups of every broker, whether they are online and how far behind they are
+    (messages, and how long the oldest unconsumed one has waited)."""
     connect(namesrv, profile, timeout, output).show(lambda s: s.group_list(all_), _list_sections)
 
 
@@ -141,17 +143,71 @@ def describe(
 
 @app.command("lag")
 def lag(
-    group: GroupArg,
+    group: Annotated[
+        str | None,
+        typer.Argument(metavar="[GROUP]", help="Consumer group name (or --all).", show_default=False),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Every group, one line each.")] = False,
     topic: TopicOpt = None,
+    max_lag: Annotated[
+        int | None,
+        typer.Option(
+            "--max-lag", metavar="N", min=0, help="Exit 1 when a group is more than N messages behind."
+        ),
+    ] = None,
+    max_lag_time: Annotated[
+        str | None,
+        typer.Option(
+            "--max-lag-time",
+            metavar="DURATION",
+            help="Exit 1 when a group's oldest unconsumed message has waited longer (e.g. 90s, 5m, 2h).",
+        ),
+    ] = None,
     watch: WatchOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
     output: OutOpt = None,
 ) -> None:
-    """Per queue: broker offset, consumer offset, diff, inflight and last consumed time."""
+    """How far behind a group is, per queue (diff, inflight, last consumed, lag time), or every group
+    with --all. With --max-lag / --max-lag-time it is a check for CI and cron: exit 1 past a limit."""
+    from admin.errors import BadInput
+    from admin.timeparse import parse_duration
+
+    if (group is None) != all_:
+        raise BadInput("name a GROUP or give --all")
+    if all_ and topic is not None:
+        raise BadInput("--topic applies to one group, not to --all")
+    limit_ms = None if max_lag_time is None else parse_duration(max_lag_time)
     conn = connect(namesrv, profile, timeout, output)
-    conn.show(lambda s: s.group_lag(group, topic), _lag_sections, watch)
+    if group is not None:
+        name = group
+        if watch is not None:
+            conn.show(lambda s: s.group_lag(name, topic), _lag_sections, watch)
+            return
+        one = conn.run(lambda s: s.group_lag(name, topic))
+        conn.emit(one, _lag_sections)
+        _check_limits([(one.group, one.diff_total, one.lag_ms)], max_lag, limit_ms)
+        return
+    if watch is not None:
+        conn.show(lambda s: s.group_list(False), _lag_all_sections, watch)
+        return
+    every = conn.run(lambda s: s.group_list(False))
+    conn.emit(every, _lag_all_sections)
+    _check_limits([(g.name, g.lag, g.lag_ms) for g in every.groups], max_lag, limit_ms)
+
+
+def _check_limits(lags: list[tuple[str, int, int]], max_lag: int | None, max_ms: int | None) -> None:
+    """Fail (exit 1, one line naming them) when groups are past ``--max-lag`` or ``--max-lag-time``."""
+    from admin.errors import OperationFailed
+
+    over = [
+        f"{name} ({count:,} messages, {duration(ms)})"
+        for name, count, ms in lags
+        if (max_lag is not None and count > max_lag) or (max_ms is not None and ms > max_ms)
+    ]
+    if over:
+        raise OperationFailed(f"{len(over)} group(s) over the lag limit: {', '.join(over)}")
 
 
 @app.command("connections")
@@ -349,13 +405,27 @@ def _deleted_sections(d: GroupDeletion) -> list[Section]:
 def _list_sections(result: GroupList) -> list[Section]:
     return [
         Table(
-            ["group", "brokers", "online", "clients", "type", "model", "consume", "orderly", "retry max"],
+            [
+                "group",
+                "brokers",
+                "online",
+                "clients",
+                "lag",
+                "lag time",
+                "type",
+                "model",
+                "consume",
+                "orderly",
+                "retry max",
+            ],
             [
                 (
                     g.name,
                     len(g.brokers),
                     g.online,
                     g.clients,
+                    f"{g.lag:,}",
+                    duration(g.lag_ms),
                     g.consume_type,
                     g.message_model,
                     g.consume_enable,
@@ -368,10 +438,30 @@ def _list_sections(result: GroupList) -> list[Section]:
     ]
 
 
+def _lag_all_sections(result: GroupList) -> list[Section]:
+    worst_first = sorted(result.groups, key=lambda g: (-g.lag_ms, -g.lag, g.name))
+    return [
+        Table(
+            ["group", "online", "clients", "lag", "lag time"],
+            [(g.name, g.online, g.clients, f"{g.lag:,}", duration(g.lag_ms)) for g in worst_first],
+        )
+    ]
+
+
 def _lag_sections(lag: GroupLag) -> list[Section]:
     return [
         Table(
-            ["topic", "broker", "queue", "broker offset", "consumer offset", "diff", "inflight", "last time"],
+            [
+                "topic",
+                "broker",
+                "queue",
+                "broker offset",
+                "consumer offset",
+                "diff",
+                "inflight",
+                "last time",
+                "lag time",
+            ],
             [
                 (
                     q.topic,
@@ -382,6 +472,7 @@ def _lag_sections(lag: GroupLag) -> list[Section]:
                     q.diff,
                     q.inflight,
                     ms_time(q.last_timestamp),
+                    duration(q.lag_ms),
                 )
                 for q in lag.queues
             ],
@@ -392,6 +483,7 @@ def _lag_sections(lag: GroupLag) -> list[Section]:
                 ("consume TPS", lag.consume_tps),
                 ("diff total", lag.diff_total),
                 ("inflight total", lag.inflight_total),
+                ("lag time", duration(lag.lag_ms)),
             ]
         ),
     ]

@@ -211,8 +211,6 @@ async def delete_sub_group(s: AdminService, v: Values) -> str:
 async def consumer_progress(s: AdminService, v: Values) -> str:
     import asyncio
 
-    from admin.models import RETRY_PREFIX, TopicKind
-
     group = opt(v, "groupName")
     if group is not None:
         lag = s.group_lag(group, opt(v, "topicName"))
@@ -221,13 +219,9 @@ async def consumer_progress(s: AdminService, v: Values) -> str:
         clients = s.group_clients(group)  # who owns each queue, as its client reports
         done, owners = await asyncio.gather(lag, clients)
         return R.consumer_progress(done, owners.queue_owner_ips())
-    retry = (await s.topic_list(kinds=frozenset({TopicKind.RETRY}))).topics
-    groups = [t.name[len(RETRY_PREFIX) :] for t in retry]
-    conns, lags = await asyncio.gather(
-        asyncio.gather(*(s.group_connections(g) for g in groups)),
-        asyncio.gather(*(s.group_lag(g) for g in groups)),
-    )
-    return R.consumer_progress_groups(zip(conns, lags, strict=True))
+    # every group, offline ones too (Java lists only groups with a retry topic, so never-started ones
+    # are missing there)
+    return R.consumer_progress_groups((p.connections, p.lag) for p in await s.group_progress())
 
 
 async def consumer_connection(s: AdminService, v: Values) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "GroupDescription",
     "GroupLag",
     "GroupList",
+    "GroupProgress",
     "GroupSpec",
     "GroupSummary",
     "OffsetClone",
@@ -52,6 +53,8 @@ class GroupSummary:
     consume_enable: bool
     orderly: bool
     retry_max_times: int
+    lag: int  # messages stored and not yet consumed, over every queue the group has offsets on
+    lag_ms: int  # how long the oldest of them has waited (now - its store time); 0 when caught up
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +230,7 @@ class QueueLag:
     diff: int
     inflight: int  # pulled but not yet committed
     last_timestamp: int  # store time of the last consumed message, ms; 0 = none
+    lag_ms: int = 0  # now - store time of the first message not consumed; 0 when caught up
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,15 @@ class GroupLag:
     diff_total: int
     inflight_total: int
     consume_tps: float
+    lag_ms: int = 0  # the largest of the queues' lag_ms: how long the oldest unconsumed message waited
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """One group's clients and lag, as ``consumerProgress`` lists every group."""
+
+    connections: GroupConnections
+    lag: GroupLag
 
 
 @dataclass(frozen=True, slots=True)

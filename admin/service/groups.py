@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         GroupDescription,
         GroupLag,
         GroupList,
+        GroupProgress,
         GroupSpec,
         OffsetClone,
         OffsetReset,
@@ -55,6 +56,7 @@ def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
     )
 
 
+_STORE_TIME_LOOKUPS = 32  # one-message reads in flight at once while finding how old the lag is
 _CONSUME_TYPES = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH", "CONSUME_POP": "POP"}
 _BLOCKED_AFTER_MS = 60_000  # cached messages and no consumption for this long: the listener is stuck
 _SETTLED_AFTER_MS = 120_000  # consumers started this long ago should agree on their subscriptions
@@ -252,10 +254,58 @@ class GroupOps(ServiceBase):
         answers = await gather(self.api.consumer_connection(a, group) for a in masters.values())
         return dict(zip(masters, answers, strict=True))
 
+    async def _lag_times(self, lags: list[GroupLag], masters: dict[str, str]) -> list[GroupLag]:
+        """``lags`` with how long each queue's first unconsumed message has waited (a one-message
+        read per lagging queue, a bounded number at once; queues that are caught up cost nothing)."""
+        wanted = {
+            (q.broker_name, q.topic, q.queue_id, q.consumer_offset)
+            for lag in lags
+            for q in lag.queues
+            if q.diff > 0 and q.broker_name in masters
+        }
+        limit = asyncio.Semaphore(_STORE_TIME_LOOKUPS)
+
+        async def store_time(key: tuple[str, str, int, int]) -> int | None:
+            name, topic, queue_id, offset = key
+            async with limit:
+                try:
+                    return await self.api.store_time_at(masters[name], topic, queue_id, offset)
+                except Exception as exc:  # a queue that cannot be read leaves its age unknown
+                    if admin_error(exc) is None:
+                        raise
+                    return None
+
+        keys = sorted(wanted)
+        times = dict(zip(keys, await gather(store_time(k) for k in keys), strict=True))
+        now = _now_ms()
+
+        def aged(lag: GroupLag) -> GroupLag:
+            queues = [
+                replace(q, lag_ms=max(0, now - stamp))
+                if q.diff > 0
+                and (stamp := times.get((q.broker_name, q.topic, q.queue_id, q.consumer_offset)))
+                else q
+                for q in lag.queues
+            ]
+            return replace(lag, queues=queues, lag_ms=max((q.lag_ms for q in queues), default=0))
+
+        return [aged(lag) for lag in lags]
+
+    async def _progress(
+        self, names: list[str], masters: dict[str, str]
+    ) -> tuple[list[GroupConnections], list[GroupLag]]:
+        """Connections and lag (with its age) of every group named: each group's requests to every
+        master go out at once, all groups together (the protocol has no request for them all)."""
+        conns, stats = await asyncio.gather(
+            gather(self._group_connections(g, masters) for g in names),
+            gather(self._stats(g, None, masters) for g in names),
+        )
+        lags = await self._lag_times([_lag(g, s) for g, s in zip(names, stats, strict=True)], masters)
+        return [_connections(g, a) for g, a in zip(names, conns, strict=True)], lags
+
     @admin_call
     async def group_list(self, include_system: bool = True) -> GroupList:
-        """Subscription groups of every broker, with whether each is online (connections of all groups
-        are asked concurrently: the protocol has no request for them all at once)."""
+        """Subscription groups of every broker, whether each is online, and how far behind it is."""
         from admin.models.groups import GroupList, GroupSummary
 
         masters = await self._all_masters()
@@ -263,12 +313,11 @@ class GroupOps(ServiceBase):
         names = sorted(
             {g for table in configs.values() for g in table if include_system or not is_system_group(g)}
         )
-        conns = await gather(self._group_connections(g, masters) for g in names)
+        conns, lags = await self._progress(names, masters)
         groups = []
-        for name, answers in zip(names, conns, strict=True):
+        for name, merged, lag in zip(names, conns, lags, strict=True):
             holders = [b for b, table in configs.items() if name in table]
             config = configs[holders[0]][name]
-            merged = _connections(name, answers)
             groups.append(
                 GroupSummary(
                     name=name,
@@ -281,9 +330,22 @@ class GroupOps(ServiceBase):
                     consume_enable=config.consumeEnable,
                     orderly=config.consumeMessageOrderly,
                     retry_max_times=config.retryMaxTimes,
+                    lag=lag.diff_total,
+                    lag_ms=lag.lag_ms,
                 )
             )
         return GroupList(groups)
+
+    @admin_call
+    async def group_progress(self) -> list[GroupProgress]:
+        """Clients and lag of every group that is not the brokers' own, online or not."""
+        from admin.models.groups import GroupProgress
+
+        masters = await self._all_masters()
+        configs = await self._group_configs(masters)
+        names = sorted({g for table in configs.values() for g in table if not is_system_group(g)})
+        conns, lags = await self._progress(names, masters)
+        return [GroupProgress(c, lag) for c, lag in zip(conns, lags, strict=True)]
 
     @admin_call
     async def group_names(self) -> list[str]:
@@ -380,7 +442,8 @@ class GroupOps(ServiceBase):
         self._require(group, configs, bool(lag.queues))
         if topic is not None and not lag.queues:
             await self._route(topic)  # a topic that does not exist is an error, not an empty table
-        return lag
+        (aged,) = await self._lag_times([lag], masters)
+        return aged
 
     @admin_call
     async def group_describe(self, group: str) -> GroupDescription:
@@ -393,7 +456,7 @@ class GroupOps(ServiceBase):
             self._stats(group, None, masters),
         )
         connections = _connections(group, answers)
-        lag = _lag(group, stats)
+        (lag,) = await self._lag_times([_lag(group, stats)], masters)
         self._require(group, configs, connections.online or bool(lag.queues))
         holders = [b for b, t in configs.items() if group in t]
         return GroupDescription(

@@ -378,6 +378,25 @@ class AdminApi:
         return await self._offset(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
 
     # == broker: messages ======================================================================
+    async def store_time_at(self, broker_addr: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """When the message at ``offset`` of a queue was stored (epoch ms); None when there is none.
+        One PULL of one message as the tools group, committing nothing (RocketMQ has no request
+        for a store time at an offset)."""
+        from broker.protocol.message import decode_records
+
+        header = H.PullMessageRequestHeader(
+            consumerGroup="TOOLS_CONSUMER", topic=topic, queueId=queue_id, queueOffset=offset,
+            maxMsgNums=1, sysFlag=0x4, commitOffset=0, suspendTimeoutMillis=0, subVersion=0,
+            subscription="*",
+        )  # fmt: skip
+        ok = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+              ResponseCode.PULL_OFFSET_MOVED)  # fmt: skip
+        r = await self.call(broker_addr, RequestCode.PULL_MESSAGE, header, ok=ok)
+        if r.code != ResponseCode.SUCCESS:
+            return None
+        first = next(iter(decode_records(r.body or b"")), None)
+        return None if first is None else first.store_timestamp
+
     async def view_message(self, broker_addr: str, phys_offset: int) -> MessageRecord:
         r = await self.call(
             broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, H.ViewMessageRequestHeader(offset=phys_offset)

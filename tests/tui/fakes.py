@@ -187,6 +187,8 @@ class FakeService:
                 True,
                 False,
                 16,
+                46 if online else 0,
+                95_000 if online else 0,
             )
 
         return GroupList([g("TOOLS_CONSUMER", False, True), g("audit-cg", False), g("orders-cg", True)])

@@ -1,11 +1,13 @@
-"""Consumer groups: online clients, model, consume type, subscriptions; enter shows a group's lag in
-total and per queue, its consume TPS, and a sparkline of its lag over the last refreshes; ``c`` what
-its clients report of themselves (:mod:`admin.tui.screens.clients`)."""
+"""Consumer groups: online clients, model, consume type, lag in messages and in time (worst first;
+``o`` changes the order); enter shows a group's lag in total and per queue, its consume TPS, and a
+sparkline of its lag over the last refreshes; ``c`` what its clients report of themselves
+(:mod:`admin.tui.screens.clients`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -15,15 +17,22 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Sparkline, Static
 
 from admin.errors import NotFound
-from admin.models import GroupDescription, GroupList
+from admin.models import GroupDescription, GroupList, GroupSummary
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
 from admin.tui.table import LiveTable, Row
+from admin.units import duration
 
 if TYPE_CHECKING:
     from admin.service import AdminService
 
 HISTORY = 60  # lag samples kept for the sparkline
+# the orders ``o`` cycles through: a name and how to sort (the worst first)
+ORDERS: tuple[tuple[str, Callable[[GroupSummary], tuple[object, ...]]], ...] = (
+    ("lag time", lambda g: (-g.lag_ms, -g.lag, g.name)),
+    ("lag", lambda g: (-g.lag, -g.lag_ms, g.name)),
+    ("name", lambda g: (g.name,)),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +52,14 @@ class GroupsScreen(LiveScreen[GroupsView]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "toggle_system", "System"),
+        Binding("o", "order", "Order"),
         Binding("c", "clients", "Clients"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.show_system = False
+        self.order = 0  # index into ORDERS
         self.selected: str | None = None
         self.history: deque[float] = deque(maxlen=HISTORY)
         self._drawn: GroupsView | None = None  # the last data drawn: a redraw adds no lag sample
@@ -66,7 +77,9 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def on_mount(self) -> None:
         super().on_mount()
         groups = self.query_one("#groups", DataTable)
-        groups.add_columns("group", "state", "clients", "type", "model", "brokers", "orderly", "retry max")
+        groups.add_columns(
+            "group", "state", "clients", "lag", "lag time", "type", "model", "brokers", "orderly", "retry max"
+        )
         self.query_one("#clients", DataTable).add_columns("client id", "address", "language", "version")
         self.query_one("#subscriptions", DataTable).add_columns("topic", "expression", "type")
         self.query_one("#lag", DataTable).add_columns(
@@ -78,6 +91,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
             "diff",
             "in-flight",
             "last consumed",
+            "lag time",
         )
         groups.focus()
 
@@ -97,10 +111,15 @@ class GroupsScreen(LiveScreen[GroupsView]):
             return None
 
     def show(self, data: GroupsView) -> None:
-        shown = [g for g in data.groups.groups if (self.show_system or not g.system) and self.matches(g.name)]
+        order_name, order_key = ORDERS[self.order]
+        shown = sorted(
+            (g for g in data.groups.groups if (self.show_system or not g.system) and self.matches(g.name)),
+            key=order_key,
+        )
         self.query_one("#groups-title", Static).update(
             f"Consumer groups: {len(shown)} of {len(data.groups.groups)}"
             + ("" if self.show_system else " (system groups hidden)")
+            + f" · by {order_name} (o: order)"
         )
         self.query_one("#groups", LiveTable).fill(
             [
@@ -110,6 +129,8 @@ class GroupsScreen(LiveScreen[GroupsView]):
                         g.name,
                         state(g.online, "online", "offline"),
                         num(g.clients),
+                        num(g.lag),
+                        duration(g.lag_ms),
                         g.consume_type or "-",
                         g.message_model or "-",
                         ",".join(g.brokers),
@@ -136,7 +157,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
             title = (
                 f"{d.group}: {'online' if c.online else 'offline'} · {c.consume_type or '-'} · "
                 f"{c.message_model or '-'} · lag {d.lag.diff_total:,} · in-flight {d.lag.inflight_total:,} · "
-                f"{d.lag.consume_tps:g} TPS"
+                f"{d.lag.consume_tps:g} TPS · oldest waiting {duration(d.lag.lag_ms)}"
             )
             clients = [(x.client_id, (x.client_id, x.address, x.language, str(x.version))) for x in c.clients]
             subs = [(s.topic, (s.topic, s.expression, s.expression_type)) for s in c.subscriptions]
@@ -152,6 +173,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
                         num(q.diff),
                         num(q.inflight),
                         ms_time(q.last_timestamp),
+                        duration(q.lag_ms),
                     ),
                 )
                 for q in d.lag.queues
@@ -161,6 +183,10 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.query_one("#clients", LiveTable).fill(clients)
         self.query_one("#subscriptions", LiveTable).fill(subs)
         self.query_one("#lag", LiveTable).fill(lag)
+
+    def action_order(self) -> None:
+        self.order = (self.order + 1) % len(ORDERS)
+        self.redraw()
 
     def action_toggle_system(self) -> None:
         self.show_system = not self.show_system

@@ -16,7 +16,7 @@ KEYS = """[b]Everywhere[/]
   /         filter the list        r  refresh now        ?  this help
   enter     drill down             esc  back / clear     q  quit
 [b]Topics[/]   s system  t retry  x DLQ topics (show/hide)
-[b]Groups[/]   s system groups (show/hide)  c the selected group's clients: queues, rates
+[b]Groups[/]   s system groups (show/hide)  o order: lag time, lag, name  c clients: queues, rates
 [b]Retry & DLQ[/]   enter browse  k DLQ/retry  space mark  e export{mutations}
 [b]Message[/]  b body as text / JSON / hex  t trace (send, consumptions, transaction end)
 """
