@@ -16,6 +16,7 @@ from admin.service.acl import AclOps
 from admin.service.auth import AuthOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
+from admin.service.dlq import DlqOps
 from admin.service.groups import GroupOps
 from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
@@ -26,6 +27,7 @@ from admin.service.traces import TraceOps
 
 
 class AdminService(
+    DlqOps,
     MetadataOps,
     ClusterOps,
     TopicOps,

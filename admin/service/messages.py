@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         SendReceipt,
         SpecialTopics,
     )
-    from broker.client.dlq_ops import ResendReport
     from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
@@ -506,45 +505,6 @@ class MessageOps(ServiceBase):
 
     async def retry_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(RETRY_PREFIX + group, rng, progress)
-
-    @admin_call
-    async def dlq_resend(
-        self,
-        group: str,
-        offsets: list[int] | None = None,
-        broker: str | None = None,
-        dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> ResendReport:
-        """Send dead letters of ``group`` back to their original topics: those at ``offsets`` (queue
-        offsets of %DLQ%group on ``broker``, an address) or all of them (on every broker holding it)."""
-        from broker.client.dlq_ops import ResendReport, resend_dead_letters
-
-        addrs = (
-            [broker]
-            if broker is not None
-            else list(self._route_masters(await self._route(DLQ_PREFIX + group)).values())
-        )
-        if offsets is not None and len(addrs) > 1:
-            raise BadInput(
-                f"{DLQ_PREFIX}{group} is on {len(addrs)} brokers: name the one the offsets belong to"
-            )
-        merged = ResendReport(group, DLQ_PREFIX + group, dry_run)
-        for addr in addrs:
-
-            def report(done: int, total: int, addr: str = addr) -> None:
-                if progress is not None:
-                    progress(f"resending from {addr}", done, total)
-
-            part = await resend_dead_letters(
-                self.api, addr, group, offsets=offsets, dry_run=dry_run, progress=report
-            )
-            merged.messages.extend(part.messages)
-            merged.missing.extend(part.missing)
-        if offsets is not None and not merged.messages:
-            listed = ", ".join(map(str, sorted(merged.missing)))
-            raise NotFound(f"no dead letter of {group} at offset(s) {listed} (see 'rmq dlq browse {group}')")
-        return merged
 
     @admin_call
     async def message_resend(
