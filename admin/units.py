@@ -29,3 +29,32 @@ def size(count: int) -> str:
             return f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
+
+
+def local_time(epoch_ms: int) -> str:
+    """A millisecond timestamp as local date and time to the second."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(epoch_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        return str(epoch_ms)
+
+
+def runtime_value(key: str, value: str) -> str:
+    """A broker runtime figure (GET_BROKER_RUNTIME_INFO sends them all as text) for people: epoch
+    milliseconds as a date, byte counts and CommitLog positions in binary units, ratios as percentages;
+    anything else as sent."""
+    name = key.lower()
+    if value.isdigit():
+        number = int(value)
+        if "time" in name and 10**12 <= number < 10**14:
+            return local_time(number)
+        if "bytes" in name or (name.startswith("commitlog") and name.endswith("offset")):
+            return size(number)
+    elif name.endswith("ratio"):
+        try:
+            return f"{float(value):.1%}"
+        except ValueError:
+            return value
+    return value

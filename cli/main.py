@@ -17,10 +17,12 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from cli import help_format
 from cli.errors import run
 from cli.lazy import LazyCommands, fast_coercion, noun_builders
 
 PROG = "rmq"
+help_format.install()
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ from admin.models import MessageRange, TopicKind
 from admin.service import AdminService
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.message import MessageScreen
+from admin.units import size
 from tests.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
 from tests.tui.helpers import app_for, column, rows
 
@@ -23,12 +24,14 @@ def test_cluster_screen_shows_the_brokers_as_the_service_does(tui_cluster: TuiCl
                 row = shown[b.address]
                 assert row[0] == "UP"
                 assert row[1:7] == [b.cluster, b.broker_name, str(b.broker_id), b.role, b.address, b.version]
-                assert row[10] == f"{b.commitlog_min_offset:,}"
+                assert row[10] == size(b.commitlog_min_offset or 0)
             assert rows(app, "namesrvs")[tui_cluster.namesrv][1] == "UP"
             assert "connected" in app.status
             await pilot.press("enter")
             await until(lambda: isinstance(app.screen, BrokerScreen) and app.screen.latest is not None, pilot)
-            assert column(app, "runtime", "value")["brokerActive"] == "true"
+            runtime = column(app, "runtime", "value")
+            assert runtime["brokerActive"] == "true"
+            assert runtime["commitLogMaxOffset"].endswith(("B", "KiB", "MiB"))  # bytes in units
             assert column(app, "config", "value")["brokerName"] == "broker-a"
             await pilot.press("escape")
             assert not isinstance(app.screen, BrokerScreen)
