@@ -19,6 +19,7 @@ from broker.protocol.msgid import MessageIdError, UniqKeyGenerator, decode_offse
 
 if TYPE_CHECKING:
     from admin.models.messages import (
+        DirectDelivery,
         MessageRange,
         Messages,
         MessageTracks,
@@ -100,6 +101,24 @@ class MessageOps(ServiceBase):
         if not found:
             raise NotFound(f"message {msg_id} not found in topic {topic}")
         return Messages(found[:1])
+
+    @admin_call
+    async def message_deliver(
+        self, msg_id: str, group: str, client_id: str, topic: str | None = None
+    ) -> DirectDelivery:
+        """Hand one message (found as :meth:`message_get` finds it) to one online client of ``group``
+        and return what its listener answered; nothing is committed (consumeMessageDirectly)."""
+        from admin.models.messages import DirectDelivery
+
+        record = (await self.message_get(msg_id, topic)).messages[0]
+        where = decode_offset_msg_id(record.offset_msg_id)
+        answer = await self.api.consume_message_directly(
+            where.address, group, client_id, record.offset_msg_id, record.topic
+        )
+        result = answer.consumeResult.name if answer.consumeResult is not None else "CR_RETURN_NULL"
+        return DirectDelivery(
+            record.offset_msg_id, record.topic, group, client_id, result, answer.remark, answer.spentTimeMills
+        )
 
     @admin_call
     async def message_track(self, msg_id: str, topic: str | None = None) -> MessageTracks:

@@ -29,6 +29,7 @@ from broker.protocol.remoting import RemotingCommand, make_request
 if TYPE_CHECKING:
     from broker.protocol import group_bodies as G
     from broker.protocol import headers as H
+    from broker.protocol.consume_directly import ConsumeMessageDirectlyResult
     from broker.protocol.group_bodies import (
         ConsumerConnection,
         ConsumeStats,
@@ -294,6 +295,19 @@ class AdminApi:
         )
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
         return RI.ConsumerRunningInfo.from_json(r.body or b"{}")
+
+    async def consume_message_directly(
+        self, broker_addr: str, group: str, client_id: str, msg_id: str, topic: str
+    ) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY: the broker holding the message (``msg_id``, an offset MessageId)
+        hands it to one client's listener and relays what the listener answered."""
+        from broker.protocol import consume_directly as CD
+
+        header = CD.ConsumeMessageDirectlyResultRequestHeader(
+            consumerGroup=group, clientId=client_id, msgId=msg_id, topic=topic
+        )
+        r = await self.call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        return CD.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
 
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
         header = H.GetProducerConnectionListRequestHeader(producerGroup=group)

@@ -23,6 +23,7 @@ from broker.protocol.bodies import (
     TopicStatsTable,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,
@@ -32,6 +33,7 @@ from broker.protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
+from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand, make_request, make_response
 from broker.protocol.running_info import GetConsumerRunningInfoRequestHeader
 from broker.server.client_registry import ClientChannelInfo
@@ -64,6 +66,7 @@ class ConsumerAdminProcessor:
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_directly,
         }
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
@@ -253,15 +256,42 @@ class ConsumerAdminProcessor:
         h = GetConsumerRunningInfoRequestHeader.parse(request.ext_fields)
         return await self._call_consumer(request, h.consumerGroup, h.clientId)
 
-    async def _call_consumer(self, request: RemotingCommand, group: str, client_id: str) -> RemotingCommand:
-        """Forward ``request`` (same code, extFields and body) over the client's connection and answer
-        with the client's code, remark and body."""
+    async def consume_directly(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Hand one stored message (named by its offset MessageId) to one client's listener, as
+        AdminBrokerProcessor.consumeMessageDirectly does: the record travels as the request's body."""
+        h = ConsumeMessageDirectlyResultRequestHeader.parse(request.ext_fields)
+        try:
+            offset = decode_offset_msg_id(h.msgId or "").offset
+        except MessageIdError as exc:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, f"bad msgId {h.msgId!r}: {exc}")
+        record = await self.broker.read(self.broker.store.record_at, offset)
+        if record is None:
+            return make_response(
+                request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
+            )
+        extra = {"brokerName": self.broker.config.broker_name}
+        return await self._call_consumer(request, h.consumerGroup, h.clientId or "", record, extra)
+
+    async def _call_consumer(
+        self,
+        request: RemotingCommand,
+        group: str,
+        client_id: str,
+        body: bytes | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> RemotingCommand:
+        """Forward ``request`` (same code, extFields and body, or ``body`` and the ``extra`` fields)
+        over the client's connection and answer with the client's code, remark and body."""
         info = self.broker.clients.find_consumer(group, client_id)
         if info is None:
             return make_response(
                 request, ResponseCode.CONSUMER_NOT_ONLINE, f"The Consumer <{group}> <{client_id}> not online"
             )
-        forwarded = make_request(request.code, ext_fields=request.ext_fields, body=request.body)
+        forwarded = make_request(
+            request.code,
+            ext_fields={**request.ext_fields, **(extra or {})},
+            body=request.body if body is None else body,
+        )
         try:
             answer = await info.channel.invoke(forwarded, CLIENT_ANSWER_TIMEOUT)
         except RemotingTimeoutError:

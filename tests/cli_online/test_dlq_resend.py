@@ -122,3 +122,28 @@ def test_resend_of_offsets_not_in_the_dlq_fails(cluster: Cluster, rmq: Rmq, cons
     result = rmq("dlq", "resend", FAILING, "--offset", "99999", "--yes", "-n", cluster.namesrv)
     assert result.exit_code == 1 and "no dead letter" in result.stderr
     assert rmq("dlq", "resend", FAILING, "--all", "--rate", "0", "-n", cluster.namesrv).exit_code == 2
+
+
+def test_message_deliver_hands_one_message_to_one_client(
+    cluster: Cluster, rmq: Rmq, consumers: Consumers
+) -> None:
+    from admin.service import AdminService
+
+    async def first_id() -> str:
+        async with AdminService([cluster.namesrv], 10) as service:
+            return (await service.message_query(TOPIC, key="dead-0")).messages[0].offset_msg_id
+
+    msg_id = cluster.call(first_id())
+    client = consumers.clients[1].client_id  # the healthy group's
+    before = consumers.bodies(HEALTHY).count(b'{"n": 0}')
+    result = rmq(
+        "message", "deliver", msg_id, "-g", HEALTHY, "--client", client, "-n", cluster.namesrv, "-o", "json"
+    )
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert (answer["result"], answer["clientId"], answer["topic"]) == ("CR_SUCCESS", client, TOPIC)
+    assert consumers.bodies(HEALTHY).count(b'{"n": 0}') == before + 1
+    gone = rmq(
+        "message", "deliver", msg_id, "-g", HEALTHY, "--client", "no-such@client", "-n", cluster.namesrv
+    )
+    assert gone.exit_code == 1 and "not online" in gone.stderr

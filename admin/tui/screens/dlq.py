@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 BROWSE_LIMIT = 500
 EXPORT_LIMIT = 100_000
-MUTATIONS = frozenset({"resend", "resend_all"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +48,7 @@ def message_key(rec: MessageRecord) -> str:
 
 
 class DlqScreen(LiveScreen[DlqView]):
+    mutations = frozenset({"resend", "resend_all"})
     DEFAULT_CSS = """
     DlqScreen #special { height: 1fr; }
     DlqScreen #browse { height: 2fr; }
@@ -83,9 +83,6 @@ class DlqScreen(LiveScreen[DlqView]):
             "", "offset", "msg id", "origin topic", "origin msg id", "reconsumed", "stored", "tags", "keys"
         )
         special.focus()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action in MUTATIONS and self.dash.read_only)
 
     async def fetch(self, service: AdminService) -> DlqView:
         retry, dlq, browse = await asyncio.gather(

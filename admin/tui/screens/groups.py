@@ -1,7 +1,9 @@
 """Consumer groups: online clients, model, consume type, lag in messages and in time (worst first;
 ``o`` changes the order); enter shows a group's lag in total and per queue, its consume TPS, and a
 sparkline of its lag over the last refreshes; ``c`` what its clients report of themselves
-(:mod:`admin.tui.screens.clients`)."""
+(:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected group's offsets (``f``) or
+skip its backlog (``k``) after a dry-run preview and typing its name; create (``n``), update (``u``)
+and delete (``d``) groups."""
 
 from __future__ import annotations
 
@@ -16,23 +18,53 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Sparkline, Static
 
-from admin.errors import NotFound
-from admin.models import GroupDescription, GroupList, GroupSummary
+from admin.errors import AdminError, BadInput, NotFound
+from admin.models import GroupDescription, GroupList, GroupSpec, GroupSummary, ResetKind, ResetTarget
+from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
-from admin.tui.table import LiveTable, Row
+from admin.tui.screens.confirm import ConfirmScreen
+from admin.tui.screens.form import FormScreen
+from admin.tui.table import LiveTable, Row, selected_key
 from admin.units import duration
 
 if TYPE_CHECKING:
     from admin.service import AdminService
 
 HISTORY = 60  # lag samples kept for the sparkline
+PREVIEW_LINES = 12  # queues listed in a reset's confirmation; the rest are counted
 # the orders ``o`` cycles through: a name and how to sort (the worst first)
 ORDERS: tuple[tuple[str, Callable[[GroupSummary], tuple[object, ...]]], ...] = (
     ("lag time", lambda g: (-g.lag_ms, -g.lag, g.name)),
     ("lag", lambda g: (-g.lag, -g.lag_ms, g.name)),
     ("name", lambda g: (g.name,)),
 )
+
+
+def number(text: str, what: str) -> int:
+    """An integer typed into a form; a clear error otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        raise BadInput(f"{what} must be a whole number, not {text!r}") from None
+
+
+def reset_target(text: str) -> ResetTarget:
+    """``earliest``, ``latest``, ``offset N`` or a time (``-1h``, ISO 8601, epoch ms) as a target."""
+    words = text.strip().lower().split()
+    if words in (["earliest"], ["latest"]):
+        return ResetTarget(ResetKind(words[0]))
+    if len(words) == 2 and words[0] == "offset":
+        return ResetTarget(ResetKind.OFFSET, number(words[1], "the offset"))
+    return ResetTarget(ResetKind.TIME, parse_time(text))
+
+
+def target_text(target: ResetTarget) -> str:
+    if target.kind is ResetKind.TIME:
+        return f"the first message stored at or after {ms_time(target.value)}"
+    if target.kind is ResetKind.OFFSET:
+        return f"offset {target.value}"
+    return str(target.kind.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +86,13 @@ class GroupsScreen(LiveScreen[GroupsView]):
         Binding("s", "toggle_system", "System"),
         Binding("o", "order", "Order"),
         Binding("c", "clients", "Clients"),
+        Binding("f", "reset", "Reset offsets"),
+        Binding("k", "skip", "Skip backlog"),
+        Binding("n", "new", "New"),
+        Binding("u", "update", "Update"),
+        Binding("d", "delete", "Delete"),
     ]
+    mutations = frozenset({"reset", "skip", "new", "update", "delete"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -187,6 +225,133 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def action_order(self) -> None:
         self.order = (self.order + 1) % len(ORDERS)
         self.redraw()
+
+    # -- actions (hidden with --read-only) ----------------------------------------------------------
+    def _group(self) -> str | None:
+        """The group under the cursor (else the one selected); None, with a word why, when none is."""
+        group = selected_key(self.query_one("#groups", DataTable)) or self.selected
+        if group is None:
+            self.notify("select a group first", severity="warning")
+        return group
+
+    def action_reset(self) -> None:
+        group = self._group()
+        if group is None:
+            return
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            try:
+                target = reset_target(values["to"])
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self._preview_reset(group, target, values["topic"] or None)
+
+        fields = [
+            ("to", "To: earliest, latest, offset N, or a time (-1h, 2026-11-27T10:00, epoch ms)", "earliest"),
+            ("topic", "Topic (empty: every topic the group consumes)", ""),
+        ]
+        self.app.push_screen(FormScreen(f"Reset the offsets of {group}", fields), chosen)
+
+    def action_skip(self) -> None:
+        group = self._group()
+        if group is not None:
+            self._preview_reset(group, ResetTarget(ResetKind.LATEST), None)
+
+    def _preview_reset(self, group: str, target: ResetTarget, topic: str | None) -> None:
+        """Show where each queue would move (a dry run), then move them once the name is typed."""
+
+        async def preview() -> None:
+            try:
+                plan = await self.dash.backend.call(
+                    lambda s: s.group_reset_offset(group, target, topic, dry_run=True)
+                )
+            except AdminError as exc:
+                self.notify(str(exc), severity="error", timeout=10)
+                return
+            lines = [
+                f"  {q.topic} {q.broker_name}/{q.queue_id}: {q.current} -> {q.target}" for q in plan.queues
+            ]
+            more = len(lines) - PREVIEW_LINES
+            text = "\n".join(
+                [f"Move the offsets of {group} to {target_text(target)}:", *lines[:PREVIEW_LINES]]
+                + ([f"  ... and {more} more queue(s)"] if more > 0 else [])
+            )
+
+            def confirmed(ok: bool | None) -> None:
+                if ok:
+                    self.act(
+                        lambda s: s.group_reset_offset(group, target, topic),
+                        lambda r: f"offsets of {group} moved on {len(r.queues)} queue(s)",
+                    )
+
+            self.app.push_screen(ConfirmScreen(text, group), confirmed)
+
+        self.run_worker(preview, group="action", exit_on_error=False)  # type: ignore[arg-type]
+
+    def action_new(self) -> None:
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None or not values["name"]:
+                return
+            try:
+                spec = GroupSpec(values["name"], retry_max_times=number(values["retry"], "retry max times"))
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.act(
+                lambda s: s.group_create(spec),
+                lambda c: f"group {c.group} created on {len(c.addresses)} broker(s)",
+            )
+
+        fields = [("name", "Group name", ""), ("retry", "Retry max times (then the DLQ)", "16")]
+        self.app.push_screen(FormScreen("New consumer group", fields), chosen)
+
+    def action_update(self) -> None:
+        group = self._group()
+        if group is None:
+            return
+        current = (
+            next((g for g in self.latest.groups.groups if g.name == group), None) if self.latest else None
+        )
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            try:
+                spec = GroupSpec(
+                    group,
+                    consume_enable=values["consume"].lower() in ("yes", "y", "true", "on"),
+                    retry_max_times=number(values["retry"], "retry max times"),
+                )
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.act(lambda s: s.group_update(spec), lambda c: f"group {c.group} updated")
+
+        fields = [
+            ("retry", "Retry max times (then the DLQ)", str(current.retry_max_times if current else 16)),
+            (
+                "consume",
+                "Consumption enabled (yes/no)",
+                "yes" if current is None or current.consume_enable else "no",
+            ),
+        ]
+        self.app.push_screen(FormScreen(f"Update consumer group {group}", fields), chosen)
+
+    def action_delete(self) -> None:
+        group = self._group()
+        if group is None:
+            return
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.act(lambda s: s.group_delete(group), lambda d: f"group {d.group} deleted")
+
+        self.app.push_screen(
+            ConfirmScreen(f"Delete consumer group {group} and its offsets.", group), confirmed
+        )
 
     def action_toggle_system(self) -> None:
         self.show_system = not self.show_system
