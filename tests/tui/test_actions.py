@@ -20,11 +20,28 @@ from broker.client import ConsumeConcurrentlyStatus, MessageExt, PushConsumer
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.tui.conftest import MESSAGES, TOPIC, TuiCluster, run, until
+from tests.cli_online.conftest import send
+from tests.tui.conftest import TuiCluster, run, until
 from tests.tui.helpers import app_for
 
 pytestmark = pytest.mark.servers
-PER_QUEUE = MESSAGES // 4
+TOPIC, PER_QUEUE = "ActShipments", 3  # a topic of these tests only: the session's Orders stays as it was
+
+
+@pytest.fixture(scope="module")
+def sent_ids(tui_cluster: TuiCluster) -> list[str]:
+    """``ActShipments``: 4 queues of 3 messages each (``act N``); their offset MessageIds."""
+    from admin.models import TopicSpec
+
+    async def prepare() -> list[str]:
+        async with AdminService([tui_cluster.namesrv], 5) as service:
+            await service.topic_create(TopicSpec(TOPIC, 4, 4))
+        return [
+            (await send(tui_cluster.client, tui_cluster.broker, TOPIC, f"act {i}".encode(), i % 4)).msgId
+            for i in range(4 * PER_QUEUE)
+        ]
+
+    return tui_cluster.call(prepare())
 
 
 async def fill(app: DashboardApp, pilot: Any, **values: str) -> None:
@@ -39,11 +56,18 @@ async def fill(app: DashboardApp, pilot: Any, **values: str) -> None:
 
 async def confirm(app: DashboardApp, pilot: Any, name: str) -> str:
     """Type ``name`` into the confirmation on top; returns the text it showed."""
-    await until(lambda: isinstance(app.screen, ConfirmScreen), pilot, what="the confirmation")
+    await until(
+        lambda: isinstance(app.screen, ConfirmScreen), pilot, what=f"the confirmation ({notes(app)})"
+    )
     shown = app.screen.action_text  # type: ignore[attr-defined]
     await pilot.press(*name, "enter")
     await until(lambda: not isinstance(app.screen, ConfirmScreen), pilot)
     return str(shown)
+
+
+def notes(app: DashboardApp) -> str:
+    """What the app told the user lately (errors included)."""
+    return "; ".join(n.message for n in app._notifications)
 
 
 async def eventually(check: Any, pilot: Any, what: str) -> None:
@@ -60,7 +84,7 @@ async def jump(pilot: Any, text: str) -> None:
     await pilot.pause(0.2)
 
 
-def test_reset_and_skip_preview_then_move_the_offsets(tui_cluster: TuiCluster) -> None:
+def test_reset_and_skip_preview_then_move_the_offsets(tui_cluster: TuiCluster, sent_ids: list[str]) -> None:
     group = "act-reset-cg"
 
     async def prepare() -> None:
@@ -180,7 +204,7 @@ def test_topic_create_update_send_delete(tui_cluster: TuiCluster) -> None:
     run(scenario())
 
 
-def test_deliver_one_message_to_one_client(tui_cluster: TuiCluster) -> None:
+def test_deliver_one_message_to_one_client(tui_cluster: TuiCluster, sent_ids: list[str]) -> None:
     group, got = "act-deliver-cg", []
 
     async def listen(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
@@ -202,9 +226,9 @@ def test_deliver_one_message_to_one_client(tui_cluster: TuiCluster) -> None:
         async def scenario() -> None:
             app = app_for(tui_cluster.namesrv)
             async with app.run_test(size=(120, 40)) as pilot:
-                await until(lambda: len(got) == MESSAGES, pilot, what="the group's first pass over the topic")
+                await until(lambda: len(got) == len(sent_ids), pilot, what="the group's first pass")
                 got.clear()
-                app.push_screen(MessageScreen(tui_cluster.sent_ids[5]))
+                app.push_screen(MessageScreen(sent_ids[5]))
                 await until(lambda: getattr(app.screen, "latest", None) is not None, pilot, what="message")
                 await pilot.press("v")
                 await fill(app, pilot, group=group, client="")
@@ -212,7 +236,7 @@ def test_deliver_one_message_to_one_client(tui_cluster: TuiCluster) -> None:
                     if got:
                         break
                     await pilot.pause(0.1)
-                assert got == [b"order 5"]
+                assert got == [b"act 5"]
 
         run(scenario())
     finally:

@@ -228,8 +228,8 @@ class GroupsScreen(LiveScreen[GroupsView]):
 
     # -- actions (hidden with --read-only) ----------------------------------------------------------
     def _group(self) -> str | None:
-        """The group under the cursor (else the one selected); None, with a word why, when none is."""
-        group = selected_key(self.query_one("#groups", DataTable)) or self.selected
+        """The group chosen (enter or a jump), else the one under the cursor; None, with a word why."""
+        group = self.selected or selected_key(self.query_one("#groups", DataTable))
         if group is None:
             self.notify("select a group first", severity="warning")
         return group

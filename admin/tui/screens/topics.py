@@ -167,8 +167,8 @@ class TopicsScreen(LiveScreen[TopicsView]):
 
     # -- actions (hidden with --read-only) ----------------------------------------------------------
     def _topic(self) -> str | None:
-        """The topic under the cursor (else the one selected); None, with a word why, when none is."""
-        topic = selected_key(self.query_one("#topics", DataTable)) or self.selected
+        """The topic chosen (enter or a jump), else the one under the cursor; None, with a word why."""
+        topic = self.selected or selected_key(self.query_one("#topics", DataTable))
         if topic is None:
             self.notify("select a topic first", severity="warning")
         return topic
