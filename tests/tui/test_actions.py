@@ -56,18 +56,11 @@ async def fill(app: DashboardApp, pilot: Any, **values: str) -> None:
 
 async def confirm(app: DashboardApp, pilot: Any, name: str) -> str:
     """Type ``name`` into the confirmation on top; returns the text it showed."""
-    await until(
-        lambda: isinstance(app.screen, ConfirmScreen), pilot, what=f"the confirmation ({notes(app)})"
-    )
+    await until(lambda: isinstance(app.screen, ConfirmScreen), pilot, what="the confirmation")
     shown = app.screen.action_text  # type: ignore[attr-defined]
     await pilot.press(*name, "enter")
     await until(lambda: not isinstance(app.screen, ConfirmScreen), pilot)
     return str(shown)
-
-
-def notes(app: DashboardApp) -> str:
-    """What the app told the user lately (errors included)."""
-    return "; ".join(n.message for n in app._notifications)
 
 
 async def eventually(check: Any, pilot: Any, what: str) -> None:
