@@ -1,5 +1,5 @@
 """``rmq group``: create, update, list, describe, lag, connections, clients, delete, reset-offset,
-clone-offsets, consume-mode."""
+offsets (show or undo the last reset), clone-offsets, consume-mode."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         GroupSpec,
         OffsetClone,
         OffsetReset,
+        OffsetSnapshot,
         ResetTarget,
     )
     from admin.models.broker_ops import ConsumeModes
@@ -315,6 +316,38 @@ def reset_offset(
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.group_reset_offset(group, target, topic, dry_run, bar))
     conn.emit(result, _reset_sections)
+
+
+class OffsetsAction(StrEnum):
+    SHOW = "show"
+    UNDO = "undo"
+
+
+@app.command("offsets")
+def offsets(
+    action: Annotated[
+        OffsetsAction,
+        typer.Argument(
+            metavar="show|undo", case_sensitive=False, help="Show the saved offsets, or go back to them."
+        ),
+    ],
+    group: GroupArg,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="undo: show the moves, change nothing.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Every reset and skip first saves the offsets it moves; show them, or undo the last reset
+    (undo saves the offsets it leaves, so it can be undone too)."""
+    conn = connect(namesrv, profile, timeout, output)
+    if action is OffsetsAction.SHOW:
+        conn.emit(conn.run(lambda s: s.group_offsets_snapshot(group)), _snapshot_sections)
+        return
+    if not dry_run:
+        confirm(f"move the offsets of consumer group {group} back to before its last reset", yes)
+    conn.emit(conn.run(lambda s: s.group_offsets_undo(group, dry_run)), _reset_sections)
 
 
 @app.command("clone-offsets")
@@ -615,15 +648,27 @@ def _describe_sections(d: GroupDescription) -> list[Section]:
 
 
 def _reset_sections(r: OffsetReset) -> list[Section]:
-    target = {"time": f"time {ms_time(r.target.value)}", "offset": f"offset {r.target.value}"}.get(
-        r.target.kind, str(r.target.kind)
-    )
+    target = {
+        "time": f"time {ms_time(r.target.value)}",
+        "offset": f"offset {r.target.value}",
+        "snapshot": f"the offsets saved at {ms_time(r.target.value)}",
+    }.get(r.target.kind, str(r.target.kind))
     title = f"Offsets of {r.group} {'would move (dry run)' if r.dry_run else 'moved'} to {target}"
     return [
         Table(
             ["topic", "broker", "queue", "current", "target"],
             [(q.topic, q.broker_name, q.queue_id, q.current, q.target) for q in r.queues],
             title=title,
+        )
+    ]
+
+
+def _snapshot_sections(snap: OffsetSnapshot) -> list[Section]:
+    return [
+        Table(
+            ["topic", "broker", "queue", "offset"],
+            [(q.topic, q.broker_name, q.queue_id, q.current) for q in snap.queues],
+            title=f"Offsets of {snap.group} before the {snap.reason} at {ms_time(snap.taken_ms)}",
         )
     ]
 

@@ -28,6 +28,7 @@ __all__ = [
     "GroupSummary",
     "OffsetClone",
     "OffsetReset",
+    "OffsetSnapshot",
     "ProblemKind",
     "ProducerInstance",
     "QueueLag",
@@ -293,6 +294,7 @@ class ResetKind(StrEnum):
     OFFSET = "offset"
     EARLIEST = "earliest"
     LATEST = "latest"
+    SNAPSHOT = "snapshot"  # back to the offsets saved before the last reset (``group offsets undo``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +318,33 @@ class OffsetReset:
     target: ResetTarget
     dry_run: bool
     queues: list[QueueReset]  # sorted by topic, broker name, queue id
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSnapshot:
+    """A group's offsets as they were before a reset or skip moved them: what undo goes back to."""
+
+    group: str
+    taken_ms: int  # when, epoch ms
+    reason: str  # what moved them, e.g. "reset to earliest"
+    queues: list[QueueReset]  # ``current``: the offset saved; ``target``: the same (where undo moves it)
+
+    def to_kv(self) -> str:
+        """The NameServer KV value it is kept as."""
+        import json
+
+        rows = [[q.topic, q.broker_name, q.queue_id, q.current] for q in self.queues]
+        return json.dumps(
+            {"taken": self.taken_ms, "reason": self.reason, "queues": rows}, separators=(",", ":")
+        )
+
+    @classmethod
+    def from_kv(cls, group: str, text: str) -> OffsetSnapshot:
+        import json
+
+        doc = json.loads(text)
+        queues = [QueueReset(str(t), str(b), int(q), int(o), int(o)) for t, b, q, o in doc["queues"]]
+        return cls(group, int(doc["taken"]), str(doc["reason"]), queues)
 
 
 @dataclass(frozen=True, slots=True)

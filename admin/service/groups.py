@@ -29,7 +29,9 @@ if TYPE_CHECKING:
         GroupSpec,
         OffsetClone,
         OffsetReset,
+        OffsetSnapshot,
         QueueProblem,
+        QueueReset,
         QueueRuntime,
         ResetTarget,
     )
@@ -56,6 +58,7 @@ def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
     )
 
 
+SNAPSHOT_NAMESPACE = "RMQ_OFFSET_SNAPSHOTS"  # NameServer KV: group -> its offsets before the last reset
 _STORE_TIME_LOOKUPS = 32  # one-message reads in flight at once while finding how old the lag is
 _CONSUME_TYPES = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH", "CONSUME_POP": "POP"}
 _BLOCKED_AFTER_MS = 60_000  # cached messages and no consumption for this long: the listener is stuck
@@ -583,6 +586,14 @@ class GroupOps(ServiceBase):
                 (self._planned(addr, t, target) for t, _, addr in jobs), "planning", progress
             )
         else:
+            before = [
+                QueueReset(mq.topic, mq.brokerName, mq.queueId, offset, offset)
+                for mq, offset in sorted(
+                    current.items(), key=lambda i: (i[0].topic, i[0].brokerName, i[0].queueId)
+                )
+                if mq.topic in topics
+            ]
+            await self._save_snapshot(group, f"reset to {target.kind.value}", before)
             tables = await tracked(
                 (self._reset(addr, group, t, target) for t, _, addr in jobs), "resetting", progress
             )
@@ -595,6 +606,65 @@ class GroupOps(ServiceBase):
             key=lambda q: (q.topic, q.broker_name, q.queue_id),
         )
         return OffsetReset(group, target, dry_run, queues)
+
+    async def _save_snapshot(self, group: str, reason: str, queues: list[QueueReset]) -> None:
+        """Keep the offsets a reset is about to move, on every NameServer (one snapshot per group)."""
+        from admin.models.groups import OffsetSnapshot
+
+        value = OffsetSnapshot(group, _now_ms(), reason, queues).to_kv()
+        await gather(self.api.put_kv(addr, SNAPSHOT_NAMESPACE, group, value) for addr in self.namesrv)
+
+    @admin_call
+    async def group_offsets_snapshot(self, group: str) -> OffsetSnapshot:
+        """The offsets saved before the group's last reset or skip."""
+        from admin.models.groups import OffsetSnapshot
+
+        text = await self.api.get_kv(self.namesrv, SNAPSHOT_NAMESPACE, group)
+        if text is None:
+            raise NotFound(f"no offsets of {group} were saved: nothing reset them through rmq yet")
+        try:
+            return OffsetSnapshot.from_kv(group, text)
+        except (ValueError, KeyError, TypeError):
+            raise OperationFailed(f"the saved offsets of {group} are unreadable") from None
+
+    @admin_call
+    async def group_offsets_undo(self, group: str, dry_run: bool = False) -> OffsetReset:
+        """Move the group's offsets back to the snapshot taken before its last reset or skip (saving
+        the offsets it leaves, so an undo can be undone). Queues that had no offset are left alone."""
+        from admin.models.groups import OffsetReset, QueueReset, ResetKind, ResetTarget
+
+        snapshot = await self.group_offsets_snapshot(group)
+        masters = await self._all_masters()
+        wanted = [q for q in snapshot.queues if q.current >= 0]
+        stats = await self._stats(group, None, masters)
+        now = {
+            (mq.topic, mq.brokerName, mq.queueId): o.consumerOffset
+            for s in stats
+            for mq, o in s.offsetTable.items()
+        }
+        moves = [
+            QueueReset(
+                q.topic,
+                q.broker_name,
+                q.queue_id,
+                now.get((q.topic, q.broker_name, q.queue_id), -1),
+                q.current,
+            )
+            for q in wanted
+        ]
+        missing = sorted({q.broker_name for q in moves} - set(masters))
+        if missing:
+            raise NotFound(f"broker(s) {', '.join(missing)} of the saved offsets are not registered")
+        if not dry_run:
+            here = [QueueReset(q.topic, q.broker_name, q.queue_id, q.current, q.current) for q in moves]
+            await self._save_snapshot(group, "undo", here)
+            await gather(
+                self.api.reset_offset(
+                    masters[q.broker_name], group, q.topic, offset=q.target, queue_id=q.queue_id
+                )
+                for q in moves
+            )
+        return OffsetReset(group, ResetTarget(ResetKind.SNAPSHOT, snapshot.taken_ms), dry_run, moves)
 
     async def _reset(self, addr: str, group: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
         from admin.models.groups import ResetKind

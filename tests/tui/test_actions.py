@@ -116,6 +116,10 @@ def test_reset_and_skip_preview_then_move_the_offsets(tui_cluster: TuiCluster, s
                 return await offsets(service) == [PER_QUEUE] * 4
 
             await eventually(skipped, pilot, "the skip")
+            await pilot.press("z")  # undo the skip: back to where the reset left them
+            shown = await confirm(app, pilot, group)
+            assert f"{PER_QUEUE} -> 0" in shown
+            await eventually(rewound, pilot, "the undo")
 
     run(scenario())
 

@@ -1,15 +1,15 @@
 """Consumer groups: online clients, model, consume type, lag in messages and in time (worst first;
 ``o`` changes the order); enter shows a group's lag in total and per queue, its consume TPS, and a
 sparkline of its lag over the last refreshes; ``c`` what its clients report of themselves
-(:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected group's offsets (``f``) or
-skip its backlog (``k``) after a dry-run preview and typing its name; create (``n``), update (``u``)
-and delete (``d``) groups."""
+(:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected group's offsets (``f``),
+skip its backlog (``k``) or undo the last reset (``z``), each after a dry-run preview and typing its
+name; create (``n``), update (``u``) and delete (``d``) groups."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -19,7 +19,15 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Sparkline, Static
 
 from admin.errors import AdminError, BadInput, NotFound
-from admin.models import GroupDescription, GroupList, GroupSpec, GroupSummary, ResetKind, ResetTarget
+from admin.models import (
+    GroupDescription,
+    GroupList,
+    GroupSpec,
+    GroupSummary,
+    OffsetReset,
+    ResetKind,
+    ResetTarget,
+)
 from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
@@ -88,11 +96,12 @@ class GroupsScreen(LiveScreen[GroupsView]):
         Binding("c", "clients", "Clients"),
         Binding("f", "reset", "Reset offsets"),
         Binding("k", "skip", "Skip backlog"),
+        Binding("z", "undo", "Undo reset"),
         Binding("n", "new", "New"),
         Binding("u", "update", "Update"),
         Binding("d", "delete", "Delete"),
     ]
-    mutations = frozenset({"reset", "skip", "new", "update", "delete"})
+    mutations = frozenset({"reset", "skip", "undo", "new", "update", "delete"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -261,13 +270,28 @@ class GroupsScreen(LiveScreen[GroupsView]):
             self._preview_reset(group, ResetTarget(ResetKind.LATEST), None)
 
     def _preview_reset(self, group: str, target: ResetTarget, topic: str | None) -> None:
-        """Show where each queue would move (a dry run), then move them once the name is typed."""
+        self._preview_moves(
+            group,
+            f"to {target_text(target)}",
+            lambda s, dry: s.group_reset_offset(group, target, topic, dry_run=dry),
+        )
+
+    def action_undo(self) -> None:
+        group = self._group()
+        if group is not None:
+            self._preview_moves(
+                group, "back to before its last reset", lambda s, dry: s.group_offsets_undo(group, dry)
+            )
+
+    def _preview_moves(
+        self, group: str, where: str, move: Callable[[AdminService, bool], Awaitable[OffsetReset]]
+    ) -> None:
+        """Show where each queue would move (``move`` as a dry run), then move them once the group's
+        name is typed (every move first saves the offsets it leaves: ``z`` undoes it)."""
 
         async def preview() -> None:
             try:
-                plan = await self.dash.backend.call(
-                    lambda s: s.group_reset_offset(group, target, topic, dry_run=True)
-                )
+                plan = await self.dash.backend.call(lambda s: move(s, True))
             except AdminError as exc:
                 self.notify(str(exc), severity="error", timeout=10)
                 return
@@ -276,14 +300,14 @@ class GroupsScreen(LiveScreen[GroupsView]):
             ]
             more = len(lines) - PREVIEW_LINES
             text = "\n".join(
-                [f"Move the offsets of {group} to {target_text(target)}:", *lines[:PREVIEW_LINES]]
+                [f"Move the offsets of {group} {where}:", *lines[:PREVIEW_LINES]]
                 + ([f"  ... and {more} more queue(s)"] if more > 0 else [])
             )
 
             def confirmed(ok: bool | None) -> None:
                 if ok:
                     self.act(
-                        lambda s: s.group_reset_offset(group, target, topic),
+                        lambda s: move(s, False),
                         lambda r: f"offsets of {group} moved on {len(r.queues)} queue(s)",
                     )
 

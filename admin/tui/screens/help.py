@@ -23,7 +23,8 @@ KEYS = """[b]Everywhere[/]
 # what changes the cluster; left out with --read-only
 ACTIONS = {
     "topics": "\n  n new  u update  d delete  m send a test message",
-    "groups": "\n  f reset offsets  k skip the backlog (a preview first)  n new  u update  d delete",
+    "groups": "\n  f reset offsets  k skip the backlog  z undo the last reset (a preview first)"
+    "\n  n new  u update  d delete",
     "dlq": "\n  s resend marked (or the current) message   a resend all (to the failing group only)",
     "message": "\n  v deliver it to one client of a group (consumeMessageDirectly)",
 }
