@@ -47,6 +47,7 @@ COMMANDS = {
     "message": "cli.message:app",
     "dlq": "cli.dlq:app",
     "retry": "cli.retry:app",
+    "transaction": "cli.transaction:app",
     "spark": "cli.spark:app",
     "acl": "cli.acl:app",
     "auth": "cli.auth:app",

@@ -24,6 +24,7 @@ from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
+from admin.service.transactions import TransactionOps
 
 
 class AdminService(
@@ -33,6 +34,7 @@ class AdminService(
     TopicOps,
     GroupOps,
     TraceOps,
+    TransactionOps,
     MessageOps,
     NamesrvOps,
     AuthOps,

@@ -309,6 +309,12 @@ class AdminApi:
         r = await self.call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
         return CD.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
 
+    async def resume_check_half_message(self, broker_addr: str, msg_id: str) -> None:
+        """RESUME_CHECK_HALF_MESSAGE: a half message the broker gave up checking (``msg_id``, its offset
+        MessageId in TRANS_CHECK_MAX_TIME_TOPIC) goes back to the half queue, checked again from zero."""
+        header = H.ResumeCheckHalfMessageRequestHeader(msgId=msg_id)
+        await self.call(broker_addr, RequestCode.RESUME_CHECK_HALF_MESSAGE, header)
+
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
         header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
         return await self._body(

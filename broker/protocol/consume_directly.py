@@ -11,20 +11,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from broker.protocol.bodies import JsonBody
-from broker.protocol.headers import TopicRequestHeader
+from broker.protocol.headers import ConsumeMessageDirectlyResultRequestHeader
 
 __all__ = ["ConsumeMessageDirectlyResult", "ConsumeMessageDirectlyResultRequestHeader", "ConsumeResult"]
-
-
-@dataclass(kw_only=True, slots=True)
-class ConsumeMessageDirectlyResultRequestHeader(TopicRequestHeader):
-    consumerGroup: str
-    clientId: str | None = None
-    msgId: str | None = None  # the offset MessageId of the stored message
-    brokerName: str | None = None  # set by the broker that forwards it
-    topic: str | None = None
-    topicSysFlag: int | None = None
-    groupSysFlag: int | None = None
 
 
 class ConsumeResult(IntEnum):

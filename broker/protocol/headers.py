@@ -411,6 +411,24 @@ class ConsumerSendMsgBackRequestHeader(RpcRequestHeader):
 
 
 @dataclass(kw_only=True, slots=True)
+class ConsumeMessageDirectlyResultRequestHeader(TopicRequestHeader):
+    consumerGroup: str
+    clientId: str | None = None
+    msgId: str | None = None  # the offset MessageId of the stored message
+    brokerName: str | None = None  # set by the broker that forwards it
+    topic: str | None = None
+    topicSysFlag: int | None = None
+    groupSysFlag: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResumeCheckHalfMessageRequestHeader(RpcRequestHeader):
+    """RESUME_CHECK_HALF_MESSAGE (323): put a half message that hit the check limit back to be checked."""
+
+    msgId: str  # its offset MessageId in TRANS_CHECK_MAX_TIME_TOPIC
+
+
+@dataclass(kw_only=True, slots=True)
 class EndTransactionRequestHeader(RpcRequestHeader):
     producerGroup: str
     tranStateTableOffset: int
@@ -656,6 +674,8 @@ class SetCommitLogReadModeRequestHeader(CommandHeader):
 # The request header of each code the broker and NameServer serve (send codes: see
 # decode_send_message_header; codes without own fields are absent).
 REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
+    RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
+    RequestCode.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
     RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
     RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
     RequestCode.SEND_BATCH_MESSAGE: SendMessageRequestHeaderV2,
