@@ -1,6 +1,8 @@
 """Consumer groups: online clients, model, consume type, lag in messages and in time (worst first;
 ``o`` changes the order); enter shows a group's lag in total and per queue, its consume TPS, and a
-sparkline of its lag over the last refreshes; ``c`` what its clients report of themselves
+sparkline of its lag over the last refreshes, and which client took which queue when (rebalances seen
+since it was selected; a queue changing hands again and again is flagged as flapping); ``c`` what
+its clients report of themselves
 (:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected group's offsets (``f``),
 skip its backlog (``k``) or undo the last reset (``z``), each after a dry-run preview and typing its
 name; create (``n``), update (``u``) and delete (``d``) groups."""
@@ -8,6 +10,7 @@ name; create (``n``), update (``u``) and delete (``d``) groups."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from admin.models import (
     ResetKind,
     ResetTarget,
 )
+from admin.rebalance_history import Queue, RebalanceHistory
 from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from admin.service import AdminService
 
 HISTORY = 60  # lag samples kept for the sparkline
+REBALANCES_SHOWN = 20  # the latest queue moves listed
 PREVIEW_LINES = 12  # queues listed in a reset's confirmation; the rest are counted
 # the orders ``o`` cycles through: a name and how to sort (the worst first)
 ORDERS: tuple[tuple[str, Callable[[GroupSummary], tuple[object, ...]]], ...] = (
@@ -79,6 +84,7 @@ def target_text(target: ResetTarget) -> str:
 class GroupsView:
     groups: GroupList
     detail: GroupDescription | None
+    owners: dict[Queue, str] | None  # who holds each queue of the selected group, as its clients say
 
 
 class GroupsScreen(LiveScreen[GroupsView]):
@@ -87,6 +93,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
     GroupsScreen #group-who { height: 6; }
     GroupsScreen #clients { width: 1fr; }
     GroupsScreen #subscriptions { width: 1fr; }
+    GroupsScreen #rebalances { width: 1fr; }
     GroupsScreen #lag-history { height: 2; margin: 0 1; }
     GroupsScreen #lag { height: 1fr; }
     """
@@ -109,6 +116,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.order = 0  # index into ORDERS
         self.selected: str | None = None
         self.history: deque[float] = deque(maxlen=HISTORY)
+        self.rebalances = RebalanceHistory()  # of the selected group, since it was selected
         self._drawn: GroupsView | None = None  # the last data drawn: a redraw adds no lag sample
 
     def body(self) -> ComposeResult:
@@ -118,6 +126,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
         with Horizontal(id="group-who"):
             yield LiveTable(id="clients")
             yield LiveTable(id="subscriptions")
+            yield LiveTable(id="rebalances")
         yield Sparkline([], id="lag-history")
         yield LiveTable(id="lag")
 
@@ -129,6 +138,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
         )
         self.query_one("#clients", DataTable).add_columns("client id", "address", "language", "version")
         self.query_one("#subscriptions", DataTable).add_columns("topic", "expression", "type")
+        self.query_one("#rebalances", DataTable).add_columns("rebalanced", "queue", "from", "to")
         self.query_one("#lag", DataTable).add_columns(
             "topic",
             "broker",
@@ -143,10 +153,25 @@ class GroupsScreen(LiveScreen[GroupsView]):
         groups.focus()
 
     async def fetch(self, service: AdminService) -> GroupsView:
-        listing, detail = await asyncio.gather(
-            service.group_list(include_system=True), self._describe(service, self.selected)
+        listing, detail, owners = await asyncio.gather(
+            service.group_list(include_system=True),
+            self._describe(service, self.selected),
+            self._owners(service, self.selected),
         )
-        return GroupsView(listing, detail)
+        return GroupsView(listing, detail, owners)
+
+    @staticmethod
+    async def _owners(service: AdminService, group: str | None) -> dict[Queue, str] | None:
+        """Queue -> the client that reports holding it (None when nobody can be asked)."""
+        if group is None:
+            return None
+        try:
+            clients = (await service.group_clients(group)).clients
+        except NotFound:
+            return None
+        if any(c.error is not None for c in clients):
+            return None  # a client that did not answer would look like queues left behind
+        return {(q.topic, q.broker_name, q.queue_id): c.client_id for c in clients for q in c.queues}
 
     @staticmethod
     async def _describe(service: AdminService, group: str | None) -> GroupDescription | None:
@@ -190,6 +215,8 @@ class GroupsScreen(LiveScreen[GroupsView]):
         )
         if data.detail is not None and data.detail.group == self.selected and data is not self._drawn:
             self.history.append(float(data.detail.lag.diff_total))
+            if data.owners is not None:
+                self.rebalances.observe(data.owners, int(self.dash.clock() * 1000))
         self._drawn = data
         self._show_detail(data.detail)
 
@@ -201,10 +228,12 @@ class GroupsScreen(LiveScreen[GroupsView]):
             title = "Select a group with enter" if self.selected is None else f"{self.selected}: not found"
         else:
             c = d.connections
+            flapping = self.rebalances.flapping(int(self.dash.clock() * 1000))
             title = (
                 f"{d.group}: {'online' if c.online else 'offline'} · {c.consume_type or '-'} · "
                 f"{c.message_model or '-'} · lag {d.lag.diff_total:,} · in-flight {d.lag.inflight_total:,} · "
                 f"{d.lag.consume_tps:g} TPS · oldest waiting {duration(d.lag.lag_ms)}"
+                + (f" · [b red]FLAPPING: {len(flapping)} queue(s)[/]" if flapping else "")
             )
             clients = [(x.client_id, (x.client_id, x.address, x.language, str(x.version))) for x in c.clients]
             subs = [(s.topic, (s.topic, s.expression, s.expression_type)) for s in c.subscriptions]
@@ -230,6 +259,17 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.query_one("#clients", LiveTable).fill(clients)
         self.query_one("#subscriptions", LiveTable).fill(subs)
         self.query_one("#lag", LiveTable).fill(lag)
+        moves = list(self.rebalances.changes)[-REBALANCES_SHOWN:] if d is not None else []
+        self.query_one("#rebalances", LiveTable).fill(
+            [
+                (
+                    f"{m.at_ms}/{'/'.join(map(str, m.queue))}",
+                    (time.strftime("%H:%M:%S", time.localtime(m.at_ms / 1000)), "/".join(map(str, m.queue)),
+                     m.before or "-", m.after or "-"),
+                )
+                for m in reversed(moves)
+            ]
+        )  # fmt: skip
 
     def action_order(self) -> None:
         self.order = (self.order + 1) % len(ORDERS)
@@ -395,6 +435,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def select(self, group: str) -> None:
         if group != self.selected:
             self.history.clear()
+            self.rebalances = RebalanceHistory()
         self.selected = group
         self.action_refresh_now()
 
@@ -408,4 +449,5 @@ class GroupsScreen(LiveScreen[GroupsView]):
         if self.selected is not None:
             self.selected = None
             self.history.clear()
+            self.rebalances = RebalanceHistory()
             self._show_detail(None)
