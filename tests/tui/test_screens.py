@@ -7,6 +7,7 @@ from admin.service import AdminService
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.message import MessageScreen
 from admin.units import size
+from tests.cli_online.conftest import heartbeat
 from tests.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
 from tests.tui.helpers import app_for, column, rows
 
@@ -77,6 +78,9 @@ def test_topics_screen_list_filter_and_detail(tui_cluster: TuiCluster) -> None:
 
 
 def test_groups_screen_lag_per_queue_and_clients(tui_cluster: TuiCluster) -> None:
+    # the session's client heartbeats once; after a long session the broker would have let it go
+    tui_cluster.call(heartbeat(tui_cluster.client, tui_cluster.broker, "10.0.0.9@tui", GROUP, TOPIC))
+
     async def scenario() -> None:
         app = app_for(tui_cluster.namesrv)
         async with app.run_test(size=(120, 40)) as pilot:
