@@ -2,7 +2,7 @@
 
 __rmq_cmds() {
     case "$1" in
-        "") echo "acl auth bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic up wait" ;;
+        "") echo "acl auth bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic transaction up wait" ;;
         "acl") echo "create delete get list update version white-list" ;;
         "auth") echo "acl user" ;;
         "auth acl") echo "copy create delete get list update" ;;
@@ -13,8 +13,8 @@ __rmq_cmds() {
         "cluster") echo "down list metrics ps status up" ;;
         "completion") echo "install show" ;;
         "dlq") echo "browse export list resend" ;;
-        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list reset-offset update" ;;
-        "message") echo "consume get pop print query resend send trace track" ;;
+        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list offsets reset-offset update" ;;
+        "message") echo "consume deliver get pop print query resend send trace track" ;;
         "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
         "namesrv config") echo "get set" ;;
@@ -24,6 +24,7 @@ __rmq_cmds() {
         "spark") echo "archive dlq-report replay" ;;
         "store") echo "dump info lookup verify" ;;
         "topic") echo "create delete describe list queue route status update" ;;
+        "transaction") echo "list resume" ;;
         "wait") echo "ready" ;;
     esac
 }
@@ -81,7 +82,7 @@ __rmq_opts() {
         "dlq browse") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "dlq export") echo "-h --help --file -f --limit -l -n --namesrv --profile --timeout" ;;
         "dlq list") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
-        "dlq resend") echo "--all --dry-run --yes -y -h --help --offset -b --broker -n --namesrv --profile --timeout --output -o" ;;
+        "dlq resend") echo "--all --to-topic --again --dry-run --yes -y -h --help --offset -b --broker --rate -n --namesrv --profile --timeout --output -o" ;;
         "group") echo "-h --help" ;;
         "group clients") echo "-h --help --client -n --namesrv --profile --timeout --output -o" ;;
         "group clone-offsets") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
@@ -90,12 +91,14 @@ __rmq_opts() {
         "group create") echo "--orderly --no-broadcast --disabled -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
         "group delete") echo "--keep-offsets --yes -y -h --help -c --cluster -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "group describe") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
-        "group lag") echo "-h --help -t --topic --watch -n --namesrv --profile --timeout --output -o" ;;
+        "group lag") echo "--all -a -h --help -t --topic --max-lag --max-lag-time --watch -n --namesrv --profile --timeout --output -o" ;;
         "group list") echo "--all -a -h --help -n --namesrv --profile --timeout --output -o" ;;
+        "group offsets") echo "--dry-run --yes -y -h --help -n --namesrv --profile --timeout --output -o" ;;
         "group reset-offset") echo "--to-earliest --to-latest --dry-run --yes -y -h --help -t --topic --to-time --to-offset -n --namesrv --profile --timeout --output -o" ;;
         "group update") echo "--orderly --no-orderly --broadcast --no-broadcast --consume --no-consume --from-min --no-from-min -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
         "message") echo "-h --help" ;;
         "message consume") echo "-h --help -c --count -g --group -s --tags -n --namesrv --profile --timeout --output -o" ;;
+        "message deliver") echo "-h --help -g --group --client -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "message get") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "message pop") echo "--no-ack -h --help -g --group -c --count -s --tags --invisible --wait -n --namesrv --profile --timeout --output -o" ;;
         "message print") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
@@ -141,6 +144,9 @@ __rmq_opts() {
         "topic route") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "topic status") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
         "topic update") echo "--order --no-order -h --help -c --cluster -b --broker -r --read-queues -w --write-queues -p --perm -a --attr -n --namesrv --profile --timeout --output -o" ;;
+        "transaction") echo "-h --help" ;;
+        "transaction list") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
+        "transaction resume") echo "--all --yes -y -h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "up") echo "--no-http --dashboard -h --help --store --namesrv-port --broker-port --http-port --grpc-port -c --config --set --log-level --refresh" ;;
         "wait") echo "-h --help" ;;
         "wait ready") echo "-h --help --timeout --http --brokers -n --namesrv --profile --output -o" ;;
@@ -584,6 +590,7 @@ __rmq_kind() {
         "dlq resend|--offset") echo "-" ;;
         "dlq resend|-b") echo "-" ;;
         "dlq resend|--broker") echo "-" ;;
+        "dlq resend|--rate") echo "-" ;;
         "dlq resend|-n") echo "-" ;;
         "dlq resend|--namesrv") echo "-" ;;
         "dlq resend|--profile") echo "-" ;;
@@ -656,6 +663,8 @@ __rmq_kind() {
         "group describe|-o") echo "table json text" ;;
         "group lag|-t") echo "@topics" ;;
         "group lag|--topic") echo "@topics" ;;
+        "group lag|--max-lag") echo "-" ;;
+        "group lag|--max-lag-time") echo "-" ;;
         "group lag|--watch") echo "-" ;;
         "group lag|-n") echo "-" ;;
         "group lag|--namesrv") echo "-" ;;
@@ -669,6 +678,12 @@ __rmq_kind() {
         "group list|--timeout") echo "-" ;;
         "group list|--output") echo "table json text" ;;
         "group list|-o") echo "table json text" ;;
+        "group offsets|-n") echo "-" ;;
+        "group offsets|--namesrv") echo "-" ;;
+        "group offsets|--profile") echo "-" ;;
+        "group offsets|--timeout") echo "-" ;;
+        "group offsets|--output") echo "table json text" ;;
+        "group offsets|-o") echo "table json text" ;;
         "group reset-offset|-t") echo "@topics" ;;
         "group reset-offset|--topic") echo "@topics" ;;
         "group reset-offset|--to-time") echo "-" ;;
@@ -703,6 +718,17 @@ __rmq_kind() {
         "message consume|--timeout") echo "-" ;;
         "message consume|--output") echo "table json text" ;;
         "message consume|-o") echo "table json text" ;;
+        "message deliver|-g") echo "@groups" ;;
+        "message deliver|--group") echo "@groups" ;;
+        "message deliver|--client") echo "-" ;;
+        "message deliver|-t") echo "@topics" ;;
+        "message deliver|--topic") echo "@topics" ;;
+        "message deliver|-n") echo "-" ;;
+        "message deliver|--namesrv") echo "-" ;;
+        "message deliver|--profile") echo "-" ;;
+        "message deliver|--timeout") echo "-" ;;
+        "message deliver|--output") echo "table json text" ;;
+        "message deliver|-o") echo "table json text" ;;
         "message get|-t") echo "@topics" ;;
         "message get|--topic") echo "@topics" ;;
         "message get|-n") echo "-" ;;
@@ -1036,6 +1062,21 @@ __rmq_kind() {
         "topic update|--timeout") echo "-" ;;
         "topic update|--output") echo "table json text" ;;
         "topic update|-o") echo "table json text" ;;
+        "transaction list|--watch") echo "-" ;;
+        "transaction list|-n") echo "-" ;;
+        "transaction list|--namesrv") echo "-" ;;
+        "transaction list|--profile") echo "-" ;;
+        "transaction list|--timeout") echo "-" ;;
+        "transaction list|--output") echo "table json text" ;;
+        "transaction list|-o") echo "table json text" ;;
+        "transaction resume|-t") echo "@topics" ;;
+        "transaction resume|--topic") echo "@topics" ;;
+        "transaction resume|-n") echo "-" ;;
+        "transaction resume|--namesrv") echo "-" ;;
+        "transaction resume|--profile") echo "-" ;;
+        "transaction resume|--timeout") echo "-" ;;
+        "transaction resume|--output") echo "table json text" ;;
+        "transaction resume|-o") echo "table json text" ;;
         "up|--store") echo "@files" ;;
         "up|--namesrv-port") echo "-" ;;
         "up|--broker-port") echo "-" ;;
@@ -1088,10 +1129,12 @@ __rmq_arg() {
         "group create") echo "@groups" ;;
         "group delete") echo "@groups" ;;
         "group describe") echo "@groups" ;;
-        "group lag") echo "@groups" ;;
+        "group lag") echo "-" ;;
+        "group offsets") echo "show undo" ;;
         "group reset-offset") echo "@groups" ;;
         "group update") echo "@groups" ;;
         "message consume") echo "@topics" ;;
+        "message deliver") echo "-" ;;
         "message get") echo "-" ;;
         "message pop") echo "@topics" ;;
         "message print") echo "@topics" ;;
@@ -1122,6 +1165,7 @@ __rmq_arg() {
         "topic route") echo "@topics" ;;
         "topic status") echo "@topics" ;;
         "topic update") echo "@topics" ;;
+        "transaction resume") echo "-" ;;
     esac
 }
 
