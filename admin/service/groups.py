@@ -11,6 +11,7 @@ from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import RETRY_PREFIX, is_system_group
 from admin.service.base import Progress, ServiceBase, admin_call, admin_error, gather
 from admin.service.topics import tracked
+from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import MessageQueue
 
 if TYPE_CHECKING:
@@ -294,16 +295,33 @@ class GroupOps(ServiceBase):
 
         return [aged(lag) for lag in lags]
 
+    async def _all_stats(self, names: list[str], masters: dict[str, str]) -> dict[str, list[ConsumeStats]]:
+        """Group -> its consume stats on every master: one GET_BROKER_CONSUME_STATS per broker; a broker
+        that does not serve it (older RocketMQ) is asked group by group."""
+        from broker.protocol.codes import ResponseCode
+
+        async def of_broker(addr: str) -> dict[str, list[ConsumeStats]]:
+            try:
+                answer = await self.api.broker_consume_stats(addr)
+            except RemoteError as exc:
+                if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                each = await gather(self.api.consume_stats(addr, g) for g in names)
+                return {g: [s] for g, s in zip(names, each, strict=True)}
+            return {g: s for entry in answer.consumeStatsList for g, s in entry.items()}
+
+        per_broker = await gather(of_broker(a) for a in masters.values())
+        return {g: [s for table in per_broker for s in table.get(g, [])] for g in names}
+
     async def _progress(
         self, names: list[str], masters: dict[str, str]
     ) -> tuple[list[GroupConnections], list[GroupLag]]:
         """Connections and lag (with its age) of every group named: each group's requests to every
         master go out at once, all groups together (the protocol has no request for them all)."""
         conns, stats = await asyncio.gather(
-            gather(self._group_connections(g, masters) for g in names),
-            gather(self._stats(g, None, masters) for g in names),
+            gather(self._group_connections(g, masters) for g in names), self._all_stats(names, masters)
         )
-        lags = await self._lag_times([_lag(g, s) for g, s in zip(names, stats, strict=True)], masters)
+        lags = await self._lag_times([_lag(g, stats[g]) for g in names], masters)
         return [_connections(g, a) for g, a in zip(names, conns, strict=True)], lags
 
     @admin_call

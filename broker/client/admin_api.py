@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from broker.protocol.group_bodies import (
         ConsumerConnection,
         ConsumeStats,
+        ConsumeStatsList,
         ProducerConnection,
         ProducerTableInfo,
         QueryConsumeQueueResponseBody,
@@ -276,6 +277,11 @@ class AdminApi:
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
         header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
         return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)
+
+    async def broker_consume_stats(self, broker_addr: str, order_only: bool = False) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's consume stats on the broker, per topic, in one answer."""
+        header = H.GetConsumeStatsInBrokerHeader(isOrder=order_only)
+        return await self._body(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, G.ConsumeStatsList, header)
 
     async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection | None:
         """The group's online clients, or None when none is online (206 CONSUMER_NOT_ONLINE)."""

@@ -511,6 +511,13 @@ class DeleteSubscriptionGroupRequestHeader(RpcRequestHeader):
 
 
 @dataclass(kw_only=True, slots=True)
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    """GET_BROKER_CONSUME_STATS (317): every group's consume stats on one broker, in one answer."""
+
+    isOrder: bool = False  # only the ordered topics
+
+
+@dataclass(kw_only=True, slots=True)
 class GetConsumeStatsRequestHeader(TopicRequestHeader):
     consumerGroup: str
     topic: str | None = None
@@ -699,6 +706,7 @@ REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
     RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
     RequestCode.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
+    RequestCode.GET_BROKER_CONSUME_STATS: GetConsumeStatsInBrokerHeader,
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
     RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,

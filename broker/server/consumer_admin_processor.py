@@ -12,6 +12,7 @@ from broker.protocol.bodies import (
     Connection,
     ConsumerConnection,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     MessageQueue,
     OffsetWrapper,
@@ -27,6 +28,7 @@ from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequest
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
@@ -67,6 +69,7 @@ class ConsumerAdminProcessor:
             RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_directly,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.all_consume_stats,
         }
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
@@ -100,16 +103,53 @@ class ConsumerAdminProcessor:
         group = h.consumerGroup
         topics = h.topics
         if not topics:
-            online = broker.clients.consumer_group(group)
-            topics = [
-                t
-                for t in broker.offsets.topics_of_group(group)
-                if online is None or not online.subscriptions or t in online.subscriptions
-            ]
+            topics = self._group_topics(group)
         wanted = [(t, cfg.writeQueueNums) for t in topics if (cfg := broker.topics.get(t)) is not None]
         table = await broker.read(self._consume_offsets, group, wanted)
         tps = sum(broker.stats.group_get_rates(group, t).tps60 for t, _ in wanted)
         return make_response(request, body=ConsumeStats(offsetTable=table, consumeTps=tps).to_json())
+
+    def _group_topics(self, group: str) -> list[str]:
+        """The topics a group has offsets on, less those its online clients no longer subscribe."""
+        online = self.broker.clients.consumer_group(group)
+        return [
+            t
+            for t in self.broker.offsets.topics_of_group(group)
+            if online is None or not online.subscriptions or t in online.subscriptions
+        ]
+
+    async def all_consume_stats(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Every subscription group's consume stats, one ConsumeStats per topic, in one answer
+        (fetchAllConsumeStatsInBroker): the admin's lag overview costs one request per broker."""
+        h = GetConsumeStatsInBrokerHeader.parse(request.ext_fields)
+        broker = self.broker
+        plans = []
+        for group in list(broker.groups.table):
+            topics = [
+                (t, cfg.writeQueueNums)
+                for t in self._group_topics(group)
+                if (cfg := broker.topics.get(t)) is not None and (cfg.order or not h.isOrder)
+            ]
+            plans.append((group, topics))
+        tables = await broker.read(self._all_offsets, plans)
+        body = ConsumeStatsList(brokerAddr=broker.address)
+        for (group, topics), per_topic in zip(plans, tables, strict=True):
+            stats = [
+                ConsumeStats(offsetTable=table, consumeTps=broker.stats.group_get_rates(group, topic).tps60)
+                for (topic, _), table in zip(topics, per_topic, strict=True)
+            ]
+            for s in stats:
+                for o in s.offsetTable.values():
+                    body.totalDiff += o.brokerOffset - o.consumerOffset
+                    body.totalInflightDiff += o.pullOffset - o.consumerOffset
+            body.consumeStatsList.append({group: stats})
+        return make_response(request, body=body.to_json())
+
+    def _all_offsets(
+        self, plans: list[tuple[str, list[tuple[str, int]]]]
+    ) -> list[list[dict[MessageQueue, OffsetWrapper]]]:
+        """Per group, per topic: its queues' offsets (one pass on the store thread)."""
+        return [[self._consume_offsets(group, [topic]) for topic in topics] for group, topics in plans]
 
     def _consume_offsets(
         self, group: str, topics: list[tuple[str, int]]

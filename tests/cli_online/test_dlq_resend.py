@@ -3,6 +3,7 @@ topic; ``--to-topic`` reaches them all (after naming them); a repeat skips what 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,11 @@ import pytest
 from typer.testing import Result
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
-from tests.cli_online.conftest import Cluster
+from broker.namesrv.config import NamesrvConfig
+from broker.server.config import BrokerConfig
+from broker.server.node import Node, NodePlan
+from tests.cli_online.conftest import Cluster, _start_loop
+from tests.store.helpers import small_config
 from tests.tui.conftest import dead_letters
 
 Rmq = Callable[..., Result]
@@ -60,6 +65,38 @@ class Consumers:
 
         self.cluster.call(send())
         self.wait(lambda: all(body in self.bodies(g) for g in self.got), f"marker {body!r}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A node of this module only: its dead letters stay out of the session node's DLQ listings."""
+    from admin.service import AdminService
+
+    store = tmp_path_factory.mktemp("resend-store")
+    namesrv_config = NamesrvConfig.in_folder(store / "namesrv")
+    namesrv_config.listen_port = 0
+    node = Node(
+        NodePlan(
+            namesrv=namesrv_config,
+            broker=BrokerConfig(broker_name="broker-r", listen_host="127.0.0.1", listen_port=0),
+            store=small_config(store),
+        )
+    )
+    loop = _start_loop()
+
+    async def start() -> str:
+        await node.start()
+        assert node.namesrv is not None
+        namesrv = f"127.0.0.1:{node.namesrv.port}"
+        async with AdminService([namesrv], 10) as service:
+            await service.wait_ready(20)
+        return namesrv
+
+    namesrv = asyncio.run_coroutine_threadsafe(start(), loop).result(60)
+    assert node.broker is not None
+    yield Cluster(node, loop, namesrv, node.broker.address, "", [], [])
+    asyncio.run_coroutine_threadsafe(node.stop(), loop).result(60)
+    loop.call_soon_threadsafe(loop.stop)
 
 
 @pytest.fixture(scope="module")
