@@ -131,8 +131,6 @@ def resend(
     negative = [o for o in offset or [] if o < 0]
     if negative:
         raise BadInput(f"--offset must be a queue offset (0 or more), not {negative[0]}")
-    if rate is not None and rate <= 0:
-        raise BadInput(f"--rate must be positive, not {rate:g}")
     conn = connect(namesrv, profile, timeout, output)
     offsets = None if all_ else offset
 
@@ -143,16 +141,19 @@ def resend(
             )
         )
 
-    if to_topic:  # say who else gets them before anything is sent
-        others = run(True).other_groups
-        if others:
-            sys.stderr.write(
-                f"warning: --to-topic also delivers to {len(others)} other group(s): {', '.join(others)}\n"
-            )
-    if not dry_run:
-        confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)
-    with ProgressBar() as bar:
-        report = run(dry_run, bar)
+    preview = run(True) if to_topic else None  # to say who else gets them before anything is sent
+    if preview is not None and preview.other_groups:
+        others = preview.other_groups
+        sys.stderr.write(
+            f"warning: --to-topic also delivers to {len(others)} other group(s): {', '.join(others)}\n"
+        )
+    if dry_run and preview is not None:
+        report = preview
+    else:
+        if not dry_run:
+            confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)
+        with ProgressBar() as bar:
+            report = run(dry_run, bar)
     conn.emit(report, resend_sections)
     if report.missing or report.failed:
         from admin.errors import OperationFailed
