@@ -16,7 +16,7 @@ from hpack.table import HeaderTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.grpc.hpack_codec import (
+from broker.protocol.hpack_codec import (
     RESPONSE_HEADERS,
     STATIC_LEN,
     Header,

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from broker.grpc import calls
 from broker.grpc.calls import NativeGrpcServer
-from broker.grpc.hpack_codec import encode_int, literal
-from broker.grpc.http2 import (
+from broker.protocol.hpack_codec import encode_int, literal
+from broker.protocol.http2 import (
     ACK,
     COMPRESSION_ERROR,
     CONTINUATION,
