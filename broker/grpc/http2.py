@@ -26,7 +26,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from broker.client.remoting_client import wake
 from broker.protocol.hpack_codec import Header
@@ -42,6 +42,9 @@ from broker.protocol.http2 import (
     StreamState,
 )
 
+if TYPE_CHECKING:
+    from broker.server.config import BrokerConfig
+
 log = logging.getLogger(__name__)
 
 FRAMES_PER_TURN: Final = 128  # ~50 unary calls: a few ms of work before other connections get theirs
@@ -54,6 +57,19 @@ class ConnectionLimits:
     protocol: Limits = field(default_factory=Limits)
     max_calls_in_flight: int = 128
     idle_timeout: float = 120.0  # grpcClientIdleTimeMills
+
+
+def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+    """The limits the broker's ``grpc*`` settings ask for."""
+    protocol = Limits(
+        max_concurrent_streams=config.grpc_max_concurrent_streams,
+        max_header_list_size=config.grpc_max_header_list_size,
+        control_frame_burst=config.grpc_control_frame_burst,
+        control_frames_per_second=float(config.grpc_control_frames_per_second),
+    )
+    return ConnectionLimits(
+        protocol, config.grpc_max_calls_in_flight, config.grpc_client_idle_time_mills / 1000.0
+    )
 
 
 class Stream:
