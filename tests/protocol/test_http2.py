@@ -109,7 +109,8 @@ def test_a_request_becomes_events() -> None:
     stream_id, events = client.call(end_stream=False)
     assert isinstance(events[0], RequestReceived) and (b":path", b"/test.Echo/Echo") in events[0].headers
     events = client.send(frame(DATA, END_STREAM, stream_id, b"\0\0\0\0\x02hi"))
-    assert isinstance(events[0], DataReceived) and events[0].data == b"\0\0\0\0\x02hi" and events[0].end_stream
+    assert isinstance(events[0], DataReceived) and events[0].end_stream
+    assert events[0].data == b"\0\0\0\0\x02hi"
 
 
 FLOODS = {
@@ -175,7 +176,8 @@ def test_streams_over_the_limit_are_refused() -> None:
     client.written()
     stream_id, events = client.call(end_stream=False)
     assert events == []
-    resets = [(sid, int.from_bytes(p, "big")) for kind, _, sid, p in frames_of(client.written()) if kind == RST_STREAM]
+    written = frames_of(client.written())
+    resets = [(sid, int.from_bytes(p, "big")) for kind, _, sid, p in written if kind == RST_STREAM]
     assert resets == [(stream_id, REFUSED_STREAM)]
     assert not client.server.ended
 
