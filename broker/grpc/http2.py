@@ -11,9 +11,10 @@ What a client can make the connection hold or do is bounded here, beside the pro
 * **Output to a slow reader:** while the socket's send buffer is full (``pause_writing``) the connection
   reads nothing more, so a client that sends but never reads (a PING flood, a stream whose answers it
   leaves unread) stops itself.
-* **Fairness:** one loop turn handles at most :data:`FRAMES_PER_TURN` frames of a connection; the rest
-  waits for the next turn (the connection does not read meanwhile), so a client pipelining calls as
-  fast as it can gets its turn like every other connection, remoting ones included.
+* **Fairness:** one loop turn handles at most :data:`FRAMES_PER_TURN` frames of a connection, or what
+  it can handle in about :data:`TURN_SECONDS`; the rest waits for the next turn (the connection does not
+  read meanwhile), so a client pipelining calls as fast as it can gets its turn like every other
+  connection, remoting ones included.
 * **Calls in flight:** at most ``max_calls_in_flight`` handlers of a connection run at once (streams
   that waited for one start in order as others end).
 * **Idle:** a connection on which nothing moved either way for ``idle_timeout`` seconds is closed.
@@ -34,6 +35,7 @@ from broker.protocol.http2 import (
     NO_ERROR,
     ConnectionEnded,
     DataReceived,
+    Event,
     Limits,
     RequestReceived,
     ServerConnection,
@@ -47,7 +49,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FRAMES_PER_TURN: Final = 128  # ~50 unary calls: a few ms of work before other connections get theirs
+# One loop turn of a connection handles at most FRAMES_PER_TURN frames, in batches, and starts no new
+# batch after TURN_SECONDS: a few ms of its work, then other connections get theirs
+FRAMES_PER_TURN: Final = 128
+FRAMES_PER_BATCH: Final = 16
+TURN_SECONDS: Final = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +180,27 @@ class Http2Connection(asyncio.Protocol):
         if self.closed:
             return
         h2 = self.h2
-        for event in h2.events(self.loop.time(), FRAMES_PER_TURN):
+        began = now = self.loop.time()
+        frames = 0
+        while frames < FRAMES_PER_TURN and now - began < TURN_SECONDS and h2.has_frame():
+            frames += FRAMES_PER_BATCH
+            if not self._handle(h2.events(now, FRAMES_PER_BATCH)):
+                return
+            now = self.loop.time()
+        if h2.windows_opened:
+            h2.windows_opened = False
+            if self.window_waiters:
+                self._wake(None)
+        self.flush()
+        if h2.has_frame():
+            self._reading(False)
+            self._next_turn()
+        elif self.writable is None or self.writable.done():
+            self._reading(True)
+
+    def _handle(self, events: list[Event]) -> bool:
+        """Hands events to their streams; False when the connection ended."""
+        for event in events:
             if type(event) is DataReceived:
                 stream = event.stream.owner
                 stream.on_data(event.data)
@@ -192,17 +218,8 @@ class Http2Connection(asyncio.Protocol):
             elif type(event) is ConnectionEnded:
                 log.warning("gRPC connection from %s closed: %s", self.peer, event.reason)
                 self.fail()
-                return
-        if h2.windows_opened:
-            h2.windows_opened = False
-            if self.window_waiters:
-                self._wake(None)
-        self.flush()
-        if h2.has_frame():
-            self._reading(False)
-            self._next_turn()
-        elif self.writable is None or self.writable.done():
-            self._reading(True)
+                return False
+        return True
 
     def _next_turn(self) -> None:
         writing = self.writable is None or self.writable.done()
