@@ -291,8 +291,10 @@ class ServerConnection:
     def has_frame(self) -> bool:
         """Whether a whole frame (or one too large to wait for) is waiting for :meth:`events`."""
         buffer, pos = self.buffer, self.pos
-        if len(buffer) - pos < 9 or not self.preface_seen:
-            return not self.preface_seen and len(buffer) - pos >= len(PREFACE)
+        if not self.preface_seen:  # whole, or already not the preface
+            return len(buffer) - pos >= len(PREFACE) or not PREFACE.startswith(buffer[pos:])
+        if len(buffer) - pos < 9:
+            return False
         length = (buffer[pos] << 16) | (buffer[pos + 1] << 8) | buffer[pos + 2]
         return length > MAX_FRAME or len(buffer) - pos >= 9 + length
 

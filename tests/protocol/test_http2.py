@@ -251,3 +251,16 @@ def test_arbitrary_frames_end_in_events_or_a_goaway(frames: list[tuple[int, int,
             assert isinstance(events[-1], ConnectionEnded)
             assert goaway_code(client.written()) is not None
             break
+
+
+def test_the_preface_may_come_in_pieces_but_not_wrong() -> None:
+    server = ServerConnection(LIMITS)
+    server.receive_data(PREFACE[:10])
+    assert not server.has_frame() and server.events(0.0, 10) == []
+    server.receive_data(PREFACE[10:] + frame(PING, 0, 0, b"12345678"))
+    assert server.has_frame() and server.events(0.0, 10) == [] and not server.ended
+
+    server = ServerConnection(LIMITS)
+    server.receive_data(b"\x16\x03\x01")  # a TLS hello: known to be wrong at once, not after 24 bytes
+    assert server.has_frame()
+    assert ended(server.events(0.0, 10)).reason == "not an HTTP/2 connection preface"
