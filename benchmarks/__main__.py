@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 
 from benchmarks import (
+    bench_attacks,
     bench_cli,
     bench_grpc,
     bench_ha,
@@ -34,6 +35,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "attacks": bench_attacks.run,
 }
 
 
