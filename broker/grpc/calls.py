@@ -183,7 +183,10 @@ class Call(Stream):
         self.held = 0  # its wire size, held against the connection window until the handler runs
         self.requests: Requests | None = None  # the messages of a streaming request
         self.task: asyncio.Task[None] | None = None
+        self.runner: Any = None  # what the task runs, and the answer it sends (see _spawn)
+        self.answer: bytes | None = None
         self.started = False  # the handler runs, or waits for a place among the calls in flight
+        self.in_flight = False  # the handler's task holds a place among them
         self.headers_sent = False
         self.finished = False
 
@@ -328,24 +331,37 @@ class Call(Stream):
         self._cancel()
 
     def _cancel(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            if self.in_flight:  # a task cancelled before its first step never runs its finally
+                task.add_done_callback(self._release)
 
     # == running the handler ===================================================================
-    def _spawn(self, run: Any, *args: Any) -> None:
-        """Runs ``run(*args)`` as the call's task, as soon as the connection has a place among its
-        calls in flight."""
+    def _spawn(self, run: Any, answer: bytes | None = None) -> None:
+        """Runs ``run`` (with the ``answer`` of an inline handler) as the call's task, as soon as the
+        connection has a place among its calls in flight."""
         self.started = True
-        connection = self.connection
+        self.runner = run
+        self.answer = answer
+        self.connection.run_call(self)
 
-        def start() -> None:
-            if self.finished:  # reset while it waited
-                connection.call_ended()
-                return
-            self.task = task = connection.loop.create_task(run(*args))
-            task.add_done_callback(_call_ended(connection))
+    def begin(self) -> None:
+        """The call's turn among the connection's calls in flight (see :meth:`_spawn`); the task
+        gives its place back as it ends (:meth:`_release`)."""
+        if self.finished:  # reset while it waited
+            self.connection.call_ended()
+            return
+        self.in_flight = True
+        run = self.runner
+        coroutine = run() if self.answer is None else run(self.answer)
+        self.task = self.connection.loop.create_task(coroutine)
 
-        connection.run_call(start)
+    def _release(self, _: object = None) -> None:
+        """The handler's place among the calls in flight is free (once, however it ended)."""
+        if self.in_flight:
+            self.in_flight = False
+            self.connection.call_ended()
 
     def _handed_on(self) -> bytes | None:
         """The unary request, now that its handler takes it: its bytes no longer count as held."""
@@ -372,21 +388,24 @@ class Call(Stream):
             self._spawn(self._run, response)
 
     async def _intercepted(self) -> None:
-        details = CallDetails(self.method, self.invocation_metadata())
         try:
-            self.handler = await self.server.intercepted(details)
-        except asyncio.CancelledError:
-            return
-        except Exception as error:
-            log.exception("gRPC interceptor of %s failed", self.method)
-            self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
-            return
-        if self.handler is None:
-            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
-            return
-        if not self.handler.request_streaming:
-            self.handler = _UnaryFromQueue(self.handler)
-        await self._run()
+            details = CallDetails(self.method, self.invocation_metadata())
+            try:
+                self.handler = await self.server.intercepted(details)
+            except asyncio.CancelledError:
+                return
+            except Exception as error:
+                log.exception("gRPC interceptor of %s failed", self.method)
+                self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
+                return
+            if self.handler is None:
+                self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
+                return
+            if not self.handler.request_streaming:
+                self.handler = _UnaryFromQueue(self.handler)
+            await self._run()
+        finally:
+            self._release()
 
     async def _run(self, answer: bytes | None = None) -> None:
         """Runs the handler, or (``answer``) sends the serialized answer of one that ran inline."""
@@ -438,6 +457,7 @@ class Call(Stream):
             self.finish(grpc.StatusCode.OK, "")
         finally:
             self.task = None
+            self._release()
 
     @staticmethod
     def _unary_request(handler: Any, data: bytes | None) -> Any:
@@ -533,13 +553,6 @@ class Call(Stream):
 
     def time_remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-
-def _call_ended(connection: Http2Connection) -> Any:
-    def ended(_: asyncio.Task[None]) -> None:
-        connection.call_ended()
-
-    return ended
 
 
 class RequestStream:

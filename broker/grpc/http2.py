@@ -45,6 +45,7 @@ from broker.protocol.http2 import (
 )
 
 if TYPE_CHECKING:
+    from broker.grpc.calls import Call
     from broker.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class Http2Connection(asyncio.Protocol):
         self.turn_scheduled = False  # frames wait for the next loop turn
         self.running = 0  # handlers in flight
         self.queued_messages = 0  # request messages waiting for their handlers (broker.grpc.calls)
-        self.waiting: deque[Callable[[], None]] = deque()  # handlers that wait for one to end
+        self.waiting: deque[Call] = deque()  # calls whose handlers wait for one to end
         self.last_activity = self.loop.time()
         self.idle_timer: asyncio.TimerHandle | None = None
         self.closed = False
@@ -182,17 +183,20 @@ class Http2Connection(asyncio.Protocol):
         h2 = self.h2
         began = now = self.loop.time()
         frames = 0
-        while frames < FRAMES_PER_TURN and now - began < TURN_SECONDS and h2.has_frame():
+        more = h2.has_frame()
+        while more and frames < FRAMES_PER_TURN and now - began < TURN_SECONDS:
             frames += FRAMES_PER_BATCH
             if not self._handle(h2.events(now, FRAMES_PER_BATCH)):
                 return
-            now = self.loop.time()
+            more = h2.has_frame()
+            if more:
+                now = self.loop.time()
         if h2.windows_opened:
             h2.windows_opened = False
             if self.window_waiters:
                 self._wake(None)
         self.flush()
-        if h2.has_frame():
+        if more:
             self._reading(False)
             self._next_turn()
         elif self.writable is None or self.writable.done():
@@ -240,8 +244,10 @@ class Http2Connection(asyncio.Protocol):
 
     def consumed(self, size: int) -> None:
         """``size`` received bytes are no longer held (see :meth:`ServerConnection.acknowledge`)."""
-        self.h2.acknowledge(size)
-        self._schedule_flush()
+        h2 = self.h2
+        h2.acknowledge(size)
+        if h2.outgoing:  # a WINDOW_UPDATE was due
+            self._schedule_flush()
 
     def _check_idle(self) -> None:
         due = self.last_activity + self.limits.idle_timeout
@@ -253,20 +259,21 @@ class Http2Connection(asyncio.Protocol):
             self.idle_timer = self.loop.call_at(due, self._check_idle)
 
     # == calls in flight =======================================================================
-    def run_call(self, start: Callable[[], None]) -> None:
-        """Starts a handler now, or once one of the ``max_calls_in_flight`` running ends; the
-        handler must call :meth:`call_ended` when it does."""
+    def run_call(self, call: Call) -> None:
+        """Begins a call's handler now, or once one of the ``max_calls_in_flight`` running ends; its
+        end must be reported with :meth:`call_ended`."""
         if self.running < self.limits.max_calls_in_flight and not self.waiting:
             self.running += 1
-            start()
+            call.begin()
         else:
-            self.waiting.append(start)
+            self.waiting.append(call)
 
     def call_ended(self) -> None:
+        """A handler ended: its place goes to the next call waiting."""
         self.running -= 1
         while self.waiting and self.running < self.limits.max_calls_in_flight and not self.closed:
             self.running += 1
-            self.waiting.popleft()()
+            self.waiting.popleft().begin()
 
     # == writing ===============================================================================
     def _schedule_flush(self) -> None:

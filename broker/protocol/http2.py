@@ -127,27 +127,30 @@ SETTINGS_ACK: Final = frame(SETTINGS, ACK, 0)
 
 
 class Budget:
-    """A token bucket: ``burst`` frames at once, refilled at ``rate`` a second and by :meth:`earn`."""
+    """A token bucket: ``burst`` frames at once, refilled at ``rate`` a second and by ``per_stream``
+    for each stream opened (counted by the connection, collected when a frame is charged)."""
 
-    __slots__ = ("burst", "rate", "stamp", "tokens")
+    __slots__ = ("burst", "per_stream", "rate", "stamp", "streams", "tokens")
 
-    def __init__(self, burst: int, rate: float) -> None:
+    def __init__(self, burst: int, rate: float, per_stream: int) -> None:
         self.burst = float(burst)
         self.rate = rate
+        self.per_stream = per_stream
         self.tokens = float(burst)
         self.stamp = 0.0
+        self.streams = 0  # the connection's streams opened when this budget last refilled
 
-    def take(self, now: float) -> bool:
-        tokens = self.tokens + (now - self.stamp) * self.rate if now > self.stamp else self.tokens
+    def take(self, now: float, streams: int) -> bool:
+        tokens = self.tokens + (streams - self.streams) * self.per_stream
+        if now > self.stamp:
+            tokens += (now - self.stamp) * self.rate
         self.stamp = now
+        self.streams = streams
         if tokens < 1.0:
             self.tokens = tokens
             return False
         self.tokens = min(tokens, self.burst) - 1.0
         return True
-
-    def earn(self, tokens: int) -> None:
-        self.tokens = min(self.tokens + tokens, self.burst)
 
 
 # the budgets' names, as the GOAWAY's reason gives them
@@ -243,9 +246,9 @@ class ServerConnection:
         self.receive_window = RECEIVE_WINDOW  # what the client may still send on the connection
         self.unacked = 0  # bytes consumed since the last connection WINDOW_UPDATE
         self.windows_opened = False  # a WINDOW_UPDATE or SETTINGS may let waiting DATA go
-        self.budgets = [
-            Budget(limits.control_frame_burst, limits.control_frames_per_second) for _ in _BUDGETED
-        ]
+        burst, rate = limits.control_frame_burst, limits.control_frames_per_second
+        self.budgets = [Budget(burst, rate, limits.control_frames_per_stream) for _ in _BUDGETED]
+        self.streams_opened = 0
         self.outgoing: list[bytes] = []
         self.closing = False  # GOAWAY sent or received: no new streams
         self.ended = False
@@ -337,7 +340,7 @@ class ServerConnection:
             self.pos = 0
 
     def _charge(self, budget: int) -> None:
-        if not self.budgets[budget].take(self.now):
+        if not self.budgets[budget].take(self.now, self.streams_opened):
             raise ConnectionFailure(
                 ENHANCE_YOUR_CALM,
                 f"too many {_BUDGETED[budget]} frames ({self.limits.control_frame_burst} "
@@ -499,9 +502,7 @@ class ServerConnection:
         limit = self.limits.max_concurrent_streams
         if len(self.streams) >= limit:
             raise StreamFailure(stream_id, REFUSED_STREAM, f"over {limit} concurrent streams")
-        earned = self.limits.control_frames_per_stream
-        for budget in self.budgets:
-            budget.earn(earned)
+        self.streams_opened += 1  # the budgets collect what it earns when next charged
         stream = StreamState(stream_id, self.peer_initial_window)
         self.streams[stream_id] = stream
         end_stream = bool(flags & END_STREAM)
