@@ -178,8 +178,8 @@ class Http2Connection(asyncio.Protocol):
         """Handles the frames of one turn, writes what they produced, and reads on only when no
         whole frame is left over and the client reads its answers."""
         self.turn_scheduled = False
-        if self.closed:
-            return
+        if self.closed or (self.writable is not None and not self.writable.done()):
+            return  # resume_writing() brings the next turn
         h2 = self.h2
         began = now = self.loop.time()
         frames = 0
