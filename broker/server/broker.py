@@ -15,11 +15,13 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from broker.acl.auth_store import AuthStore
 from broker.client.remoting_client import Handler
 from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
-from broker.server.acl_hook import make_server
+from broker.protocol.remoting import RemotingCommand
+from broker.server.acl_hook import GuardedServer, make_server
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
@@ -64,8 +66,12 @@ CLIENT_SCAN_SECONDS = 10.0
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, store_config: StoreConfig) -> None:
+    def __init__(
+        self, config: BrokerConfig, store_config: StoreConfig, auth_store: AuthStore | None = None
+    ) -> None:
+        """``auth_store``: the users and ACLs, when a NameServer of the same process shares them."""
         self.config = config
+        self._auth_store = auth_store
         self.store_config = store_config
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
@@ -138,6 +144,17 @@ class Broker:
         """Appends waiting for (or in) the store-writer thread."""
         return self._writes.pending
 
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None:
+        """Why the sender of ``request`` may not read (``publish``: send) messages of ``topic`` (None: it
+        may, or nothing is checked): for requests that pick a stored message by its offset."""
+        server = self.server
+        if not isinstance(server, GuardedServer):
+            return None
+        refused = server.hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
+        return None if refused is None else refused.message
+
     # == store access ==========================================================================
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._reader is not None, "the broker is not started"
@@ -158,7 +175,7 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
-        self.auth = AuthProcessor(self)  # users and ACLs (RocketMQ 5), checked when turned on
+        self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
             self.config,
             self.config.listen_host,

@@ -1,7 +1,9 @@
 """END_TRANSACTION (37): a producer's commit or rollback of a half message.
 
 Java producers send it one-way, so the answer mostly matters to tools and tests; an unknown state
-(NOT_TYPE) is only logged and, like upstream, gets no answer at all.
+(NOT_TYPE) is only logged and, like upstream, gets no answer at all. The half is picked by its CommitLog
+offset, so under access control its sender needs PUB on the half's real topic: the topic the request
+names must be it, and a request naming none (4.x producers) is checked against it here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from broker.protocol.names import real_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 
 if TYPE_CHECKING:
@@ -45,6 +48,16 @@ class EndTransactionProcessor:
                 channel.remote_addr, header.transactionId or header.msgId, source, request.remark,
             )  # fmt: skip
             return None
+        if not header.topic:  # 4.x producers name no topic: the half's own is the one written to
+            half = await self.broker.read(self.broker.store.message_at, header.commitLogOffset)
+            topic = real_topic(half.topic, half.properties) if half is not None else ""
+            refused = (
+                self.broker.topic_refusal(request, channel.remote_addr, topic, publish=True)
+                if topic
+                else None
+            )
+            if refused is not None:
+                return make_response(request, ResponseCode.NO_PERMISSION, refused)
         outcome = await self.broker.transactions.end(header)
         if outcome.code != ResponseCode.SUCCESS:
             log.warning(

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
-from broker.client.trace import TRACE_TOPIC
 from broker.namesrv.config import NamesrvConfig
+from broker.protocol.trace import TRACE_TOPIC
 from broker.server.config import BrokerConfig
 from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
