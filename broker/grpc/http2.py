@@ -130,10 +130,6 @@ class Http2Connection(asyncio.Protocol):
     def streams(self) -> dict[int, StreamState]:
         return self.h2.streams
 
-    @property
-    def closing(self) -> bool:
-        return self.h2.closing
-
     # == asyncio.Protocol ======================================================================
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport
