@@ -6,6 +6,7 @@ another exception; and the fixed answer blocks decode with the reference decoder
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import hpack
 import pytest
@@ -273,7 +274,7 @@ def test_remembered_huffman_decodings_stay_within_their_bytes() -> None:
         assert dict(decoder.decode(block))[name.encode()] == f"{i:08d}".encode() * 4
         held.append(decoder.huffman_bytes)
     assert max(held) <= HUFFMAN_CACHE_BYTES
-    assert any(later < earlier for earlier, later in zip(held, held[1:], strict=False))  # started over
+    assert any(later < earlier for earlier, later in pairwise(held))  # started over
     assert all(len(raw) <= 256 for raw in decoder.huffman)
 
 
