@@ -379,12 +379,12 @@ def _telemetry_commands() -> bytes:
 
 
 def _gzip_bomb() -> bytes:
-    """About 256 KiB of gzip that inflates to 256 MiB (16 times the message limit)."""
-    return gzip.compress(b"\0" * (256 * MiB), 9)
+    """About 64 KiB of gzip that inflates to 64 MiB (4 times the message limit)."""
+    return gzip.compress(b"\0" * (64 * MiB), 9)
 
 
 def _deflate_bomb() -> bytes:
-    return zlib.compress(b"\0" * (256 * MiB), 9)
+    return zlib.compress(b"\0" * (64 * MiB), 9)
 
 
 def _bomb(wbits_name: bytes, body: bytes, method: str) -> Callable[[int], bytes]:
@@ -404,7 +404,7 @@ def _window_zero() -> bytes:
 
 
 class _Lazy:
-    """A bomb made once per process (compressing 256 MiB takes a second)."""
+    """A bomb made once per process (compressing 64 MiB takes a moment)."""
 
     def __init__(self, make: Callable[[], bytes]) -> None:
         self.make = make
