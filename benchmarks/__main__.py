@@ -19,6 +19,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_restart,
     bench_scale,
     bench_spark,
     bench_store,
@@ -39,6 +40,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "grpc": bench_grpc.run,
     "scale": bench_scale.run,
     "timers": bench_timers.run,
+    "restart": bench_restart.run,
 }
 
 
