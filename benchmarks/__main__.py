@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from benchmarks import (
     bench_cli,
+    bench_compaction,
     bench_grpc,
     bench_ha,
     bench_index,
@@ -38,6 +39,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "compaction": bench_compaction.run,
     "scale": bench_scale.run,
     "timers": bench_timers.run,
     "restart": bench_restart.run,

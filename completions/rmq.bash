@@ -129,7 +129,7 @@ __rmq_opts() {
         "spark dlq-report") echo "-h --help --out --format --store --master -n --namesrv --profile --timeout --output -o" ;;
         "spark replay") echo "--dry-run -h --help --parquet --dlq --rate --master -n --namesrv --profile --timeout --output -o" ;;
         "store") echo "-h --help" ;;
-        "store dump") echo "-h --help --topic -t --queue -q --from --limit -n --output -o" ;;
+        "store dump") echo "--compacted -h --help --topic -t --queue -q --from --limit -n --output -o" ;;
         "store info") echo "-h --help --output -o" ;;
         "store lookup") echo "-h --help --msg-id -i --topic -t --key -k --unique-key -u --begin --end --max --output -o" ;;
         "store verify") echo "-h --help --output -o" ;;

@@ -1144,6 +1144,7 @@ complete -c rmq -n '__rmq_at "store"' -f -a 'dump info lookup verify'
 complete -c rmq -n '__rmq_at "store"' -s h
 complete -c rmq -n '__rmq_at "store"' -l help
 complete -c rmq -n '__rmq_at "store dump"' -F
+complete -c rmq -n '__rmq_at "store dump"' -l compacted
 complete -c rmq -n '__rmq_at "store dump"' -s h
 complete -c rmq -n '__rmq_at "store dump"' -l help
 complete -c rmq -n '__rmq_at "store dump"' -l topic -r -f

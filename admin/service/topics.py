@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import TopicKind, topic_kind
-from admin.models.topic_details import ConsumeQueuePage, ConsumeQueueUnit, TopicChange, TopicDescription
+from admin.models.topic_details import (
+    CompactionQueue,
+    ConsumeQueuePage,
+    ConsumeQueueUnit,
+    TopicChange,
+    TopicDescription,
+)
 from admin.models.topics import TopicDeletion, TopicSummary
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
@@ -223,13 +229,27 @@ class TopicOps(ServiceBase):
             gather(self.api.all_topic_config(a) for a in masters.values()),
         )
         held = [table[topic] for table in tables if topic in table]
+        attributes = dict(held[0].attributes) if held else {}
+        compaction: list[CompactionQueue] = []
+        if attributes.get("cleanup.policy") == "COMPACTION":
+            infos = await gather(self.api.runtime_info(a) for a in masters.values())
+            prefix = f"compactionProgress_{topic}_"
+            compaction = [
+                q
+                for name, runtime in zip(masters, infos, strict=True)
+                for key, value in runtime.items()
+                if key.startswith(prefix)
+                and (q := CompactionQueue.parse(name, key[len(prefix) :], value)) is not None
+            ]
+            compaction.sort(key=lambda q: (q.broker_name, q.queue_id))
         return TopicDescription(
             topic=topic,
             kind=topic_kind(topic, system_names(info)),
             route=self._route_view(topic, route),
             status=status,
             groups=sorted({g for gs in groups for g in gs}),
-            attributes=dict(held[0].attributes) if held else {},
+            attributes=attributes,
+            compaction=compaction,
         )
 
     @admin_call

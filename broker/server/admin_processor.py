@@ -82,6 +82,8 @@ RUNTIME_SETTINGS = frozenset(
         "disk_max_used_space_ratio",
         "max_message_size",
         "commit_log_cache_window",
+        "compaction_schedule_interval_ms",
+        "enable_compaction",
     }
 )
 
@@ -369,6 +371,7 @@ class AdminProcessor:
         )
         table.update(broker.schedule.running_stats())
         table.update(broker.timer.running_stats())
+        table.update(broker.store.compaction.running_stats())
         return make_response(request, body=KVTable(table=table).to_json())
 
     def _store_facts(self) -> dict[str, str]:

@@ -78,6 +78,7 @@ class Broker:
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
         self.topics = TopicConfigManager(config, config_dir)
+        self.topics.on_policies = self.store.set_topic_policies
         self.groups = SubscriptionGroupManager(config, config_dir)
         self.offsets = ConsumerOffsetManager(config_dir)
         self.clients = ClientRegistry(

@@ -111,6 +111,15 @@ TOPIC_ATTRIBUTES: dict[str, TopicAttribute] = {
 }
 
 
+CLEANUP_POLICY = "cleanup.policy"
+RESERVE_TIME = "reserve.time"
+QUEUE_TYPE = "queue.type"
+BATCH_CQ_REFUSED = (
+    "queue.type=BatchCQ is not supported: this broker writes SimpleCQ queues only "
+    "(send batches as one message each)"
+)
+
+
 def _check_alter(key: str, value: str | None, initial: bool) -> None:
     """AttributeUtil.validateAlter for one key (already free of "+" and "-"); ``value`` None for a
     removal."""
@@ -121,6 +130,8 @@ def _check_alter(key: str, value: str | None, initial: bool) -> None:
         raise TopicAttributeError(f"attempt to update an unchangeable attribute. key: {key}")
     if value is not None:
         attribute.verify(value)
+        if key == QUEUE_TYPE and value == "BatchCQ":
+            raise TopicAttributeError(BATCH_CQ_REFUSED)
 
 
 def _parse_modification(text: str | None) -> dict[str, str]:
@@ -197,6 +208,16 @@ def perm_string(perm: int) -> str:
     )
 
 
+def is_compaction(config: TopicConfig) -> bool:
+    return (config.attributes or {}).get(CLEANUP_POLICY) == "COMPACTION"
+
+
+def reserve_hours(config: TopicConfig) -> int:
+    """The topic's ``reserve.time`` in hours; -1 (RocketMQ's default) when unset or not a number."""
+    text = (config.attributes or {}).get(RESERVE_TIME, "-1")
+    return int(text) if _JAVA_LONG_RE.match(text) else -1
+
+
 class TopicConfigManager:
     def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
         self.config = config
@@ -207,6 +228,10 @@ class TopicConfigManager:
         self._encoded: dict[str, tuple[TopicConfig, str]] = {}  # name -> (config, its part of the file)
         self._compact: dict[str, tuple[TopicConfig, bytes]] = {}  # name -> (config, its JSON)
         self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
+        # the store's per-topic policies: told at load and whenever one of them changes
+        self.on_policies: Callable[[frozenset[str], dict[str, int]], None] = lambda c, r: None
+        self.compaction_topics: frozenset[str] = frozenset()
+        self.reserve_hours: dict[str, int] = {}
         self._system: set[str] = set(_SYSTEM_TOPICS)
 
     # == life cycle ============================================================================
@@ -221,6 +246,37 @@ class TopicConfigManager:
                 self.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
                 self.data_version = wrapper.dataVersion
         self._create_system_topics()
+        self.refresh_policies()
+
+    def refresh_policies(self) -> None:
+        """Recompute the per-topic policies from the whole table (after it was loaded or replaced)."""
+        for name, cfg in self.table.items():
+            if (cfg.attributes or {}).get(QUEUE_TYPE) == "BatchCQ":
+                log.warning(
+                    "topic %s was saved with queue.type=BatchCQ, unsupported here: SimpleCQ serves it", name
+                )
+        self.compaction_topics = frozenset(name for name, cfg in self.table.items() if is_compaction(cfg))
+        self.reserve_hours = {n: h for n, cfg in self.table.items() if (h := reserve_hours(cfg)) > 0}
+        self.on_policies(self.compaction_topics, self.reserve_hours)
+
+    def _note_policies(self, topic: str, config: TopicConfig | None) -> None:
+        """Keep the per-topic policies in step with one topic's change (O(1) unless one changed)."""
+        compaction = config is not None and is_compaction(config)
+        hours = reserve_hours(config) if config is not None else -1
+        changed = False
+        if compaction != (topic in self.compaction_topics):
+            self.compaction_topics = self.compaction_topics ^ {topic}
+            changed = True
+        if hours != self.reserve_hours.get(topic, -1):
+            reserve = dict(self.reserve_hours)
+            if hours > 0:
+                reserve[topic] = hours
+            else:
+                reserve.pop(topic, None)
+            self.reserve_hours = reserve
+            changed = True
+        if changed:
+            self.on_policies(self.compaction_topics, self.reserve_hours)
 
     def _create_system_topics(self) -> None:
         """The topics TopicConfigManager.init creates; existing ones are kept."""
@@ -335,6 +391,7 @@ class TopicConfigManager:
         for config in changed:
             assert config.topicName
             self.table[config.topicName] = config
+            self._note_policies(config.topicName, config)
         if changed:
             self._changed(changed)
         return changed
@@ -344,6 +401,7 @@ class TopicConfigManager:
         RocketMQ, so no registration follows."""
         if self.table.pop(topic, None) is None:
             return False
+        self._note_policies(topic, None)
         self._changed([])
         return True
 

@@ -56,12 +56,13 @@ class ConsumeQueue:
             root / topic / str(queue_id), units_per_file * UNIT, read_only=read_only, budget=budget
         )
         self.min_logic_offset = 0  # first valid queue offset (bytes / UNIT below it are gone)
+        self.expired_below = 0  # the topic's reserve.time took the units below this offset
         self.max_physic_end = -1  # CommitLog end offset of the last unit
 
     # -- geometry ------------------------------------------------------------------------------
     @property
     def min_offset(self) -> int:
-        return max(self.min_logic_offset, self.files.min_offset // UNIT)
+        return max(self.min_logic_offset, self.files.min_offset // UNIT, self.expired_below)
 
     @property
     def max_offset(self) -> int:
@@ -267,6 +268,14 @@ class ConsumeQueue:
             deleted += 1
         self.correct_min(commitlog_min)
         return deleted
+
+    def expire_before(self, queue_offset: int) -> None:
+        """Serve nothing below ``queue_offset`` any more; files holding only such units go."""
+        self.expired_below = max(self.expired_below, queue_offset)
+        per_file = self.files.file_size // UNIT
+        whole = sum(1 for mf in self.files.files[:-1] if (mf.file_from // UNIT) + per_file <= queue_offset)
+        if whole:
+            self.files.delete_first(whole)
 
     def flush(self) -> None:
         self.files.flush()

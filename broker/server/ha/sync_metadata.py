@@ -113,6 +113,7 @@ class SlaveSynchronize:
         ):
             topics.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
             topics.data_version = wrapper.dataVersion
+            topics.refresh_policies()
             await broker.read(topics.persist)
             broker.registration.trigger()
         groups = broker.groups
