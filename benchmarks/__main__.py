@@ -21,6 +21,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_restart,
     bench_scale,
     bench_spark,
     bench_store,
@@ -43,6 +44,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "compaction": bench_compaction.run,
     "scale": bench_scale.run,
     "timers": bench_timers.run,
+    "restart": bench_restart.run,
 }
 
 
