@@ -48,6 +48,7 @@ COMMANDS = {
     "dlq": "cli.dlq:app",
     "retry": "cli.retry:app",
     "transaction": "cli.transaction:app",
+    "timer": "cli.timer:app",
     "spark": "cli.spark:app",
     "acl": "cli.acl:app",
     "auth": "cli.auth:app",

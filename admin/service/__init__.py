@@ -22,6 +22,7 @@ from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
+from admin.service.timers import TimerOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
 from admin.service.transactions import TransactionOps
@@ -35,6 +36,7 @@ class AdminService(
     GroupOps,
     TraceOps,
     TransactionOps,
+    TimerOps,
     MessageOps,
     NamesrvOps,
     AuthOps,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from broker.acl.settings import SecuritySettings
 from broker.protocol.request_mode import MessageRequestMode
-from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
+from broker.settings import SettingsError, SettingsTarget, camel, parse_overrides, read_settings_file
 from broker.store.config import StoreConfig
 
 DEFAULT_STORE = Path("~/.rmqkit/store").expanduser()
@@ -54,6 +54,7 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     register_name_server_period: int = 30_000
+    compressed_register: bool = False  # every full registration zlib-compressed, not only large ones
     flush_consumer_offset_interval: int = 5000
     flush_delay_offset_interval: int = 10_000
     channel_expired_timeout: int = 120_000
@@ -85,6 +86,13 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     serialize_type: str = "JSON"
     http_port: int = 10914  # Prometheus /metrics, /healthz, /readyz; 0 turns it off
     grpc_port: int = 8081  # RocketMQ 5 gRPC MessagingService; 0 = any free port, -1 = off
+    # what one gRPC connection may make the broker hold or do (docs/grpc.md, "Limits")
+    grpc_client_idle_time_mills: int = 120_000  # a connection silent both ways this long is closed
+    grpc_max_concurrent_streams: int = 256  # announced; more streams get REFUSED_STREAM
+    grpc_max_calls_in_flight: int = 128  # handlers running at once; further calls wait their turn
+    grpc_max_header_list_size: int = 16 * 1024  # announced; a longer request header list ends the connection
+    grpc_control_frame_burst: int = 1000  # PING, SETTINGS, WINDOW_UPDATE, RST_STREAM ... each, at once
+    grpc_control_frames_per_second: int = 100  # and each one's steady rate, beyond 4 per stream opened
 
     @property
     def broker_addr(self) -> str:
@@ -115,6 +123,16 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
                 f"setting defaultMessageRequestMode: {self.default_message_request_mode!r} is not PULL or POP"
             )
         self.default_message_request_mode = self.default_message_request_mode.upper()
+        for key in (
+            "grpc_client_idle_time_mills",
+            "grpc_max_concurrent_streams",
+            "grpc_max_calls_in_flight",
+            "grpc_max_header_list_size",
+            "grpc_control_frame_burst",
+            "grpc_control_frames_per_second",
+        ):
+            if getattr(self, key) < 1:
+                raise SettingsError(f"setting {camel(key)}: {getattr(self, key)} is not a positive number")
         if self.serialize_type.upper() not in ("JSON", "ROCKETMQ"):
             raise SettingsError(f"setting serializeType: {self.serialize_type!r} is not JSON or ROCKETMQ")
 
