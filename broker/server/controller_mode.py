@@ -351,6 +351,7 @@ class ReplicasManager:
                     cfg.broker_addr, cfg.broker_name, epoch, end)  # fmt: skip
 
     async def _to_replica(self, master_addr: str, epoch: int) -> None:
+        await self.broker.become_replica()  # no write from here on, whatever follows
         try:
             ha = await self._client.invoke(
                 master_addr,
@@ -373,7 +374,9 @@ class ReplicasManager:
             log.warning("the new master %s did not say where to replicate from", master_addr)
             return
         theirs = C.EpochEntryCache.from_json(cache.body)
-        await self.broker.become_replica()
+        if not theirs.epochList or theirs.epochList[-1].epoch < epoch:
+            log.info("the new master %s has not begun epoch %d yet", master_addr, epoch)
+            return  # its history is incomplete: the next sync tries again
         client = self.broker.ha_client
         assert client is not None
         await client.stop()  # no bytes of the old master while the log is cut to the new one's
