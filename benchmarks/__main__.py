@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from benchmarks import (
     bench_cli,
+    bench_failover,
     bench_grpc,
     bench_ha,
     bench_index,
@@ -34,6 +35,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "failover": bench_failover.run,
 }
 
 
@@ -46,7 +48,7 @@ def _row(r: Result) -> list[str]:
     base = _num(r.get("baseline_value"))
     target = _num(r.get("target", r.get("limit")))
     ratio = f"{value / base:.2f}" if value is not None and base else ""
-    higher = r.get("unit") != "us"
+    higher = r.get("unit") not in ("us", "s")
     met = "" if target is None or value is None else ("yes" if (value >= target) == higher else "NO")
     if isinstance(r.get("met"), bool):  # a row that judges itself (a median of paired ratios)
         met = "yes" if r["met"] else "NO"
