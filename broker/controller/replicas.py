@@ -18,6 +18,9 @@ from broker.controller.heartbeats import HeartbeatTable
 from broker.controller.state import Event, GroupState, ReplicaState
 from broker.protocol.codes import ResponseCode
 
+MAX_GROUPS = 10_000  # broker groups one controller keeps (peers cannot grow the state without bound)
+MAX_BROKERS_PER_GROUP = 64
+
 
 class Refused(Exception):
     """A request the state does not allow: the RocketMQ response code and why."""
@@ -57,6 +60,15 @@ def apply_broker_id(
         raise Refused(
             ResponseCode.CONTROLLER_BROKER_ID_INVALID,
             f"broker id {broker_id} of {broker_name} belongs to another broker",
+        )
+    if group is None and len(state.groups) >= MAX_GROUPS:
+        raise Refused(
+            ResponseCode.CONTROLLER_INVALID_REQUEST, f"this controller keeps at most {MAX_GROUPS} groups"
+        )
+    if group is not None and len(group.brokers) >= MAX_BROKERS_PER_GROUP:
+        raise Refused(
+            ResponseCode.CONTROLLER_BROKER_ID_INVALID,
+            f"{broker_name} has {MAX_BROKERS_PER_GROUP} brokers already",
         )
     expected = 1 if group is None else group.next_id
     if broker_id != expected:

@@ -155,3 +155,11 @@ def test_the_consistent_point_is_the_end_of_the_last_shared_epoch() -> None:
     assert consistent_point(old_master, new_master, 5000) == 1000
     assert consistent_point(new_master, new_master, 5000) == 5000
     assert consistent_point([Epoch(4, 10)], new_master, 5000) == -1
+
+
+def test_a_group_holds_a_bounded_number_of_brokers() -> None:
+    state = ReplicaState()
+    for i in range(1, R.MAX_BROKERS_PER_GROUP + 1):
+        _apply(state, R.apply_broker_id(state, "c", "g", i, f"h:{i};1"))
+    with pytest.raises(R.Refused):
+        R.apply_broker_id(state, "c", "g", R.MAX_BROKERS_PER_GROUP + 1, "h:0;1")
