@@ -50,8 +50,9 @@ def sync_state_body(group: GroupState) -> bytes:
 
 
 class ControllerProcessor:
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, on_heartbeat: Handler | None = None) -> None:
         self.controller = controller
+        self._on_heartbeat = on_heartbeat  # a NameServer's own heartbeat handler, when sharing its port
 
     def install(self, server: RemotingServer) -> None:
         leader_only: dict[int, AsyncHandler] = {
@@ -65,7 +66,6 @@ class ControllerProcessor:
             RequestCode.CLEAN_BROKER_DATA: self.clean_broker_data,
         }
         anyone: dict[int, AsyncHandler] = {
-            RequestCode.BROKER_HEARTBEAT: self.heartbeat,
             RequestCode.CONTROLLER_GET_METADATA_INFO: self.metadata,
             RequestCode.GET_CONTROLLER_CONFIG: self.get_config,
             RequestCode.UPDATE_CONTROLLER_CONFIG: self.update_config,
@@ -74,6 +74,16 @@ class ControllerProcessor:
             server.register(code, self._guarded(handler, leader=True))
         for code, handler in anyone.items():
             server.register(code, self._guarded(handler, leader=False))
+        beat = self._guarded(self.heartbeat, leader=False)
+        shared = self._on_heartbeat
+
+        async def both(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
+            """On a NameServer's port a heartbeat feeds both; the NameServer answers."""
+            await beat(request, channel)
+            assert shared is not None
+            return await shared(request, channel)
+
+        server.register(RequestCode.BROKER_HEARTBEAT, beat if shared is None else both)
 
     def _guarded(self, handler: AsyncHandler, *, leader: bool) -> Handler:
         async def run(request: RemotingCommand, _channel: RemotingChannel) -> RemotingCommand:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 
+from broker.client.remoting_client import Handler
 from broker.controller import replicas as R
 from broker.controller.config import ControllerConfig
 from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, HeartbeatTable
@@ -23,7 +24,14 @@ log = logging.getLogger(__name__)
 
 
 class Controller:
-    def __init__(self, config: ControllerConfig) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        server: RemotingServer | None = None,
+        on_heartbeat: Handler | None = None,
+    ) -> None:
+        """``server``: serve on that (a NameServer's) server instead of a port of its own; ``on_heartbeat``:
+        its own BROKER_HEARTBEAT handler, still called for every heartbeat."""
         config.validate()
         self.config = config
         self.journal: Journal
@@ -34,8 +42,11 @@ class Controller:
         else:
             self.journal = LocalJournal(config.controller_store_path, config.controller_self_id)
         self.live = HeartbeatTable()
-        self._server = RemotingServer(config.listen_host, config.listen_port)
-        ControllerProcessor(self).install(self._server)
+        self._own_server = server is None
+        self._server = (
+            server if server is not None else RemotingServer(config.listen_host, config.listen_port)
+        )
+        ControllerProcessor(self, on_heartbeat).install(self._server)
         self._scan_task: asyncio.Task[None] | None = None
         self._leading_since: float | None = None
 
@@ -50,7 +61,8 @@ class Controller:
 
     async def start(self) -> None:
         await self.journal.start()
-        await self._server.start()
+        if self._own_server:
+            await self._server.start()
         self.config.listen_port = self._server.port
         self._scan_task = asyncio.create_task(self._scan_loop(), name="controller-scan")
         log.info("controller %s listening on %s", self.config.controller_self_id, self.address)
@@ -60,7 +72,8 @@ class Controller:
             self._scan_task.cancel()
             await asyncio.gather(self._scan_task, return_exceptions=True)
             self._scan_task = None
-        await self._server.stop(1.0)
+        if self._own_server:
+            await self._server.stop(1.0)
         await self.journal.stop()
 
     async def _scan_loop(self) -> None:

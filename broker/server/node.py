@@ -92,12 +92,15 @@ class Node:
 
                 if self.namesrv is not None and not plan.broker.namesrv_addr:
                     plan.broker.namesrv_addr = f"{plan.advertise_host}:{self.namesrv.port}"
+                controller = self.controller or (
+                    self.namesrv.controller if self.namesrv is not None else None
+                )
                 if (
-                    self.controller is not None
+                    controller is not None
                     and plan.broker.enable_controller_mode
                     and not plan.broker.controller_addr
                 ):
-                    plan.broker.controller_addr = self.controller.address
+                    plan.broker.controller_addr = controller.address
                 self.broker = Broker(plan.broker, plan.store, auth_store)
                 await _start("the broker", f"port {plan.broker.listen_port}", self.broker.start())
             if plan.http_port is not None:

@@ -1,5 +1,6 @@
-"""The controller commands against one process holding a NameServer, a controller and a broker in
-controller mode (a group of one, its own master): mqadmin's layouts and `rmq controller`."""
+"""The controller commands against one process holding a NameServer with the controller on its port
+(enableControllerInNamesrv) and a broker in controller mode (a group of one, its own master):
+mqadmin's layouts and `rmq controller`."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     folder = tmp_path_factory.mktemp("controller-node")
     plan = NodePlan(
         namesrv=NamesrvConfig(
-            listen_port=0, kv_config_path=folder / "kv.json", config_store_path=folder / "ns.properties"
+            listen_port=0,
+            kv_config_path=folder / "kv.json",
+            config_store_path=folder / "ns.properties",
+            enable_controller_in_namesrv=True,
+            controller=ControllerConfig(controller_store_path=folder / "controller"),
         ),
-        controller=ControllerConfig(listen_port=0, controller_store_path=folder / "controller"),
         broker=BrokerConfig(
             broker_cluster_name="C1",
             broker_name="broker-c",
@@ -84,8 +88,8 @@ def rmq(node: Node, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Run:
 
 
 def _addrs(node: Node) -> tuple[str, str]:
-    assert node.controller is not None and node.broker is not None
-    return node.controller.address, node.broker.address
+    assert node.namesrv is not None and node.namesrv.controller is not None and node.broker is not None
+    return node.namesrv.controller.address, node.broker.address
 
 
 def test_mqadmin_prints_rocketmqs_layouts(mqadmin: Run, node: Node) -> None:
