@@ -29,6 +29,7 @@ TOPIC = "BenchFailover"
 GROUP = "broker-a"
 HEARTBEAT_TIMEOUT_S = cluster_local.CONTROLLER_MODE_TIMING["controllerHeartBeatTimeoutMills"] / 1000
 TARGET_S = 5.0
+SMALL_STORE = ("mappedFileSizeCommitLog=67108864", "maxHashSlotNum=100000", "maxIndexNum=400000")
 
 
 def _base_port() -> int:
@@ -57,7 +58,7 @@ async def _wait(condition: object, timeout: float = 60.0) -> None:
 
 async def _rounds(tmp: Path, rounds: int) -> list[float]:
     base = _base_port()
-    members = await asyncio.to_thread(cluster_local.start, tmp, 1, 2, base, True, None, 1)
+    members = await asyncio.to_thread(cluster_local.start, tmp, 1, 2, base, True, None, 1, SMALL_STORE)
     api = AdminApi(RemotingClient(connect_timeout=1.0), timeout=2.0)
     controllers = [f"127.0.0.1:{m.port}" for m in members if m.role == "CONTROLLER"]
     producer = Producer("bench-failover", f"127.0.0.1:{base}", retry_times=2)

@@ -50,6 +50,7 @@ class Member:
     log: str
     config: str = ""  # a settings file every member reads (-c), e.g. access control; "" = none
     controllers: str = ""  # controller mode: "id-host:port;..." of every controller
+    settings: tuple[str, ...] = ()  # KEY=VALUE broker settings of `up --set` (brokers only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,8 @@ def broker_args(namesrv: str, member: Member) -> list[str]:
     args += ["--no-http", "--grpc-port", "-1", "--log-level", "INFO"]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
+    for item in member.settings:  # the operator's own settings come last and win
+        args += ["--set", item]
     return args
 
 
@@ -161,6 +164,7 @@ def plan(
     sync: bool,
     config: Path | None = None,
     controllers: int = 0,
+    settings: tuple[str, ...] = (),
 ) -> list[Member]:
     """The processes to start (pids still 0): NameServer, controllers, then each master before its
     slaves (in controller mode every broker of a set starts alike and the controllers pick)."""
@@ -185,7 +189,20 @@ def plan(
             store = directory / name
             log = f"{store}.log"
             members.append(
-                Member(name, role, broker_name, broker_id, port, port + 2, 0, str(store), log, conf, peers)
+                Member(
+                    name,
+                    role,
+                    broker_name,
+                    broker_id,
+                    port,
+                    port + 2,
+                    0,
+                    str(store),
+                    log,
+                    conf,
+                    peers,
+                    settings,
+                )
             )
     return members
 
@@ -194,7 +211,7 @@ def read_state(directory: Path) -> list[Member]:
     path = directory / STATE_FILE
     try:
         data = json.loads(path.read_text())
-        return [Member(**m) for m in data["members"]]
+        return [Member(**{**m, "settings": tuple(m.get("settings", ()))}) for m in data["members"]]
     except FileNotFoundError:
         raise NotFound(f"no local cluster in {directory} ({STATE_FILE} not found)") from None
     except (ValueError, KeyError, TypeError) as exc:
@@ -209,6 +226,7 @@ def start(
     sync: bool,
     config: Path | None = None,
     controllers: int = 0,
+    settings: tuple[str, ...] = (),
 ) -> list[Member]:
     """Start every process, wait until each listens, and write the state file."""
     if masters < 1 or slaves < 0:
@@ -220,7 +238,10 @@ def start(
     directory.mkdir(parents=True, exist_ok=True)
     if config is not None and not config.expanduser().is_file():
         raise BadInput(f"--config {config}: no such file")
-    members = plan(directory, masters, slaves, base_port, sync, config, controllers)
+    bad = [item for item in settings if "=" not in item]
+    if bad:
+        raise BadInput(f"--set {bad[0]!r}: expected KEY=VALUE")
+    members = plan(directory, masters, slaves, base_port, sync, config, controllers, tuple(settings))
     busy = [m.port for m in members if _listening(m.port)]
     if busy:
         raise BadInput(f"port(s) {', '.join(map(str, busy))} already in use; choose another --base-port")
@@ -344,11 +365,24 @@ def up(
             help="1 or 3: controller mode, where controllers elect each set's master (automatic failover).",
         ),
     ] = 0,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="A setting of every broker (repeatable)."),
+    ] = None,
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Start a local master/slave cluster: one NameServer and a process per broker."""
     states = status(
-        start(directory.expanduser(), masters, slaves_per_master, base_port, sync, config, controllers)
+        start(
+            directory.expanduser(),
+            masters,
+            slaves_per_master,
+            base_port,
+            sync,
+            config,
+            controllers,
+            tuple(set_ or ()),
+        )
     )
     emit(output, states, lambda: _table(states))
 

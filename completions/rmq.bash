@@ -73,7 +73,7 @@ __rmq_opts() {
         "cluster metrics") echo "-h --help -c --cluster -f --file -n --namesrv --profile --timeout --output -o" ;;
         "cluster ps") echo "-h --help --dir --output -o" ;;
         "cluster status") echo "-h --help -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
-        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port -c --config --controllers --output -o" ;;
+        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port -c --config --controllers --set --output -o" ;;
         "completion") echo "-h --help" ;;
         "completion install") echo "-h --help" ;;
         "completion show") echo "-h --help" ;;
@@ -551,6 +551,7 @@ __rmq_kind() {
         "cluster up|-c") echo "@files" ;;
         "cluster up|--config") echo "@files" ;;
         "cluster up|--controllers") echo "-" ;;
+        "cluster up|--set") echo "-" ;;
         "cluster up|--output") echo "table json text" ;;
         "cluster up|-o") echo "table json text" ;;
         "controller|--port") echo "-" ;;

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli import cluster_local
-from tests.controller.test_failover import _free_base_port
+from tests.controller.test_failover import SMALL_STORE, _free_base_port
 from tests.peers import install
 from tests.peers.runner import run_alions_consumer, start_driver
 
@@ -39,7 +39,7 @@ def test_cpp_producer_survives_a_killed_master_and_ali_ons_reads_every_acknowled
     install.ensure_cpp_client()
     install.ensure_ali_ons()
     base = _free_base_port()
-    members = cluster_local.start(tmp_path, 1, 2, base, True, None, 1)
+    members = cluster_local.start(tmp_path, 1, 2, base, True, None, 1, SMALL_STORE)
     namesrv = f"127.0.0.1:{base}"
     try:
         args = [
