@@ -22,6 +22,7 @@ from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
+from admin.service.timers import TimerOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
 
@@ -32,6 +33,7 @@ class AdminService(
     TopicOps,
     GroupOps,
     TraceOps,
+    TimerOps,
     MessageOps,
     NamesrvOps,
     AuthOps,
