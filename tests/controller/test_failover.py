@@ -63,7 +63,7 @@ def _bindable(port: int) -> bool:
     return True
 
 
-async def _until(condition: object, what: str, timeout: float = 30.0) -> None:
+async def _until(condition: object, what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not await _check(condition):
         if time.monotonic() > deadline:
@@ -240,7 +240,7 @@ async def _master_is_not(cluster: _Cluster, old: str) -> bool:
 
 
 def test_master_killed_twice_and_stopped_once_loses_no_acknowledged_message(tmp_path: Path) -> None:
-    figures = asyncio.run(asyncio.wait_for(_kill_rounds(tmp_path), 150))
+    figures = asyncio.run(asyncio.wait_for(_kill_rounds(tmp_path), 240))
     acked: dict[str, str] = figures["acked"]  # type: ignore[assignment]
     print(f"failover (kill -> first acknowledged write on the new master): {figures['failovers']} s")
     assert figures["fenced"] in (ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_BUSY)
@@ -284,5 +284,5 @@ async def _controller_losses(tmp: Path) -> dict[str, object]:
 
 
 def test_three_controllers_survive_a_dead_leader_but_not_a_lost_majority(tmp_path: Path) -> None:
-    figures = asyncio.run(asyncio.wait_for(_controller_losses(tmp_path), 120))
+    figures = asyncio.run(asyncio.wait_for(_controller_losses(tmp_path), 180))
     assert figures["last_is_master"] is False
