@@ -3,7 +3,11 @@ under synchronous sends, its master killed, stopped and brought back.
 
 Acknowledged means SEND_OK with allAckInSyncStateSet: every acknowledged message must be in every
 replica's CommitLog at the offset its MessageId names once they caught up, and the replicas'
-CommitLogs end byte-identical.
+CommitLogs end byte-identical. The brokers run with the settings `rmq cluster up --controllers` gives
+(cluster_local.CONTROLLER_MODE_TIMING): enableControllerMode with controllerAddr naming the
+controllers, allAckInSyncStateSet, controllerHeartBeatTimeoutMills 3000 (what the elections here wait
+for) and haMaxTimeSlaveNotCatchup 5000 (how long a connected replica may lag before it leaves the
+SyncStateSet; a restarted one joins once it caught up).
 """
 
 from __future__ import annotations
