@@ -17,6 +17,7 @@ from benchmarks import (
     bench_attacks,
     bench_cli,
     bench_compaction,
+    bench_failover,
     bench_grpc,
     bench_ha,
     bench_index,
@@ -45,6 +46,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "scale": bench_scale.run,
     "timers": bench_timers.run,
     "restart": bench_restart.run,
+    "failover": bench_failover.run,
 }
 
 

@@ -41,6 +41,7 @@ COMMANDS = {
     "namesrv": "cli.namesrv_kv:app",
     "broker": "cli.broker_cmd:app",
     "cluster": "cli.cluster:app",
+    "controller": "cli.controller:app",
     "topic": "cli.topic:app",
     "group": "cli.group:app",
     "metadata": "cli.metadata:app",

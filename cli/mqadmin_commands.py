@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from admin import render_mqadmin as R
 from admin.errors import BadInput, NotFound
-from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_trace
+from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_controller, mqadmin_trace
 from cli.mqadmin_args import (
     Command,
     Handler,
@@ -1016,6 +1016,7 @@ COMMANDS = (
     + mqadmin_trace.COMMANDS
     + mqadmin_broker_ops.COMMANDS
     + mqadmin_auth.COMMANDS
+    + mqadmin_controller.COMMANDS
 )
 _BY_NAME = {c.name.lower(): c for c in COMMANDS}
 

@@ -16,6 +16,7 @@ from admin.service.acl import AclOps
 from admin.service.auth import AuthOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
+from admin.service.controller import ControllerOps
 from admin.service.dlq import DlqOps
 from admin.service.groups import GroupOps
 from admin.service.maintenance import MaintenanceOps
@@ -42,6 +43,7 @@ class AdminService(
     AuthOps,
     AclOps,
     MaintenanceOps,
+    ControllerOps,
 ):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 

@@ -43,6 +43,14 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
     ha_verify_window_bytes: int = 1024 * 1024  # resent on connect so a diverged slave notices
     slave_read_enable: bool = False
+    # controller mode: the controller picks the master of the group and its broker ids
+    enable_controller_mode: bool = False
+    controller_addr: str = ""  # every controller, "host:port;host:port"
+    controller_heart_beat_timeout_mills: int = 10_000  # the controller elects after this much silence
+    broker_heartbeat_interval: int = 1000  # ms between heartbeats to every controller
+    sync_broker_metadata_period: int = 1000  # ms between asking the controller for the group's master
+    all_ack_in_sync_state_set: bool = False  # a send is acknowledged once every in-sync replica has it
+    ha_max_time_slave_not_catchup: int = 15_000  # ms a replica may lag before it leaves the SyncStateSet
     slave_read_threshold_bytes: int = 0  # a pull further behind goes to the slave; 0 = 40% of RAM
     slave_sync_interval_ms: int = 10_000  # metadata sync master -> slave (SlaveSynchronize)
     default_topic_queue_nums: int = 8
@@ -104,6 +112,10 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
         return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_listen_port}"
 
     @property
+    def controller_addrs(self) -> list[str]:
+        return [a.strip() for a in self.controller_addr.replace(",", ";").split(";") if a.strip()]
+
+    @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
 
@@ -113,6 +125,8 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
                 f"setting brokerRole: {self.broker_role!r} is not one of {', '.join(BROKER_ROLES)}"
             )
         self.broker_role = self.broker_role.upper()
+        if self.enable_controller_mode and not self.controller_addrs:
+            raise SettingsError("setting enableControllerMode: controllerAddr names no controller")
         if not 0 <= self.broker_permission <= 7:
             raise SettingsError(f"setting brokerPermission: {self.broker_permission} is not within 0..7")
         self.validate_security()

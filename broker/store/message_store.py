@@ -699,6 +699,23 @@ class MessageStore:
             self._replica_end = min(self._replica_end, offset)
         return cut
 
+    def promote(self) -> int:
+        """A replica becomes the writer (controller mode): a record cut short at the tail goes, the next
+        queue offsets come from the queues; returns where the CommitLog ends."""
+        with self._write_lock:
+            if 0 <= self._replica_end < self.commitlog.max_offset:
+                self.commitlog.truncate(self._replica_end)
+            self._queue_offsets = {key: cq.max_offset for key, cq in self.queues.queues.items()}
+            self.replica = False
+            self._replica_end = -1
+            return self.commitlog.max_offset
+
+    def demote(self) -> None:
+        """The writer becomes a replica: from now on only replicated bytes are appended."""
+        with self._write_lock:
+            self.replica = True
+            self._replica_end = -1
+
     # == flushing and housekeeping =============================================================
     def _flush_commitlog(self) -> int:
         """Flush the CommitLog, then take what fell ``commitLogCacheWindow`` behind the flushed

@@ -80,6 +80,11 @@ ELSEWHERE: dict[str, str] = {
     "timerMaxDelaySec": "tests/features/test_timer.py",
     "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
     "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
+    "enableControllerMode": "tests/controller/test_commands.py",
+    "controllerAddr": "tests/controller/test_failover.py",
+    "allAckInSyncStateSet": "tests/controller/test_failover.py",
+    "controllerHeartBeatTimeoutMills": "tests/controller/test_failover.py",
+    "haMaxTimeSlaveNotCatchup": "tests/controller/test_failover.py",
 }
 # where a file proves a setting without naming it: what it uses instead
 EVIDENCE = {"fileReservedTime": "_age_files"}  # files older than the default 72 hours go
