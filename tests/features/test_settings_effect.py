@@ -79,6 +79,7 @@ ELSEWHERE: dict[str, str] = {
     "recallMessageEnable": "tests/grpc/test_recall.py",
     "timerMaxDelaySec": "tests/features/test_timer.py",
     "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
+    "transactionCheckMax": "tests/cli_online/test_transactions.py",
     "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
     "enableControllerMode": "tests/controller/test_commands.py",
     "controllerAddr": "tests/controller/test_failover.py",
