@@ -52,11 +52,11 @@ from broker.client.admin_api import AdminApi
 from broker.client.consumer_base import ConsumeFrom
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import SendStatus
-from broker.client.remoting_client import RemotingClient
 from broker.client.simple_consumer import SimpleConsumer
 from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
-from broker.server.transport import install_uvloop
+from broker.remoting.client import RemotingClient
+from broker.remoting.server import install_uvloop
 
 Result = dict[str, object]
 _RMQ = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"

@@ -73,8 +73,8 @@ def _namesrv_config(
 
 
 def _run(plan: NodePlan, banner: list[str], after_start: Callable[[Node], None] | None = None) -> None:
+    from broker.remoting.server import install_uvloop
     from broker.server.node import Node, NodeStartError, run_until_signal
-    from broker.server.transport import install_uvloop
     from broker.store.errors import StoreError
 
     install_uvloop()

@@ -23,14 +23,10 @@ from admin.bench.sdk_load import SdkLoad
 from admin.bench.stats import Rates, Recorder
 from admin.errors import AdminError, BadInput, ConnectFailed, OperationFailed, Timeout
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.client.remoting_client import (
-    RemotingClient,
-    RemotingConnectError,
-    RemotingError,
-    RemotingTimeoutError,
-)
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
 from broker.protocol.codes import ResponseCode
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 OnTick = Callable[[str, Rates], None]
 """Called once a second with the phase ("broker", "sdk" or "baseline") and the last second's rates."""
@@ -143,7 +139,7 @@ def bench_consume(opts: BenchOptions, on_tick: OnTick) -> BenchResult:
 
 
 def _run_loop(coro: Awaitable[BenchResult]) -> BenchResult:
-    from broker.server.transport import install_uvloop
+    from broker.remoting.server import install_uvloop
 
     async def main() -> BenchResult:
         with _admin_errors():

@@ -19,8 +19,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from broker.client.remoting_client import wake
 from broker.grpc.hpack_codec import Header, HeaderDecoder, HpackError
+from broker.remoting.channel import wake
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
-from broker.client.remoting_client import RemotingChannel
 from broker.grpc import convert
 from broker.grpc.acl_interceptor import server_setup
 from broker.grpc.calls import NativeGrpcServer
@@ -57,6 +56,7 @@ from broker.protocol.message import (
     decode_record,
 )
 from broker.protocol.remoting import RemotingCommand, make_request
+from broker.remoting.channel import RemotingChannel
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_type import TopicMessageType, topic_message_type
 from broker.server.pop_processor import PopRejected, check_consume

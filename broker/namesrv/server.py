@@ -8,12 +8,12 @@ import asyncio
 import contextlib
 import logging
 
-from broker.client.remoting_client import RemotingChannel
+from broker.acl.remoting_hook import make_server
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.kv_config import KVConfigManager
 from broker.namesrv.processor import NamesrvProcessor
 from broker.namesrv.route_table import RouteTable
-from broker.server.acl_hook import make_server
+from broker.remoting.channel import RemotingChannel
 
 log = logging.getLogger(__name__)
 

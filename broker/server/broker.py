@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from broker.client.remoting_client import Handler
+from broker.acl.remoting_hook import make_server
 from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
-from broker.server.acl_hook import make_server
+from broker.remoting.channel import Handler
+from broker.remoting.server import RemotingServer
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
@@ -49,7 +50,6 @@ from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
-from broker.server.transport import RemotingServer
 from broker.server.write_bursts import FlushWaits, WriteBursts
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, RecoveryReport
@@ -159,7 +159,7 @@ class Broker:
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
         self.auth = AuthProcessor(self)  # users and ACLs (RocketMQ 5), checked when turned on
-        self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
+        self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
             self.config.listen_host,
             self.config.listen_port,

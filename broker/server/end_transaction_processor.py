@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     BoundaryType,
@@ -19,6 +18,7 @@ from broker.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.header_limits import range_problem
 from broker.store.consume_queue import Boundary
 

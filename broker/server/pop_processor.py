@@ -15,7 +15,6 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import RecordError, with_added_property
@@ -30,6 +29,7 @@ from broker.protocol.pop import (
     Receipt,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.pop_service import AckStatus, InitMode, Popped
 from broker.server.pull_processor import tag_filter_of
 from broker.server.subscription_group import group_name_problem

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import SubscriptionData
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.ha.read_policy import slave_refuses_reads, suggest_broker_id
 from broker.server.header_limits import range_problem
 from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of

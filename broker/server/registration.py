@@ -12,7 +12,6 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol.bodies import (
     RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
@@ -26,6 +25,8 @@ from broker.protocol.headers import (
 )
 from broker.protocol.message import body_crc
 from broker.protocol.remoting import make_request
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 from broker.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)

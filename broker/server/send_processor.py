@@ -14,7 +14,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from broker.client.remoting_client import Handler
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig, TopicFilterType
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -34,6 +33,7 @@ from broker.protocol.message import (
 from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler
 from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
 from broker.server.header_limits import range_problem

@@ -55,7 +55,7 @@ from broker.store.dispatch import TIMER_TOPIC
 from broker.store.message_store import PutMessage
 
 if TYPE_CHECKING:
-    from broker.client.remoting_client import Handler, RemotingChannel
+    from broker.remoting.channel import Handler, RemotingChannel
     from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)

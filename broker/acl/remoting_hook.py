@@ -1,4 +1,4 @@
-"""Where servers meet access control: a remoting server whose handlers are checked before they run,
+"""Where servers meet access control: the remoting hooks that check requests before their handlers run,
 and the 4.x ACL management codes (the broker rewrites its ACL file; the NameServer's is edited locally).
 
 With neither ``aclEnable`` nor ``authenticationEnabled``/``authorizationEnabled`` on, :func:`make_server`
@@ -26,10 +26,11 @@ from broker.acl.checker import AclChecker, Refusal
 from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAccount, account_from_doc
 from broker.acl.permissions import ADMIN_CODES, AclCode, needs_of
 from broker.acl.settings import SecuritySettings
-from broker.client.remoting_client import Handler, RemotingChannel
-from broker.protocol.codes import ResponseCode, name_of
+from broker.protocol.codes import ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.hooks import GuardedServer, Hook
+from broker.remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +48,6 @@ def remoting_verifier(request: RemotingCommand) -> Callable[[str], bool]:
         return signer.same(expected, given)
 
     return verify
-
-
-class Hook:
-    """Runs a handler only when :meth:`refusal` finds nothing wrong with the request."""
-
-    def refusal(self, request: RemotingCommand, remote_addr: str) -> Refusal | None:
-        raise NotImplementedError
-
-    def guard(self, handler: Handler) -> Handler:
-        async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
-            refused = self.refusal(request, channel.remote_addr)
-            if refused is None:
-                return await handler(request, channel)
-            log.warning("refused %s from %s: %s", name_of(request.code), channel.remote_addr, refused.message)
-            return make_response(request, ResponseCode.NO_PERMISSION, refused.message)
-
-        return run
 
 
 class AclHook(Hook):
@@ -99,17 +83,6 @@ class AuthHook(Hook):
             needs=remoting_needs(request, self.checker.cluster()),
             codes=(str(request.code),),
         )
-
-
-class GuardedServer(RemotingServer):
-    """A remoting server that checks every request before its handler runs."""
-
-    def __init__(self, hook: Hook, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.hook = hook
-
-    def register(self, code: int, handler: Handler) -> None:
-        super().register(code, self.hook.guard(handler))
 
 
 def make_server(

@@ -1,0 +1,102 @@
+"""The layers of docs/architecture.md, checked on the import graph of the sources.
+
+Every import counts: at module level, inside functions and under ``TYPE_CHECKING``, because each one
+is an arrow a later change can turn into a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("broker", "admin", "cli")
+
+# importer package -> packages it must never import
+FORBIDDEN = {
+    "broker.protocol": (
+        "broker.remoting",
+        "broker.client",
+        "broker.server",
+        "broker.namesrv",
+        "broker.grpc",
+        "broker.acl",
+        "broker.store",
+        "admin",
+        "cli",
+    ),
+    "broker.store": ("broker.remoting", "broker.client", "broker.server", "broker.namesrv", "broker.grpc"),
+    "broker.remoting": ("broker.client", "broker.server", "broker.namesrv", "broker.grpc", "broker.acl"),
+    "broker.acl": ("broker.client", "broker.server", "broker.namesrv", "broker.grpc"),
+    "broker.server": ("broker.client", "admin", "cli"),
+    "broker.namesrv": ("broker.client", "broker.server", "broker.grpc", "admin", "cli"),
+    "broker.grpc": ("broker.client", "admin", "cli"),
+    "broker.client": ("broker.server", "broker.namesrv", "broker.grpc", "admin", "cli"),
+    "admin": ("cli",),
+}
+
+
+def module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imported(tree: ast.AST, importer: str, is_package: bool) -> Iterator[str]:
+    package = importer if is_package else importer.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield sub if _is_module(sub) else base
+
+
+@cache
+def graph() -> dict[str, frozenset[str]]:
+    """Project module -> the project modules it imports."""
+    edges: dict[str, frozenset[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = module_of(path)
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            targets = _imported(tree, name, path.name == "__init__.py")
+            edges[name] = frozenset(t for t in targets if t.split(".")[0] in PACKAGES and t != name)
+    return edges
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_graph_sees_imports() -> None:
+    """The walk itself finds what it must: a module-level, a relative-free from-import and a lazy one."""
+    edges = graph()
+    assert "broker.remoting.channel" in edges["broker.remoting.server"]
+    assert "broker.protocol.remoting" in edges["broker.remoting.channel"]
+
+
+@pytest.mark.parametrize("importer", sorted(FORBIDDEN))
+def test_no_forbidden_arrow(importer: str) -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph().items()
+        if _within(module, importer)
+        for target in targets
+        for banned in FORBIDDEN[importer]
+        if _within(target, banned)
+    )
+    assert not wrong, "imports that point up or sideways:\n" + "\n".join(wrong)
