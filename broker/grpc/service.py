@@ -55,12 +55,11 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
-from broker.protocol.remoting import RemotingCommand, make_request
+from broker.protocol.remoting import RemotingCommand
 from broker.remoting.channel import RemotingChannel
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_type import TopicMessageType, topic_message_type
-from broker.server.pop_processor import PopRejected, check_consume
-from broker.server.pull_processor import tag_filter_of
+from broker.server.messaging import ConsumeRejected, PullQuery, caught_up, tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
@@ -326,12 +325,10 @@ class MessagingService:
         problem = topic_name_problem(name)
         if problem:
             raise GrpcError(Code.ILLEGAL_TOPIC, problem)
-        topics = self.broker.topics
-        config = topics.get(name)
-        if config is None and create and self.broker.config.auto_create_topic_enable:
-            config = topics.create_from_template(
-                name, DEFAULT_TOPIC, self.broker.config.default_topic_queue_nums
-            )
+        config = self.broker.topics.get(name)
+        if config is None and create:  # QueryRoute creates a topic as a send to it would
+            cfg = self.broker.config
+            config = self.broker.messaging.send_topic(name, DEFAULT_TOPIC, cfg.default_topic_queue_nums)
         if config is None:
             raise GrpcError(Code.TOPIC_NOT_FOUND, f"topic {name} does not exist")
         return config
@@ -375,8 +372,8 @@ class MessagingService:
         group = self._group(request.group.name)
         config = self._topic(request.topic.name)
         try:
-            check_consume(self.broker, group, config.topicName)
-        except PopRejected as exc:
+            self.broker.messaging.check_consume(group, config.topicName)
+        except ConsumeRejected as exc:
             raise rejected(exc) from None
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         response = PB.QueryAssignmentResponse(status=status())
@@ -508,8 +505,7 @@ class MessagingService:
             fromTransactionCheck=request.source == 2,
             transactionId=tx,
         )
-        remoting = make_request(RequestCode.END_TRANSACTION, header)
-        answer = await self._handler(RequestCode.END_TRANSACTION)(remoting, _as_remoting(session.channel))
+        answer = await self.broker.messaging.end_transaction(header, session.channel.remote_addr)
         if answer is not None and answer.code != ResponseCode.SUCCESS:
             raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
         return PB.EndTransactionResponse(status=status())
@@ -533,39 +529,21 @@ class MessagingService:
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
         try:
-            check_consume(self.broker, group, topic)
-        except PopRejected as exc:
+            self.broker.messaging.check_consume(group, topic)
+        except ConsumeRejected as exc:
             raise rejected(exc) from None
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
         record_filter = pop_record_filter(self.broker, request.filter_expression)
         tag_filter = None if record_filter else tag_filter_of(request.filter_expression.expression or "*")
         batch = max(1, min(request.batch_size or MAX_BATCH, MAX_BATCH))
-        store = self.broker.store
-        result = await self.broker.read(
-            lambda: store.get_messages(
-                topic, queue_id, request.offset, batch, tag_filter=tag_filter, record_filter=record_filter
-            )
+        query = PullQuery(topic, queue_id, request.offset, batch, None, tag_filter, record_filter)
+        polling = min(convert.duration_ms(request.long_polling_timeout), MAX_LONG_POLLING_MS)
+        core = self.broker.messaging
+        result = await core.pull(
+            query, within_deadline(polling / 1000, context), lambda r: caught_up(r, request.offset)
         )
-        if not result.records:
-            polling = min(convert.duration_ms(request.long_polling_timeout), MAX_LONG_POLLING_MS)
-            wait = within_deadline(polling / 1000, context)
-            if wait > 0 and result.next_begin_offset == request.offset:
-                await self.broker.holds.hold(
-                    topic, queue_id, request.offset, wait, tag_filter,
-                    lambda: self.broker.read(store.max_offset, topic, queue_id),
-                )  # fmt: skip
-                result = await self.broker.read(
-                    lambda: store.get_messages(
-                        topic,
-                        queue_id,
-                        request.offset,
-                        batch,
-                        tag_filter=tag_filter,
-                        record_filter=record_filter,
-                    )
-                )
-        self.broker.offsets.record_pull(group, topic, queue_id, result.next_begin_offset)
+        core.record_pull(group, topic, queue_id, result.next_begin_offset)
         if result.records:
             await context.write(PB.PullMessageResponse(status=status()))
             for raw in result.records:
@@ -585,14 +563,14 @@ class MessagingService:
         topic, queue_id = self._message_queue(request.message_queue)
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
-        self.broker.offsets.commit(group, topic, queue_id, request.offset)
+        self.broker.messaging.commit_offset(group, topic, queue_id, request.offset)
         return PB.UpdateOffsetResponse(status=status())
 
     def get_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
-        offset = self.broker.offsets.query(group, topic, queue_id)
+        offset = self.broker.messaging.committed_offset(group, topic, queue_id)
         if offset < 0:
             raise GrpcError(
                 Code.OFFSET_NOT_FOUND, f"group {group} has no offset for {topic} queue {queue_id}"
@@ -602,17 +580,16 @@ class MessagingService:
     async def query_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         topic, queue_id = self._message_queue(request.message_queue)
-        store = self.broker.store
+        core = self.broker.messaging
         policy = request.query_offset_policy
         if policy == 0:
-            offset = await self.broker.read(store.min_offset, topic, queue_id)
+            offset = await core.min_offset(topic, queue_id)
         elif policy == 1:
-            offset = await self.broker.read(store.max_offset, topic, queue_id)
+            offset = await core.max_offset(topic, queue_id)
         else:
             if not request.HasField("timestamp"):
                 raise GrpcError(Code.BAD_REQUEST, "the TIMESTAMP policy needs a timestamp")
-            when = convert.timestamp_ms(request.timestamp)
-            offset = await self.broker.read(lambda: store.offset_by_time(topic, queue_id, when))
+            offset = await core.offset_by_time(topic, queue_id, convert.timestamp_ms(request.timestamp))
         return PB.QueryOffsetResponse(status=status(), offset=offset)
 
 

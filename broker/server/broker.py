@@ -37,6 +37,7 @@ from broker.server.instrument import Instrumented
 from broker.server.long_polling import PullHoldService
 from broker.server.maintenance_processor import MaintenanceProcessor
 from broker.server.message_filter import FilterProcessor
+from broker.server.messaging import MessagingCore
 from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
@@ -83,6 +84,7 @@ class Broker:
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics.wrapper)
         self.schedule = ScheduleService(self)
+        self.messaging = MessagingCore(self)  # what remoting's processors and gRPC both call
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
@@ -178,7 +180,7 @@ class Broker:
             ClientProcessor(self),
             AdminProcessor(self),
             MaintenanceProcessor(self),
-            EndTransactionProcessor(self),
+            EndTransactionProcessor(self.messaging),
             FilterProcessor(self),
             PopProcessor(self),
             self.request_modes,

@@ -230,7 +230,6 @@ class SendProcessor:
     def _target(self, header: SendMessageRequestHeader, channel: Sender, batch: bool) -> _Target:
         """Where the message goes, after the send checks."""
         cfg = self.broker.config
-        topics = self.broker.topics
         if cfg.broker_role == "SLAVE":
             raise SendRejected(
                 ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"
@@ -250,13 +249,7 @@ class SendProcessor:
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"batch request does not support retry group or long topic {topic}",
             )
-        config = topics.table.get(topic) or topics.create_from_template(
-            topic, header.defaultTopic, header.defaultTopicQueueNums
-        )
-        if config is None and topic.startswith(RETRY_PREFIX):
-            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
-            if group is not None:
-                config = topics.ensure(topic, group.retryQueueNums)
+        config = self.broker.messaging.send_topic(topic, header.defaultTopic, header.defaultTopicQueueNums)
         if config is None:
             raise SendRejected(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{FAQ}"

@@ -1,0 +1,259 @@
+"""The messaging core: what producers and consumers ask of a broker, whatever protocol they speak
+(the role of RocketMQ 5's MessagingProcessor).
+
+The remoting processors (``*_processor.py``) and the gRPC service (``broker/grpc``) both call it, so a
+rule lives here once: which topic a send may create, who may consume what, how a pull reads, waits
+for new messages and reads again, how offsets are answered, how a transaction ends. The core sees the
+broker through :class:`BrokerParts`, the few parts it names, never the whole ``Broker``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.codes import ResponseCode
+from broker.protocol.headers import EndTransactionRequestHeader
+from broker.protocol.javahash import tags_code
+from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from broker.protocol.names import RETRY_PREFIX
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
+from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
+from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
+from broker.store.message_store import GetResult, MessageStore
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SUB_ALL = "*"
+TagFilter = Callable[[int], bool]
+RecordFilter = Callable[[bytes], bool]
+
+
+class Answer(Protocol):
+    """A result in RocketMQ's terms: a response code and a remark."""
+
+    @property
+    def code(self) -> int: ...
+
+    @property
+    def remark(self) -> str | None: ...
+
+
+class Transactions(Protocol):
+    async def end(self, header: EndTransactionRequestHeader) -> Answer: ...
+
+
+class BrokerParts(Protocol):
+    """The parts of the broker the core uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    @property
+    def transactions(self) -> Transactions: ...
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def read_queue(
+        self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
+    ) -> T: ...
+
+
+class ConsumeRejected(Exception):
+    """A consume request refused with RocketMQ's response code."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def tag_filter_of(expression: str | None) -> TagFilter | None:
+    """The ConsumeQueue test for a TAG expression ("*" or "A || B"); None matches everything."""
+    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
+        return None
+    codes = frozenset(tags_code(tag.strip()) for tag in expression.split("||") if tag.strip())
+    return codes.__contains__
+
+
+@dataclass(frozen=True, slots=True)
+class PullQuery:
+    """Where a pull reads and what it keeps."""
+
+    topic: str
+    queue_id: int
+    offset: int
+    max_nums: int
+    max_bytes: int | None = None
+    tag_filter: TagFilter | None = None
+    record_filter: RecordFilter | None = None
+
+
+def caught_up(result: GetResult, offset: int) -> bool:
+    """Whether a read found nothing past ``offset`` yet (worth waiting for, not an offset to move)."""
+    return not result.records and result.next_begin_offset == offset
+
+
+class MessagingCore:
+    def __init__(self, broker: BrokerParts) -> None:
+        self.broker = broker
+
+    # == topics ================================================================================
+    def send_topic(self, topic: str, default_topic: str, default_queue_nums: int) -> TopicConfig | None:
+        """The topic a producer writes to: its config; else one auto-created from ``default_topic``
+        when the broker allows it; else, for a group's retry topic, one created on first use."""
+        topics = self.broker.topics
+        config = topics.table.get(topic) or topics.create_from_template(
+            topic, default_topic, default_queue_nums
+        )
+        if config is None and topic.startswith(RETRY_PREFIX):
+            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
+            if group is not None:
+                config = topics.ensure(topic, group.retryQueueNums)
+        return config
+
+    def check_consume(self, group: str, topic: str) -> list[int]:
+        """The readable queue ids of ``topic`` for ``group``, or :class:`ConsumeRejected`."""
+        problem = topic_name_problem(topic) or group_name_problem(group)
+        if problem:
+            raise ConsumeRejected(ResponseCode.INVALID_PARAMETER, problem)
+        cfg = self.broker.config
+        if not cfg.broker_permission & PERM_READ:
+            raise ConsumeRejected(
+                ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip1}] peeking message is forbidden"
+            )
+        config = self.broker.topics.get(topic)
+        if config is None:
+            raise ConsumeRejected(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not config.perm & PERM_READ:
+            raise ConsumeRejected(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
+            )
+        group_config = self.broker.groups.find(group)
+        if group_config is None:
+            raise ConsumeRejected(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+            )
+        if not group_config.consumeEnable:
+            raise ConsumeRejected(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        return list(range(config.readQueueNums))
+
+    # == pull ==================================================================================
+    async def read(self, query: PullQuery) -> GetResult:
+        store = self.broker.store
+
+        def get() -> GetResult:
+            return store.get_messages(
+                query.topic,
+                query.queue_id,
+                query.offset,
+                query.max_nums,
+                max_bytes=query.max_bytes,
+                tag_filter=query.tag_filter,
+                record_filter=query.record_filter,
+            )
+
+        return await self.broker.read_queue(query.topic, query.queue_id, query.offset, get)
+
+    async def pull(
+        self, query: PullQuery, hold_seconds: float, worth_waiting: Callable[[GetResult], bool]
+    ) -> GetResult:
+        """Read; when ``worth_waiting`` says the answer has nothing new yet, wait up to
+        ``hold_seconds`` for a message to arrive (RocketMQ's PullRequestHoldService) and read again."""
+        result = await self.read(query)
+        if hold_seconds <= 0 or not worth_waiting(result):
+            return result
+        await self.wait_for_messages(
+            query.topic, query.queue_id, query.offset, hold_seconds, query.tag_filter
+        )
+        return await self.read(query)
+
+    def wait_for_messages(
+        self, topic: str, queue_id: int, offset: int, seconds: float, tag_filter: TagFilter | None
+    ) -> Awaitable[None]:
+        """Until a message past ``offset`` (matching ``tag_filter``) is stored, or ``seconds`` pass."""
+        broker = self.broker
+        return broker.holds.hold(
+            topic,
+            queue_id,
+            offset,
+            seconds,
+            tag_filter,
+            lambda: broker.read(broker.store.max_offset, topic, queue_id),
+        )
+
+    # == offsets ===============================================================================
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.broker.offsets.commit(group, topic, queue_id, offset)
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The group's committed offset of the queue, -1 when it has none."""
+        return self.broker.offsets.query(group, topic, queue_id)
+
+    def record_pull(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        self.broker.offsets.record_pull(group, topic, queue_id, next_offset)
+
+    async def min_offset(self, topic: str, queue_id: int) -> int:
+        return await self.broker.read(self.broker.store.min_offset, topic, queue_id)
+
+    async def max_offset(self, topic: str, queue_id: int) -> int:
+        return await self.broker.read(self.broker.store.max_offset, topic, queue_id)
+
+    async def offset_by_time(self, topic: str, queue_id: int, when_ms: int) -> int:
+        return await self.broker.read(self.broker.store.offset_by_time, topic, queue_id, when_ms)
+
+    # == transactions ==========================================================================
+    async def end_transaction(
+        self, header: EndTransactionRequestHeader, remote_addr: str, remark: str | None = None
+    ) -> Answer | None:
+        """Commit or roll back a half message; None for a producer that reports the state unknown
+        (logged only, and unanswered, as upstream)."""
+        if self.broker.config.broker_role == "SLAVE":
+            return _Answer(
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+                "Message store is slave mode, so end transaction is forbidden. ",
+            )
+        source = "check answer" if header.fromTransactionCheck else "end of local transaction"
+        if header.commitOrRollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            log.info(
+                "producer %s reports transaction %s still unknown (%s, remark %r)",
+                remote_addr, header.transactionId or header.msgId, source, remark,
+            )  # fmt: skip
+            return None
+        outcome = await self.broker.transactions.end(header)
+        if outcome.code != ResponseCode.SUCCESS:
+            log.warning(
+                "END_TRANSACTION from %s (%s) for offset %d failed: %s",
+                remote_addr, source, header.commitLogOffset, outcome.remark,
+            )  # fmt: skip
+        return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    code: int
+    remark: str | None
