@@ -19,7 +19,7 @@ from broker.grpc.send_rpc import code_of
 from broker.protocol.message import RecordError
 from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
-from broker.server.messaging import ConsumeRejected, tag_filter_of
+from broker.server.messaging.core import ConsumeRejected, tag_filter_of
 from broker.server.pop_service import AckStatus
 
 MAX_BATCH: Final = 32

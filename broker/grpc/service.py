@@ -56,10 +56,9 @@ from broker.protocol.message import (
     decode_record,
 )
 from broker.protocol.remoting import RemotingCommand
-from broker.remoting.channel import RemotingChannel
 from broker.server.client_registry import ClientChannelInfo
 from broker.server.message_type import TopicMessageType, topic_message_type
-from broker.server.messaging import ConsumeRejected, PullQuery, caught_up, tag_filter_of
+from broker.server.messaging.core import ConsumeRejected, PullQuery, caught_up, tag_filter_of
 from broker.server.subscription_group import group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
@@ -328,7 +327,7 @@ class MessagingService:
         config = self.broker.topics.get(name)
         if config is None and create:  # QueryRoute creates a topic as a send to it would
             cfg = self.broker.config
-            config = self.broker.messaging.send_topic(name, DEFAULT_TOPIC, cfg.default_topic_queue_nums)
+            config = self.broker.messaging.sends.send_topic(name, DEFAULT_TOPIC, cfg.default_topic_queue_nums)
         if config is None:
             raise GrpcError(Code.TOPIC_NOT_FOUND, f"topic {name} does not exist")
         return config
@@ -474,14 +473,6 @@ class MessagingService:
             return PB.TelemetryCommand(status=status(exc.code, exc.message))
 
     # == send ==================================================================================
-    def _handler(
-        self, code: int
-    ) -> Callable[[RemotingCommand, RemotingChannel], Awaitable[RemotingCommand | None]]:
-        handler = self.broker.handlers.get(code)
-        if handler is None:
-            raise GrpcError(Code.NOT_IMPLEMENTED, f"this broker does not handle request code {code}")
-        return handler
-
     @property
     def _check_message_type(self) -> bool:
         """RocketMQ's proxy setting enableTopicMessageTypeCheck (on by default)."""

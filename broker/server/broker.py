@@ -37,7 +37,8 @@ from broker.server.instrument import Instrumented
 from broker.server.long_polling import PullHoldService
 from broker.server.maintenance_processor import MaintenanceProcessor
 from broker.server.message_filter import FilterProcessor
-from broker.server.messaging import MessagingCore
+from broker.server.messaging.core import MessagingCore
+from broker.server.messaging.send import SendService
 from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
@@ -45,7 +46,7 @@ from broker.server.pull_processor import PullProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
-from broker.server.send_processor import SendProcessor
+from broker.server.send_message_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_service import TimerService
@@ -84,7 +85,7 @@ class Broker:
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics.wrapper)
         self.schedule = ScheduleService(self)
-        self.messaging = MessagingCore(self)  # what remoting's processors and gRPC both call
+        self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
@@ -171,9 +172,8 @@ class Broker:
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
         )
-        self.sends = SendProcessor(self)
         for processor in (
-            self.sends,
+            SendProcessor(self.messaging.sends, self.config),
             SendBackProcessor(self),
             PullProcessor(self),
             OffsetProcessor(self),

@@ -10,7 +10,7 @@ from broker.protocol.codes import RequestCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.messaging import MessagingCore
+from broker.server.messaging.core import MessagingCore
 
 
 class EndTransactionProcessor:

@@ -30,7 +30,7 @@ from broker.protocol.pop import (
 )
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.messaging import ConsumeRejected, tag_filter_of
+from broker.server.messaging.core import ConsumeRejected, tag_filter_of
 from broker.server.pop_service import AckStatus, InitMode, Popped
 
 if TYPE_CHECKING:

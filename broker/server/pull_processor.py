@@ -19,7 +19,7 @@ from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.ha.read_policy import slave_refuses_reads, suggest_broker_id
 from broker.server.header_limits import range_problem
 from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of
-from broker.server.messaging import SUB_ALL, PullQuery, tag_filter_of
+from broker.server.messaging.core import SUB_ALL, PullQuery, tag_filter_of
 from broker.server.topic_config import PERM_READ
 from broker.store.message_store import GetResult, GetStatus
 

@@ -1,11 +1,4 @@
-"""The messaging core: what producers and consumers ask of a broker, whatever protocol they speak
-(the role of RocketMQ 5's MessagingProcessor).
-
-The remoting processors (``*_processor.py``) and the gRPC service (``broker/grpc``) both call it, so a
-rule lives here once: which topic a send may create, who may consume what, how a pull reads, waits
-for new messages and reads again, how offsets are answered, how a transaction ends. The core sees the
-broker through :class:`BrokerParts`, the few parts it names, never the whole ``Broker``.
-"""
+"""The messaging core's entry point, :class:`MessagingCore` (see the package's notes)."""
 
 from __future__ import annotations
 
@@ -14,15 +7,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
-from broker.protocol.names import RETRY_PREFIX
 from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.long_polling import PullHoldService
+from broker.server.messaging.send import SendService
 from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
 from broker.store.message_store import GetResult, MessageStore
@@ -117,23 +109,11 @@ def caught_up(result: GetResult, offset: int) -> bool:
 
 
 class MessagingCore:
-    def __init__(self, broker: BrokerParts) -> None:
+    def __init__(self, broker: BrokerParts, sends: SendService) -> None:
         self.broker = broker
+        self.sends = sends  # the send path: ``sends.put`` for a decoded send, both protocols
 
-    # == topics ================================================================================
-    def send_topic(self, topic: str, default_topic: str, default_queue_nums: int) -> TopicConfig | None:
-        """The topic a producer writes to: its config; else one auto-created from ``default_topic``
-        when the broker allows it; else, for a group's retry topic, one created on first use."""
-        topics = self.broker.topics
-        config = topics.table.get(topic) or topics.create_from_template(
-            topic, default_topic, default_queue_nums
-        )
-        if config is None and topic.startswith(RETRY_PREFIX):
-            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
-            if group is not None:
-                config = topics.ensure(topic, group.retryQueueNums)
-        return config
-
+    # == consuming ==============================================================================
     def check_consume(self, group: str, topic: str) -> list[int]:
         """The readable queue ids of ``topic`` for ``group``, or :class:`ConsumeRejected`."""
         problem = topic_name_problem(topic) or group_name_problem(group)
@@ -196,15 +176,13 @@ class MessagingCore:
         self, topic: str, queue_id: int, offset: int, seconds: float, tag_filter: TagFilter | None
     ) -> Awaitable[None]:
         """Until a message past ``offset`` (matching ``tag_filter``) is stored, or ``seconds`` pass."""
-        broker = self.broker
-        return broker.holds.hold(
-            topic,
-            queue_id,
-            offset,
-            seconds,
-            tag_filter,
-            lambda: broker.read(broker.store.max_offset, topic, queue_id),
-        )
+        store = self.broker.store
+
+        async def newest() -> int:
+            # on the loop: an in-memory number, and no thread hop in which a send could slip by
+            return store.max_offset(topic, queue_id)
+
+        return self.broker.holds.hold(topic, queue_id, offset, seconds, tag_filter, newest)
 
     # == offsets ===============================================================================
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
