@@ -32,10 +32,10 @@ FORBIDDEN = {
     "broker.store": ("broker.remoting", "broker.client", "broker.server", "broker.namesrv", "broker.grpc"),
     "broker.remoting": ("broker.client", "broker.server", "broker.namesrv", "broker.grpc", "broker.acl"),
     "broker.acl": ("broker.client", "broker.server", "broker.namesrv", "broker.grpc"),
-    "broker.server": ("broker.client", "admin", "cli"),
+    "broker.server": ("broker.client", "broker.grpc", "broker.node", "admin", "cli"),
     "broker.namesrv": ("broker.client", "broker.server", "broker.grpc", "admin", "cli"),
-    "broker.grpc": ("broker.client", "admin", "cli"),
-    "broker.client": ("broker.server", "broker.namesrv", "broker.grpc", "admin", "cli"),
+    "broker.grpc": ("broker.client", "broker.node", "admin", "cli"),
+    "broker.client": ("broker.server", "broker.namesrv", "broker.grpc", "broker.node", "admin", "cli"),
     "admin": ("cli",),
 }
 
@@ -100,3 +100,77 @@ def test_no_forbidden_arrow(importer: str) -> None:
         if _within(target, banned)
     )
     assert not wrong, "imports that point up or sideways:\n" + "\n".join(wrong)
+
+
+def _package(module: str) -> str:
+    """``broker.server.ha.processor`` -> ``broker.server``; ``admin.service.base`` -> ``admin``."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "broker" and len(parts) > 1 else parts[0]
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``edges`` (as the path around it), or None."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_cycle_finder_finds_cycles() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_cycle_between_packages() -> None:
+    """Servers, gRPC, ACL, transport, SDK, store and codecs import each other one way only."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        for target in targets:
+            if _package(module) != _package(target):
+                edges.setdefault(_package(module), set()).add(_package(target))
+    assert _cycle(edges) is None, " -> ".join(_cycle(edges) or [])
+
+
+def _reachable(edges: dict[str, frozenset[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(edges.get(start, ()))
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(edges.get(node, ()))
+    return seen
+
+
+def test_grpc_is_in_no_import_cycle() -> None:
+    """The gRPC service sits above the messaging core: nothing it reaches leads back to it."""
+    edges = graph()
+    looping = sorted(m for m in edges if _within(m, "broker.grpc") and m in _reachable(edges, m))
+    assert not looping, "gRPC modules in an import cycle: " + ", ".join(looping)
+    assert _reachable({"a": frozenset({"b"}), "b": frozenset({"a"})}, "a") == {"a", "b"}
+
+
+def test_grpc_calls_the_core_not_the_processors() -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph().items()
+        if _within(module, "broker.grpc")
+        for target in targets
+        if target.endswith("_processor")
+    )
+    assert not wrong, "gRPC imports remoting processors:\n" + "\n".join(wrong)

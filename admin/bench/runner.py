@@ -168,8 +168,8 @@ def _admin_errors() -> Iterator[None]:
 async def embedded_cluster(flush: Flush) -> AsyncIterator[str]:
     """A NameServer and a broker in this process on a temporary store; yields the NameServer address."""
     from broker.namesrv.config import NamesrvConfig
+    from broker.node import Node, NodePlan
     from broker.server.config import BrokerConfig
-    from broker.server.node import Node, NodePlan
     from broker.store.config import StoreConfig
 
     with tempfile.TemporaryDirectory(prefix="rmq-bench-") as tmp:

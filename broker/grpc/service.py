@@ -612,3 +612,16 @@ class GrpcServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+
+
+async def serve_grpc(broker: Broker) -> None:
+    """Serve the RocketMQ 5 gRPC API for ``broker`` on its grpcPort (0 = any free port); a port that
+    cannot be bound is logged and the broker keeps serving remoting."""
+    server = GrpcServer(broker, broker.config.listen_host, broker.config.grpc_port)
+    try:
+        await server.start()
+    except OSError as exc:
+        log.error("gRPC port not served: %s", exc)
+        return
+    broker.attach_grpc(server)
+    log.info("broker %s serving gRPC on port %d", broker.config.broker_name, server.port)

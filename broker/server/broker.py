@@ -13,7 +13,7 @@ import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from broker.acl.remoting_hook import make_server
 from broker.protocol.codes import SerializeType
@@ -65,6 +65,15 @@ STOP_GRACE_SECONDS = 10.0
 CLIENT_SCAN_SECONDS = 10.0
 
 
+class Frontend(Protocol):
+    """A server of another protocol in front of this broker's core (gRPC)."""
+
+    @property
+    def port(self) -> int: ...
+
+    async def stop(self, grace: float) -> None: ...
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, store_config: StoreConfig) -> None:
         self.config = config
@@ -88,7 +97,7 @@ class Broker:
         self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
-        self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
+        self.grpc: Frontend | None = None  # the gRPC server, when the node serves one
         self.timer = TimerService(self)
         self.request_modes = ConsumeModeProcessor(self)  # PULL/POP per topic@group; slaves copy them
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
@@ -196,7 +205,6 @@ class Broker:
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
         self.topics.on_change = self.registration.trigger
-        await self._start_grpc()
         if self.ha_client is None:
             try:
                 await self.ha_service.start()
@@ -276,24 +284,10 @@ class Broker:
         """The bound gRPC port (0 while it is not serving)."""
         return int(self.grpc.port) if self.grpc is not None else 0
 
-    async def _start_grpc(self) -> None:
-        """Serve the RocketMQ 5 gRPC API on grpcPort (0 = any free port, < 0 = off)."""
-        if self.config.grpc_port < 0:
-            return
-        try:
-            from broker.grpc.service import GrpcServer
-        except ImportError as exc:  # grpcio, protobuf and hpack are the optional ``grpc`` extra
-            log.warning("gRPC port not served: %s (install rmqkit[grpc])", exc)
-            return
-        server = GrpcServer(self, self.config.listen_host, self.config.grpc_port)
-        try:
-            await server.start()
-        except OSError as exc:  # the remoting protocol still works: report loudly, keep running
-            log.error("gRPC port not served: %s", exc)
-            return
+    def attach_grpc(self, server: Frontend) -> None:
+        """Serve gRPC beside remoting: ``server`` (broker/grpc, started by the node) stops first."""
         self.grpc = server
         self.config.grpc_port = server.port
-        log.info("broker %s serving gRPC on port %d", self.config.broker_name, server.port)
 
     # == helpers ===============================================================================
     def _every(self, seconds: float, fn: Callable[[], Awaitable[None] | None]) -> asyncio.Task[None]:
