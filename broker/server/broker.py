@@ -185,7 +185,7 @@ class Broker:
             SendProcessor(self.messaging.sends, self.config),
             SendBackProcessor(self),
             PullProcessor(self),
-            OffsetProcessor(self),
+            OffsetProcessor(self.messaging),
             ClientProcessor(self),
             AdminProcessor(self),
             MaintenanceProcessor(self),

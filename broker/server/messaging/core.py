@@ -17,6 +17,7 @@ from broker.server.long_polling import PullHoldService
 from broker.server.messaging.send import SendService
 from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
+from broker.store.consume_queue import Boundary
 from broker.store.message_store import GetResult, MessageStore
 
 log = logging.getLogger(__name__)
@@ -201,8 +202,13 @@ class MessagingCore:
     async def max_offset(self, topic: str, queue_id: int) -> int:
         return await self.broker.read(self.broker.store.max_offset, topic, queue_id)
 
-    async def offset_by_time(self, topic: str, queue_id: int, when_ms: int) -> int:
-        return await self.broker.read(self.broker.store.offset_by_time, topic, queue_id, when_ms)
+    async def offset_by_time(
+        self, topic: str, queue_id: int, when_ms: int, boundary: Boundary = Boundary.LOWER
+    ) -> int:
+        return await self.broker.read(self.broker.store.offset_by_time, topic, queue_id, when_ms, boundary)
+
+    async def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
+        return await self.broker.read(self.broker.store.earliest_store_time, topic, queue_id)
 
     # == transactions ==========================================================================
     async def end_transaction(
