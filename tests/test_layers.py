@@ -174,3 +174,23 @@ def test_grpc_calls_the_core_not_the_processors() -> None:
         if target.endswith("_processor")
     )
     assert not wrong, "gRPC imports remoting processors:\n" + "\n".join(wrong)
+
+
+# Modules that see the broker through narrow Protocols of their own (the messaging core's
+# BrokerParts, gRPC's GrpcBroker), never through the whole Broker.
+NARROW = (
+    "broker.grpc",
+    "broker.server.messaging.core",
+    "broker.server.offset_processor",
+    "broker.server.end_transaction_processor",
+    "broker.server.send_message_processor",
+)
+
+
+def test_the_core_and_grpc_do_not_take_the_whole_broker() -> None:
+    wrong = sorted(
+        module
+        for module, targets in graph().items()
+        if any(_within(module, narrow) for narrow in NARROW) and "broker.server.broker" in targets
+    )
+    assert not wrong, "modules that import Broker instead of naming what they use: " + ", ".join(wrong)

@@ -19,7 +19,7 @@ import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
@@ -56,15 +56,24 @@ from broker.protocol.message import (
     decode_record,
 )
 from broker.protocol.remoting import RemotingCommand
-from broker.server.client_registry import ClientChannelInfo
+from broker.remoting.channel import Handler
+from broker.remoting.server import RemotingServer
+from broker.server.client_registry import ClientChannelInfo, ClientRegistry
+from broker.server.config import BrokerConfig
 from broker.server.message_type import TopicMessageType, topic_message_type
-from broker.server.messaging.core import ConsumeRejected, PullQuery, caught_up, tag_filter_of
-from broker.server.subscription_group import group_name_problem
+from broker.server.messaging.core import ConsumeRejected, MessagingCore, PullQuery, caught_up, tag_filter_of
+from broker.server.pop_service import PopService
+from broker.server.stats import BrokerStats
+from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
-from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.topic_config import (
+    DEFAULT_TOPIC,
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfigManager,
+    topic_name_problem,
+)
+from broker.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +92,53 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
     RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
+
+
+class Recalls(Protocol):
+    async def recall(self, topic: str, handle_text: str) -> str: ...
+
+
+class GrpcBroker(Protocol):
+    """The parts of the broker the gRPC service uses: its messaging core, the metadata it reads, the
+    client registry its sessions join, and the remoting server whose ACL hook it applies too."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def messaging(self) -> MessagingCore: ...
+
+    @property
+    def pop(self) -> PopService: ...
+
+    @property
+    def timer(self) -> Recalls: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def handlers(self) -> dict[int, Handler]: ...
+
+    @property
+    def server(self) -> RemotingServer | None: ...
+
+    @property
+    def grpc_port(self) -> int: ...
+
+    def attach_grpc(self, server: GrpcServer) -> None: ...
 
 
 def _as_remoting(channel: GrpcChannel) -> Any:
@@ -110,7 +166,7 @@ def decode_transaction_id(text: str) -> tuple[int, int, str]:
 
 
 class MessagingService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: GrpcBroker) -> None:
         self.broker = broker
         self.sessions: dict[str, Session] = {}
         self.sends = SendRpc(self)
@@ -587,7 +643,7 @@ class MessagingService:
 class GrpcServer:
     """The gRPC listener (:mod:`broker.grpc.calls`, on the broker's event loop)."""
 
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(self, broker: GrpcBroker, host: str, port: int) -> None:
         self.service = MessagingService(broker)
         self.host = host
         self.requested_port = port
@@ -614,7 +670,7 @@ class GrpcServer:
             self._server = None
 
 
-async def serve_grpc(broker: Broker) -> None:
+async def serve_grpc(broker: GrpcBroker) -> None:
     """Serve the RocketMQ 5 gRPC API for ``broker`` on its grpcPort (0 = any free port); a port that
     cannot be bound is logged and the broker keeps serving remoting."""
     server = GrpcServer(broker, broker.config.listen_host, broker.config.grpc_port)
