@@ -75,18 +75,27 @@ class Node:
 
     async def start(self) -> None:
         plan = self.plan
+        auth_store = None  # users and ACL policies: one store for a NameServer and a broker in one process
+        if (
+            plan.namesrv
+            and plan.broker
+            and plan.store
+            and plan.namesrv.auth_enabled
+            and plan.broker.auth_enabled
+        ):
+            auth_store = plan.broker.auth_store(plan.store.store_path / "config")
         try:
             if plan.namesrv is not None:
                 from broker.namesrv.server import NameServer
 
-                self.namesrv = NameServer(plan.namesrv)
+                self.namesrv = NameServer(plan.namesrv, auth_store=auth_store)
                 await _start("the NameServer", f"port {plan.namesrv.listen_port}", self.namesrv.start())
             if plan.broker is not None and plan.store is not None:
                 from broker.server.broker import Broker
 
                 if self.namesrv is not None and not plan.broker.namesrv_addr:
                     plan.broker.namesrv_addr = f"{plan.advertise_host}:{self.namesrv.port}"
-                self.broker = Broker(plan.broker, plan.store)
+                self.broker = Broker(plan.broker, plan.store, auth_store)
                 await _start("the broker", f"port {plan.broker.listen_port}", self.broker.start())
                 await _serve_grpc(self.broker)
             if plan.http_port is not None:

@@ -45,6 +45,7 @@ class Member:
     pid: int
     store: str
     log: str
+    config: str = ""  # a settings file every member reads (-c), e.g. access control; "" = none
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +95,18 @@ def _spawn(args: list[str], log: Path) -> int:
 
 def member_args(directory: Path, namesrv: str, member: Member) -> list[str]:
     """The ``rmq`` arguments that run ``member``; the NameServer keeps its files in the cluster's folder."""
+    config = ["-c", member.config] if member.config else []
     if member.role == "NAMESRV":
-        return ["namesrv", "--port", str(member.port), "--no-http", "--dir", str(directory / "namesrv")]
-    return broker_args(namesrv, member)
+        return [
+            "namesrv",
+            "--port",
+            str(member.port),
+            "--no-http",
+            "--dir",
+            str(directory / "namesrv"),
+            *config,
+        ]
+    return [*broker_args(namesrv, member), *config]
 
 
 def broker_args(namesrv: str, member: Member) -> list[str]:
@@ -115,9 +125,12 @@ def broker_args(namesrv: str, member: Member) -> list[str]:
     return args
 
 
-def plan(directory: Path, masters: int, slaves: int, base_port: int, sync: bool) -> list[Member]:
+def plan(
+    directory: Path, masters: int, slaves: int, base_port: int, sync: bool, config: Path | None = None
+) -> list[Member]:
     """The processes to start (pids still 0), NameServer first, each master before its slaves."""
-    members = [Member("namesrv", "NAMESRV", "", 0, base_port, 0, 0, "", str(directory / "namesrv.log"))]
+    conf = str(config.expanduser().resolve()) if config is not None else ""
+    members = [Member("namesrv", "NAMESRV", "", 0, base_port, 0, 0, "", str(directory / "namesrv.log"), conf)]
     k = 0
     for m in range(masters):
         broker_name = f"broker-{chr(ord('a') + m)}"
@@ -128,7 +141,9 @@ def plan(directory: Path, masters: int, slaves: int, base_port: int, sync: bool)
             name = f"{broker_name}-{broker_id}"
             store = directory / name
             members.append(
-                Member(name, role, broker_name, broker_id, port, port + 2, 0, str(store), f"{store}.log")
+                Member(
+                    name, role, broker_name, broker_id, port, port + 2, 0, str(store), f"{store}.log", conf
+                )
             )
     return members
 
@@ -144,20 +159,25 @@ def read_state(directory: Path) -> list[Member]:
         raise OperationFailed(f"{path}: unreadable state file: {exc}") from None
 
 
-def start(directory: Path, masters: int, slaves: int, base_port: int, sync: bool) -> list[Member]:
+def start(
+    directory: Path, masters: int, slaves: int, base_port: int, sync: bool, config: Path | None = None
+) -> list[Member]:
     """Start every process, wait until each listens, and write the state file."""
     if masters < 1 or slaves < 0:
         raise BadInput("--masters must be at least 1 and --slaves-per-master at least 0")
     if (directory / STATE_FILE).exists() and any(_alive(m.pid) for m in read_state(directory)):
         raise BadInput(f"a local cluster is already running from {directory}; `rmq cluster down` first")
     directory.mkdir(parents=True, exist_ok=True)
-    busy = [m.port for m in plan(directory, masters, slaves, base_port, sync) if _listening(m.port)]
+    if config is not None and not config.expanduser().is_file():
+        raise BadInput(f"--config {config}: no such file")
+    members = plan(directory, masters, slaves, base_port, sync, config)
+    busy = [m.port for m in members if _listening(m.port)]
     if busy:
         raise BadInput(f"port(s) {', '.join(map(str, busy))} already in use; choose another --base-port")
     namesrv = f"127.0.0.1:{base_port}"
     started: list[Member] = []
     try:
-        for member in plan(directory, masters, slaves, base_port, sync):
+        for member in members:
             pid = _spawn(member_args(directory, namesrv, member), Path(member.log))
             started.append(Member(**{**asdict(member), "pid": pid}))
             _write_state(directory, started)
@@ -252,10 +272,16 @@ def up(
     directory: DirOpt = DEFAULT_DIR,
     base_port: Annotated[int, typer.Option("--base-port", help="NameServer port; brokers follow.")] = 19876,
     sync: Annotated[bool, typer.Option("--sync", help="SYNC_MASTER instead of ASYNC_MASTER.")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "-c", "--config", help="Settings file every member reads (e.g. aclEnable, aclFile, TLS)."
+        ),
+    ] = None,
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Start a local master/slave cluster: one NameServer and a process per broker."""
-    states = status(start(directory.expanduser(), masters, slaves_per_master, base_port, sync))
+    states = status(start(directory.expanduser(), masters, slaves_per_master, base_port, sync, config))
     emit(output, states, lambda: _table(states))
 
 

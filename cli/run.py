@@ -7,6 +7,7 @@ taken for a tag and vanish.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from broker.namesrv.config import NamesrvConfig
     from broker.node import Node, NodePlan
+    from broker.server.config import BrokerConfig
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("-c", "--config", help="TOML file or RocketMQ broker.conf properties file.")
@@ -111,9 +113,8 @@ def namesrv(
     from broker.node import NodePlan
 
     _logging(log_level)
-    plan = NodePlan(
-        namesrv=_namesrv_config(config, set_ or [], port, folder), http_port=_http(http_port, no_http, 9877)
-    )
+    cfg = _namesrv_config(config, set_ or [], port, folder)
+    plan = NodePlan(namesrv=cfg, http_host=cfg.listen_host, http_port=_http(http_port, no_http, 9877))
     _run(plan, ["rmqkit NameServer is up"])
 
 
@@ -138,7 +139,12 @@ def _broker_plan(
     if namesrv_addr:
         broker_cfg.namesrv_addr = namesrv_addr
     # in a configuration file httpPort=0 turns the endpoint off
-    return NodePlan(broker=broker_cfg, store=store_cfg, http_port=broker_cfg.http_port or None)
+    return NodePlan(
+        broker=broker_cfg,
+        store=store_cfg,
+        http_host=broker_cfg.listen_host,
+        http_port=broker_cfg.http_port or None,
+    )
 
 
 def broker(
@@ -194,17 +200,12 @@ def up(
     The HA port follows the broker port (+1), and --broker-port 0 puts HA and gRPC on free ports too.
     With a store other than ~/.rmqkit/store, the NameServer keeps its files in the store's namesrv/.
     """
-    from broker.namesrv.config import NamesrvConfig
-
     _logging(log_level)
     # the broker registers with the embedded NameServer, whatever NAMESRV_ADDR says
     env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
-    plan = _broker_plan(config, set_ or [], store, broker_port, None, env)
+    plan = up_plan(config, set_ or [], store, broker_port, namesrv_port, env)
     if grpc_port is not None and plan.broker is not None:
         plan.broker.grpc_port = grpc_port
-    assert plan.store is not None
-    plan.namesrv = NamesrvConfig.in_folder(namesrv_folder(plan.store.store_path))
-    plan.namesrv.listen_port = namesrv_port
     plan.http_port = _http(http_port, no_http, plan.http_port)
     if dashboard:
         from cli.dashboard import run_with_node
@@ -212,6 +213,48 @@ def up(
         run_with_node(plan, refresh, read_only=False, after_start=_save_local_profile)
         return
     _run(plan, ["rmqkit is up (NameServer + broker in one process); Ctrl-C stops it"], _save_local_profile)
+
+
+def up_plan(
+    config: Path | None,
+    overrides: list[str],
+    store: Path | None,
+    broker_port: int | None,
+    namesrv_port: int,
+    env: dict[str, str],
+) -> NodePlan:
+    """What ``rmq up`` runs: the broker of the settings and a NameServer beside it."""
+    from broker.namesrv.config import NamesrvConfig
+
+    plan = _broker_plan(config, overrides, store, broker_port, None, env)
+    assert plan.store is not None and plan.broker is not None
+    plan.namesrv = NamesrvConfig.in_folder(namesrv_folder(plan.store.store_path))
+    plan.namesrv.listen_port = namesrv_port
+    embed_namesrv(plan.broker, plan.namesrv)
+    return plan
+
+
+def embed_namesrv(broker: BrokerConfig, namesrv: NamesrvConfig) -> None:
+    """The NameServer of ``rmq up`` takes its broker's access control, TLS and listen address. With
+    access control on, the broker signs its registrations with innerClientAuthenticationCredentials;
+    unset, they are the ACL file's first admin account or the initAuthenticationUser."""
+    from broker.settings import SettingsError
+
+    if broker.access_control and not broker.inner_client_authentication_credentials.strip():
+        try:
+            own = broker.own_credentials()
+        except SettingsError as exc:
+            raise BadInput(str(exc)) from None
+        if own is None:
+            raise BadInput(
+                "rmq up with access control: its broker must sign its registrations with its NameServer; "
+                "set innerClientAuthenticationCredentials (an admin account of aclFile, or a Super user)"
+            )
+        broker.inner_client_authentication_credentials = json.dumps(
+            {"accessKey": own.access_key, "secretKey": own.secret_key}
+        )
+    broker.copy_security_to(namesrv)
+    namesrv.listen_host = broker.listen_host
 
 
 def namesrv_folder(store_path: Path) -> Path:

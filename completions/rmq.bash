@@ -72,7 +72,7 @@ __rmq_opts() {
         "cluster metrics") echo "-h --help -c --cluster -f --file -n --namesrv --profile --timeout --output -o" ;;
         "cluster ps") echo "-h --help --dir --output -o" ;;
         "cluster status") echo "-h --help -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
-        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port --output -o" ;;
+        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port -c --config --output -o" ;;
         "completion") echo "-h --help" ;;
         "completion install") echo "-h --help" ;;
         "completion show") echo "-h --help" ;;
@@ -543,6 +543,8 @@ __rmq_kind() {
         "cluster up|--slaves-per-master") echo "-" ;;
         "cluster up|--dir") echo "@files" ;;
         "cluster up|--base-port") echo "-" ;;
+        "cluster up|-c") echo "@files" ;;
+        "cluster up|--config") echo "@files" ;;
         "cluster up|--output") echo "table json text" ;;
         "cluster up|-o") echo "table json text" ;;
         "dashboard|--refresh") echo "-" ;;

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from admin.errors import AdminError, BadInput, NotFound
 from admin.service.base import admin_call
 from admin.service.messages import MAX_TIMESTAMP, MessageOps
-from broker.client.trace import TRACE_TOPIC
+from broker.protocol.trace import TRACE_TOPIC
 
 if TYPE_CHECKING:
     from admin.models.traces import MessageTrace, TraceEntry
-    from broker.client.trace import TraceRecord
     from broker.protocol.message import MessageRecord
+    from broker.protocol.trace import TraceRecord
 
 
 class TraceOps(MessageOps):
@@ -30,7 +30,7 @@ class TraceOps(MessageOps):
         stored within [begin, end], and their records of that message, oldest first."""
         from admin.models.traces import MessageTrace
         from broker.client.message import MessageExt
-        from broker.client.trace import TraceFormatError, TraceType, decode
+        from broker.protocol.trace import TraceFormatError, TraceType, decode
 
         if max_num <= 0:
             raise BadInput("the maximum number of trace messages must be positive")
@@ -75,7 +75,7 @@ def _entry(t: TraceRecord, carrier: MessageRecord) -> TraceEntry:
     """A record as the view shows it; the client host is the trace message's born host unless the
     record names one (Java's TraceView does the same)."""
     from admin.models.traces import TraceEntry
-    from broker.client.trace import TraceType
+    from broker.protocol.trace import TraceType
 
     kind = t.type
     pub, sub_after, end_tx = (
@@ -108,7 +108,7 @@ def _entry(t: TraceRecord, carrier: MessageRecord) -> TraceEntry:
 
 
 def _consume_result(code: int) -> str:
-    from broker.client.trace import ConsumeReturnType
+    from broker.protocol.trace import ConsumeReturnType
 
     try:
         return ConsumeReturnType(code).name

@@ -28,6 +28,7 @@ from broker.protocol.remoting import RemotingCommand
 
 A = Action
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+READ_ACTIONS = (A.SUB, A.GET)  # reading a topic's messages: consuming it, or looking messages up
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,17 @@ class Need:
     perm: int
 
 
+# What a broker sends a NameServer about itself; brokerWhiteRemoteAddresses may send them unsigned.
+BROKER_CODES: frozenset[int] = frozenset({R.REGISTER_BROKER, R.UNREGISTER_BROKER, R.BROKER_HEARTBEAT})
+# What a NameServer answers anyone, as Apache RocketMQ's does; every other code it serves is a write.
+NAMESRV_READS: frozenset[int] = frozenset(
+    {
+        R.GET_ROUTEINFO_BY_TOPIC, R.GET_BROKER_CLUSTER_INFO, R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        R.GET_TOPICS_BY_CLUSTER, R.GET_KV_CONFIG, R.GET_KVLIST_BY_NAMESPACE, R.QUERY_DATA_VERSION,
+        R.GET_NAMESRV_CONFIG,
+    }
+)  # fmt: skip
+
 # Codes only an admin account may send: upstream's five, plus every code that changes metadata,
 # offsets, configuration, ACLs or files (upstream lets any account reset offsets; we do not).
 ADMIN_CODES: frozenset[int] = frozenset(
@@ -147,6 +158,7 @@ RESOURCE_NEEDS: dict[int, Callable[[RemotingCommand], Iterator[Need]]] = {
     R.SEND_REPLY_MESSAGE: _send("topic"),
     R.SEND_REPLY_MESSAGE_V2: _send("b"),
     R.RECALL_MESSAGE: _send("topic"),
+    R.END_TRANSACTION: _send("topic"),
     # upstream wants PUB on the original topic here; a consumer re-delivering needs only SUB
     R.CONSUMER_SEND_MSG_BACK: _topic_and_group("originTopic", "group"),
     R.PULL_MESSAGE: _topic_and_group("topic", "consumerGroup"),

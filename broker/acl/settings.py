@@ -14,27 +14,39 @@ request to be signed by an enabled user (username as AccessKey, password as Secr
 first start; ``authenticationWhitelist`` / ``authorizationWhitelist`` list request codes (or gRPC method
 names), comma-separated, that skip the check. ``innerClientAuthenticationCredentials`` (JSON
 ``{"accessKey": ..., "secretKey": ...}``) signs the requests a broker sends to other brokers (a slave's
-metadata sync from its master), whatever this broker's own checks are.
+metadata sync from its master), whatever this broker's own checks are. ``authorizationEnabled`` needs
+``authenticationEnabled``: without it anyone could claim any user.
+
+``brokerWhiteRemoteAddresses`` (patterns as in ACL files, comma-separated) names the hosts of the
+cluster's brokers: a NameServer with access control lets them register, unregister and heartbeat
+unsigned (brokers that cannot sign, such as Apache RocketMQ's), and a master lets them replicate from its
+HA port. ``lenientHeaderMaxBytes`` caps the remoting JSON headers read by the tolerant reader of
+fastjson's relaxed forms (standard JSON headers are not affected); a longer one closes the connection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from broker.acl.addresses import AddressPatternError, Matcher, compile_pattern, split_patterns
 from broker.acl.tls import ServerTls, TlsConfigError, client_context
+from broker.protocol.remoting import LENIENT_HEADER_LIMIT
 from broker.settings import SettingsError
 
 if TYPE_CHECKING:
     import ssl
 
-    from broker.acl.auth_store import User
+    from broker.acl.auth_store import AuthStore, User
     from broker.acl.checker import AclChecker
     from broker.acl.client import ClientSecurity
     from broker.acl.signer import Credentials
 
+log = logging.getLogger(__name__)
 
 # settings holding a password or secret key: never answered by GET_BROKER_CONFIG
 SECRET_SETTINGS = frozenset({"initAuthenticationUser", "innerClientAuthenticationCredentials"})
@@ -56,6 +68,8 @@ class SecuritySettings:
     authentication_whitelist: str = ""
     authorization_whitelist: str = ""
     inner_client_authentication_credentials: str = ""
+    broker_white_remote_addresses: str = ""
+    lenient_header_max_bytes: int = LENIENT_HEADER_LIMIT
 
     def validate_security(self) -> None:
         if self.acl_enable and (self.authentication_enabled or self.authorization_enabled):
@@ -66,6 +80,14 @@ class SecuritySettings:
             )
         if self.acl_enable and self.acl_file is None:
             raise SettingsError("setting aclEnable: true needs aclFile (the plain ACL file)")
+        if self.authorization_enabled and not self.authentication_enabled:
+            raise SettingsError(
+                "setting authorizationEnabled: true needs authenticationEnabled: true, or any client could "
+                "act as any user it names"
+            )
+        if self.lenient_header_max_bytes < 0:
+            raise SettingsError(f"setting lenientHeaderMaxBytes: {self.lenient_header_max_bytes} is negative")
+        self.broker_white_list()
         self.init_user()
         self.inner_credentials()
         if self.tls_enable:
@@ -78,6 +100,41 @@ class SecuritySettings:
     @property
     def auth_enabled(self) -> bool:
         return self.authentication_enabled or self.authorization_enabled
+
+    @property
+    def access_control(self) -> bool:
+        """Plain ACL or users and ACL policies is on."""
+        return self.acl_enable or self.auth_enabled
+
+    def broker_white_list(self) -> Matcher:
+        """Whether a host is on brokerWhiteRemoteAddresses (raises SettingsError for a bad pattern)."""
+        try:
+            matchers = [compile_pattern(p) for p in split_patterns(self.broker_white_remote_addresses)]
+        except AddressPatternError as exc:
+            raise SettingsError(f"setting brokerWhiteRemoteAddresses: {exc}") from None
+        return lambda host: any(match(host) for match in matchers)
+
+    def copy_security_to(self, other: SecuritySettings) -> None:
+        """Give ``other`` (the NameServer of ``rmq up``) these access, TLS and hardening settings."""
+        for f in dataclasses.fields(SecuritySettings):
+            setattr(other, f.name, getattr(self, f.name))
+
+    def own_credentials(self) -> Credentials | None:
+        """What a lone node (``rmq up``) may sign its broker's requests with when
+        innerClientAuthenticationCredentials is unset: plain ACL's first admin account, or the Super
+        user of initAuthenticationUser."""
+        if self.acl_enable:
+            from broker.acl.signer import Credentials
+
+            checker = self.acl_checker()
+            admins = [a for a in checker.config().accounts.values() if a.admin] if checker else []
+            return Credentials(admins[0].access_key, admins[0].secret_key) if admins else None
+        user = self.init_user() if self.authentication_enabled else None
+        if user is None:
+            return None
+        from broker.acl.signer import Credentials
+
+        return Credentials(user.username, user.password)
 
     def init_user(self) -> User | None:
         """The Super user of initAuthenticationUser (raises SettingsError for a bad value)."""
@@ -138,6 +195,21 @@ class SecuritySettings:
         except AuthInputError as exc:
             raise SettingsError(f"setting innerClientAuthenticationCredentials: {exc}") from None
         return User(name, credentials.secret_key, UserType.SUPER)
+
+    def auth_store(self, config_dir: Path) -> AuthStore:
+        """The users and ACLs kept under ``config_dir/auth``, with the Super users of
+        initAuthenticationUser and innerClientAuthenticationCredentials created where missing
+        (raises SettingsError when they cannot be read)."""
+        from broker.acl.auth_store import AuthInputError, AuthStore
+
+        try:
+            store = AuthStore(config_dir)
+            for initial in (self.init_user(), self.inner_user()):
+                if initial is not None and store.ensure_user(initial):
+                    log.info("created the initial Super user %s", initial.username)
+        except AuthInputError as exc:
+            raise SettingsError(f"the users and ACLs cannot be read: {exc}") from None
+        return store
 
     def inner_client_security(self) -> ClientSecurity:
         """How this broker's own clients connect to other brokers: signed with the inner credentials,

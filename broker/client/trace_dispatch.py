@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from broker.client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
 from broker.client.producer import Producer
-from broker.client.trace import (
+from broker.protocol import properties as P
+from broker.protocol.msgid import UniqKeyGenerator
+from broker.protocol.trace import (
     DEFAULT_REGION,
     TRACE_GROUP_PREFIX,
     TRACE_TOPIC,
@@ -28,8 +30,6 @@ from broker.client.trace import (
     TraceType,
     encode,
 )
-from broker.protocol import properties as P
-from broker.protocol.msgid import UniqKeyGenerator
 
 if TYPE_CHECKING:
     import ssl

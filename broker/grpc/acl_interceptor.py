@@ -1,7 +1,8 @@
 """Access control for the gRPC API: the ``authorization`` header of RocketMQ 5 clients checked like a
 remoting signature (HMAC-SHA1 of ``x-mq-date-time``), then the permissions each request needs, against
 the plain ACL file (aclEnable) or the broker's users and ACL policies (authenticationEnabled /
-authorizationEnabled), whichever the broker's remoting server checks.
+authorizationEnabled), whichever the broker's remoting server checks. Under either, no client may
+receive or pull the parking topics' messages (:mod:`broker.acl.message_reads`).
 
 A refusal is answered with the method's own response carrying a v2 ``Status``: UNAUTHORIZED for
 missing, unknown or wrongly signed credentials, FORBIDDEN for a missing permission. The Telemetry
@@ -27,6 +28,7 @@ from broker.acl import signer
 from broker.acl.addresses import host_of
 from broker.acl.auth_checker import AuthChecker, from_plain
 from broker.acl.checker import AclChecker, Denial, Refusal
+from broker.acl.message_reads import parked_read
 from broker.acl.permissions import ANY, PUB, SUB, Need, group_resource
 from broker.grpc.schema import PB, Code
 
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 UNAUTHORIZED = 40100  # apache.rocketmq.v2.Code.UNAUTHORIZED
 PRODUCER = 1  # ClientType.PRODUCER
 TELEMETRY = "Telemetry"
+QUEUE_READS = frozenset({"ReceiveMessage", "PullMessage"})  # methods reading a message queue's messages
 
 
 def _topic_and_group(request: Any, topic: str, group: str = "group") -> list[Need]:
@@ -144,7 +147,10 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
         self.decide = decide
 
     def refusal(self, method: str, request: Any, metadata: dict[str, str], peer: str) -> Refusal | None:
-        refused = self.decide(method, request, metadata, peer_host(peer))
+        why = parked_read(request.message_queue.topic.name) if method in QUEUE_READS and request else None
+        refused = (
+            Refusal(Denial.FORBIDDEN, why) if why else self.decide(method, request, metadata, peer_host(peer))
+        )
         if refused is not None:
             log.warning("refused gRPC %s from %s: %s", method, peer, refused.message)
         return refused

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.acl.settings import SecuritySettings
+from broker.acl.settings import SECRET_SETTINGS, SecuritySettings
 from broker.settings import SettingsError, SettingsTarget, camel, parse_properties
 from broker.store.config_files import ConfigFile
 
@@ -40,6 +40,7 @@ class ForbiddenSettingError(SettingsError):
 
 @dataclass(slots=True)
 class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/settings.py)
+    listen_host: str = "0.0.0.0"  # every interface, as Apache RocketMQ; 127.0.0.1 keeps it to this machine
     listen_port: int = 9876
     kv_config_path: Path = DEFAULT_HOME / KV_CONFIG_FILE
     config_store_path: Path = DEFAULT_HOME / CONFIG_STORE_FILE  # where runtime updates are saved
@@ -67,9 +68,9 @@ class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl
             raise SettingsError(f"setting listenPort: {self.listen_port} is not a TCP port")
 
     def to_properties(self) -> str:
-        """GET_NAMESRV_CONFIG's body: ``key=value`` lines under the Java names."""
+        """GET_NAMESRV_CONFIG's body: ``key=value`` lines under the Java names, never a password."""
         props = SettingsTarget(self).as_properties()
-        return "".join(f"{key}={props[key]}\n" for key in sorted(props))
+        return "".join(f"{key}={props[key]}\n" for key in sorted(props) if key not in SECRET_SETTINGS)
 
     def apply_properties(self, text: str, origin: str) -> list[str]:
         """Apply an UPDATE_NAMESRV_CONFIG body all or nothing; returns the keys given.

@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import logging
 
-from broker.acl.remoting_hook import make_server
+from broker.acl.auth_store import AuthStore
+from broker.acl.remoting_hook import make_namesrv_server
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.kv_config import KVConfigManager
 from broker.namesrv.processor import NamesrvProcessor
@@ -21,17 +22,23 @@ _WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
 class NameServer:
-    def __init__(self, config: NamesrvConfig, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self, config: NamesrvConfig, host: str | None = None, auth_store: AuthStore | None = None
+    ) -> None:
+        """``host``: where to listen, listenHost unless given; ``auth_store``: users and ACLs shared with
+        a broker of the same process, else the NameServer's own."""
         config.validate()
         self.config = config
-        self.host = host
+        self.host = config.listen_host if host is None else host
         self.route_table = RouteTable()
         self.kv_config = KVConfigManager(config.kv_config_path)
-        self._server = make_server(  # TLS, and ACL for admin codes, when configured
+        if auth_store is None and config.auth_enabled:  # its own, beside kvConfig.json
+            auth_store = config.auth_store(config.kv_config_path.parent)
+        self._server = make_namesrv_server(  # TLS, and the checks of access control, when configured
             config,
-            host,
+            self.host,
             config.listen_port,
-            require_signature=False,
+            auth_store=auth_store,
             idle_timeout=float(config.server_channel_max_idle_time_seconds),
         )
         NamesrvProcessor(config, self.route_table, self.kv_config, self._watch_channel).install(self._server)

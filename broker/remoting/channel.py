@@ -19,6 +19,7 @@ from typing import cast
 
 from broker.protocol.codes import ResponseCode, SerializeType, name_of
 from broker.protocol.remoting import (
+    LENIENT_HEADER_LIMIT,
     ONEWAY_FLAG,
     RESPONSE_FLAG,
     FrameDecoder,
@@ -77,6 +78,7 @@ class RemotingChannel(asyncio.Protocol):
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         on_open: Callable[[RemotingChannel], None] | None = None,
         on_close: Callable[[RemotingChannel], None] | None = None,
+        lenient_header_limit: int = LENIENT_HEADER_LIMIT,
     ) -> None:
         self._dispatcher = dispatcher
         self.serialize_type = serialize_type
@@ -86,7 +88,7 @@ class RemotingChannel(asyncio.Protocol):
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
-        self._decoder = FrameDecoder()
+        self._decoder = FrameDecoder(lenient_limit=lenient_header_limit)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
         self._backlog: deque[RemotingCommand] = deque()  # requests read while max_inflight were running

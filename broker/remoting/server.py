@@ -13,6 +13,7 @@ import logging
 import ssl
 
 from broker.protocol.codes import SerializeType
+from broker.protocol.remoting import LENIENT_HEADER_LIMIT
 from broker.remoting.channel import DEFAULT_MAX_INFLIGHT, Handler, RemotingChannel, RequestDispatcher
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,10 @@ class RemotingServer:
         serialize_type: SerializeType = SerializeType.JSON,
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
         ssl_context: ssl.SSLContext | None = None,
+        lenient_header_limit: int = LENIENT_HEADER_LIMIT,
     ) -> None:
         self.host = host
+        self._lenient_header_limit = lenient_header_limit
         self._requested_port = port
         self._ssl_context = ssl_context  # TLS only (broker.acl.tls), no plain-text fallback
         self._idle_timeout = idle_timeout
@@ -84,6 +87,7 @@ class RemotingServer:
             max_inflight=self._max_inflight,
             on_open=self._channels.add,  # once connected (after the TLS handshake, with TLS)
             on_close=self._channels.discard,
+            lenient_header_limit=self._lenient_header_limit,
         )
 
     async def stop(self, grace: float = 10.0) -> None:

@@ -40,7 +40,6 @@ from broker.protocol.bodies import JsonBody
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.settings import SettingsError
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -64,15 +63,10 @@ def json_list(items: list[JsonBody]) -> bytes:
 
 
 class AuthProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, store: AuthStore | None = None) -> None:
+        """``store``: users and ACLs shared with a NameServer in the same process, else the broker's."""
         self.broker = broker
-        try:
-            self.store = AuthStore(broker.store_config.store_path / "config")
-            for initial in (broker.config.init_user(), broker.config.inner_user()):
-                if initial is not None and self.store.ensure_user(initial):
-                    log.info("created the initial Super user %s", initial.username)
-        except AuthInputError as exc:
-            raise SettingsError(f"the users and ACLs cannot be read: {exc}") from None
+        self.store = store or broker.config.auth_store(broker.store_config.store_path / "config")
 
     def handlers(self) -> dict[int, Handler]:
         return {

@@ -15,11 +15,15 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from broker.acl.auth_store import AuthStore
+from broker.acl.remoting_hook import Hook as AccessHook
 from broker.acl.remoting_hook import make_server
 from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
+from broker.protocol.remoting import RemotingCommand
 from broker.remoting.channel import Handler
+from broker.remoting.hooks import GuardedServer
 from broker.remoting.server import RemotingServer
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
@@ -75,8 +79,12 @@ class Frontend(Protocol):
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, store_config: StoreConfig) -> None:
+    def __init__(
+        self, config: BrokerConfig, store_config: StoreConfig, auth_store: AuthStore | None = None
+    ) -> None:
+        """``auth_store``: the users and ACLs, when a NameServer of the same process shares them."""
         self.config = config
+        self._auth_store = auth_store
         self.store_config = store_config
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
@@ -150,6 +158,17 @@ class Broker:
         """Appends waiting for (or in) the store-writer thread."""
         return self._writes.pending
 
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None:
+        """Why the sender of ``request`` may not read (``publish``: send) messages of ``topic`` (None: it
+        may, or nothing is checked): for requests that pick a stored message by its offset."""
+        hook = self.server.hook if isinstance(self.server, GuardedServer) else None
+        if not isinstance(hook, AccessHook):
+            return None
+        refused = hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
+        return None if refused is None else refused.message
+
     # == store access ==========================================================================
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._reader is not None, "the broker is not started"
@@ -170,7 +189,7 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
-        self.auth = AuthProcessor(self)  # users and ACLs (RocketMQ 5), checked when turned on
+        self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
             self.config.listen_host,
@@ -189,7 +208,7 @@ class Broker:
             ClientProcessor(self),
             AdminProcessor(self),
             MaintenanceProcessor(self),
-            EndTransactionProcessor(self.messaging),
+            EndTransactionProcessor(self.messaging, self),
             FilterProcessor(self),
             PopProcessor(self),
             self.request_modes,

@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from broker.acl.client import secure
 from broker.protocol.bodies import (
     RegisterBrokerBody,
     TopicConfigAndMappingSerializeWrapper,
@@ -39,8 +40,9 @@ class NameServerRegistration:
     def __init__(self, config: BrokerConfig, topics: Callable[[], TopicConfigSerializeWrapper]) -> None:
         self.config = config
         self._topics = topics
-        # with tlsEnable the NameServers serve TLS only
-        self._client = RemotingClient(connect_timeout=REQUEST_TIMEOUT, ssl_context=config.outbound_tls())
+        # signed with the inner credentials (a NameServer with access control wants it); with tlsEnable
+        # the NameServers serve TLS only
+        self._client = secure(RemotingClient(connect_timeout=REQUEST_TIMEOUT), config.inner_client_security())
         self._trigger = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.registered: set[str] = set()  # NameServers that accepted us at least once

@@ -16,7 +16,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import ConsumerSendMsgBackRequestHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import pack_host
-from broker.protocol.names import dlq_topic, retry_topic
+from broker.protocol.names import dlq_topic, real_topic, retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.dlq import ensure_dlq, mark_dead_letter
@@ -67,6 +67,10 @@ class SendBackProcessor:
             return make_response(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}"
             )
+        # the offset may point anywhere: copying a message needs the right to read it
+        refused = broker.topic_refusal(request, channel.remote_addr, real_topic(rec.topic, rec.properties))
+        if refused is not None:
+            return make_response(request, ResponseCode.NO_PERMISSION, refused)
         props = dict(rec.properties)
         props.setdefault(P.RETRY_TOPIC, rec.topic)
         props[P.ORIGIN_MESSAGE_ID] = props.get(P.ORIGIN_MESSAGE_ID) or rec.offset_msg_id

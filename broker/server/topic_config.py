@@ -19,6 +19,8 @@ from pathlib import Path
 from broker.protocol import lenient_json
 from broker.protocol.bodies import BodyError, DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from broker.protocol.message import MAX_RETRY_TOPIC_BYTES, MAX_TOPIC_BYTES
+from broker.protocol.names import TRANS_HALF_TOPIC as TRANS_HALF_TOPIC
+from broker.protocol.names import TRANS_OP_HALF_TOPIC as TRANS_OP_HALF_TOPIC
 from broker.protocol.names import is_group_topic
 from broker.server.config import BrokerConfig
 from broker.server.message_type import MESSAGE_TYPE_ATTRIBUTE
@@ -37,8 +39,6 @@ SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 SCHEDULE_QUEUE_NUMS = 18

@@ -111,6 +111,8 @@ class TransactionService:
             return EndOutcome(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
         if half.properties.get(P.PGROUP) != h.producerGroup:
             return EndOutcome(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+        if h.topic and h.topic != half.properties.get(P.REAL_TOPIC):  # its sender's rights were checked
+            return EndOutcome(ResponseCode.SYSTEM_ERROR, "The topic wrong: not the prepared message's")
         if half.queue_offset != h.tranStateTableOffset:
             return EndOutcome(ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
         if half.physical_offset != h.commitLogOffset:

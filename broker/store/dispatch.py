@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 from broker.protocol import properties as P
 from broker.protocol.javahash import tags_code
@@ -20,12 +20,13 @@ from broker.protocol.message import (
     Buffer,
     RecordLayout,
 )
+
+# the parking topics, named here for the store's users too
+from broker.protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
+from broker.protocol.names import TIMER_TOPIC as TIMER_TOPIC
 from broker.protocol.properties import decode_properties
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.index_service import IndexService
-
-SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
-TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 
 
 class DispatchRequest(NamedTuple):

@@ -3,6 +3,7 @@ certificates made with the ``openssl`` command."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from tests.peers.conftest import LoopThread, small_store
 ADMIN = Credentials("admin-ak", "admin-secret-Zq81")
 APP = Credentials("app-ak-01", "app-secret-Xw42")
 SECRETS = (ADMIN.secret_key, APP.secret_key)
+INNER = json.dumps({"accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key})
 TOPIC = "AclTopic"
 OTHER_TOPIC = "AclOther"
 GROUP = "acl-cg"
@@ -92,6 +94,7 @@ def start_node(tmp: Path, acl_file: Path, **tls: Any) -> tuple[LoopThread, Node]
             ha_listen_port=0,
             acl_enable=True,
             acl_file=acl_file,
+            inner_client_authentication_credentials=INNER,  # it registers signed with its NameServer
             **tls,
         ),
         store=small_store(tmp / "store"),

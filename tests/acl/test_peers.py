@@ -1,7 +1,9 @@
-"""Third-party clients against a broker with ACL on: ali-ons (remoting, accessKey/secretKey options)
-and the official Python 5 client (gRPC ``authorization`` header)."""
+"""Third-party clients against a broker with ACL on: ali-ons (remoting, accessKey/secretKey options), the
+C++ client (session credentials) and the official Python 5 client (gRPC ``authorization`` header)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,21 @@ def test_alions_is_refused(acl_cluster: AclCluster, topic: str, credentials: Cre
     result = _produce(acl_cluster, topic, credentials, count=1)
     assert result.returncode != 0 and not result.sent  # type: ignore[attr-defined]
     assert not any(s in result.stderr for s in SECRETS if s != credentials.secret_key)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("credentials", "sent"),
+    [(APP, 2), (Credentials(APP.access_key, "wrong-secret"), 0)],
+    ids=["right-key-pair", "wrong-secret"],
+)
+def test_cpp_producer_signs_with_its_key_pair(
+    acl_cluster: AclCluster, tmp_path: Path, credentials: Credentials, sent: int
+) -> None:
+    args = _producer_args(acl_cluster.namesrv, TOPIC, group="acl-cpp-pg", count=2, tags=None, key_prefix=None,
+                          body="acl", body_size=0, delay_level=0, timeout=20)  # fmt: skip
+    result = run_driver("cpp", "cpp_producer.py", args, timeout=20, home=tmp_path, env=_env(credentials))
+    assert len(result.sent) == sent  # type: ignore[attr-defined]
+    assert (result.returncode == 0) == (sent == 2)  # type: ignore[attr-defined]
 
 
 def test_python5_client_needs_credentials(acl_cluster: AclCluster, monkeypatch: pytest.MonkeyPatch) -> None:

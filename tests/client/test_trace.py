@@ -24,7 +24,7 @@ from broker.client import (
     TransactionProducer,
 )
 from broker.client.admin_api import AdminApi
-from broker.client.trace import (
+from broker.protocol.trace import (
     TRACE_TOPIC,
     ConsumeReturnType,
     MessageType,

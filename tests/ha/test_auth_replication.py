@@ -92,7 +92,7 @@ async def test_without_inner_credentials_the_sync_is_refused_and_logged(
             )
             assert "GET_ALL_" in caplog.text and "refused" in caplog.text
             assert slave.topics.get(TOPIC) is None and slave.groups.get(GROUP) is None
-            # both keep serving, and messages still replicate (the HA port is not access-controlled)
+            # both keep serving, and messages still replicate (the slave is registered as one)
             assert (await send(client, master, TOPIC, queue_id=0)).code == ResponseCode.SUCCESS
             top = master.store.commitlog.max_offset
             await wait_for(lambda: slave.store.commitlog.max_offset == top, what="the message on the slave")

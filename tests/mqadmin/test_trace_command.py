@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
-from broker.client.trace import TRACE_TOPIC
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
+from broker.protocol.trace import TRACE_TOPIC
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
 from tests.cli_online.conftest import Cluster, _start_loop

@@ -144,12 +144,22 @@ def test_json_header_missing_or_null_ext_fields() -> None:
         (b'{"code":1,"language":{}}', "'language'"),
         (b"\xff\xfe", "not UTF-8"),
         (b'{"code":', "does not parse"),
-        (b"[" * 100000, "does not parse"),
+        (b"[" * 10000, "does not parse"),
+        (b"[" * 100000, "relaxed JSON headers may have at most 16384 bytes"),
     ],
 )
 def test_bad_json_headers_raise_protocol_error(header: bytes, message: str) -> None:
     with pytest.raises(ProtocolError, match=message):
         decode_json_header(header)
+
+
+def test_relaxed_json_headers_are_read_up_to_their_limit() -> None:
+    relaxed = b"{code:10,extFields:{topic:'T'}}"  # fastjson's bare keys and single quotes
+    assert decode_json_header(relaxed).ext_fields == {"topic": "T"}
+    with pytest.raises(ProtocolError, match=f"{len(relaxed)} bytes is not standard JSON"):
+        decode_json_header(relaxed, lenient_limit=len(relaxed) - 1)
+    standard = b'{"code":10,"extFields":{"topic":"' + b"x" * 100_000 + b'"}}'
+    assert decode_json_header(standard, lenient_limit=16).code == 10  # standard JSON: no such limit
 
 
 def test_make_response_echoes_opaque() -> None:

@@ -1,9 +1,11 @@
 """The remoting server and client over real loopback TCP."""
 
 import asyncio
+import contextlib
 import functools
 import logging
 import socket
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -172,6 +174,25 @@ async def test_garbage_client_is_disconnected_while_others_keep_working(
         assert [r.getMessage() for r in caplog.records if "malformed frame" in r.getMessage()] == [
             f"closing connection {host}:{port}: malformed frame: frame length -1 is below the 4-byte minimum"
         ]
+        writer.close()
+        assert (await client.invoke(addr, make_request(RequestCode.HEART_BEAT), TIMEOUT)).code == 0
+
+
+@async_test
+async def test_a_huge_relaxed_json_header_closes_only_its_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    header = b"{code:10,extFields:{" + b",".join(b"k%d:'v'" % i for i in range(1_150_000)) + b"}}"  # ~13 MiB
+    frame = struct.pack(">ii", 4 + len(header), len(header)) + header
+    async with serving() as (server, client, addr):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        with caplog.at_level(logging.WARNING, logger="broker.client.remoting_client"):
+            writer.write(frame)
+            with contextlib.suppress(ConnectionResetError):  # closed with part of the frame unread
+                assert await asyncio.wait_for(reader.read(), TIMEOUT) == b""  # closed, nothing answered
+        assert any(
+            "relaxed JSON headers may have at most 16384 bytes" in r.getMessage() for r in caplog.records
+        )
         writer.close()
         assert (await client.invoke(addr, make_request(RequestCode.HEART_BEAT), TIMEOUT)).code == 0
 

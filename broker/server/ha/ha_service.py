@@ -13,12 +13,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from broker.acl.addresses import host_of
 from broker.protocol.ha import (
     REPORT,
     HAConnectionRuntimeInfo,
     HARuntimeInfo,
     pack_frame_header,
 )
+from broker.server.ha.slave_access import SlaveAccess
 from broker.server.write_bursts import OffsetWaits
 from broker.store.message_store import PutResult, PutStatus
 
@@ -147,6 +149,7 @@ class HAService:
         self._server: asyncio.Server | None = None
         self._waiters = OffsetWaits()  # SYNC_MASTER answers waiting for a slave's ack
         self._tasks: set[asyncio.Task[None]] = set()
+        self.access = SlaveAccess(broker.config)
 
     @property
     def port(self) -> int:
@@ -169,14 +172,25 @@ class HAService:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._waiters.cancel_all()
+        await self.access.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, reader, writer)
-        log.info("slave connected to the HA port from %s", conn.addr)
-        self.connections.add(conn)
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        if not await self.access.allows(host_of(conn.addr)):
+            log.warning(
+                "HA connection from %s closed: neither a registered slave of %s nor on "
+                "brokerWhiteRemoteAddresses",
+                conn.addr, self.broker.config.broker_name,
+            )  # fmt: skip
+            writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+            return
+        log.info("slave connected to the HA port from %s", conn.addr)
+        self.connections.add(conn)
         try:
             await conn.run()
         finally:

@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 from broker.protocol.codes import ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.javahash import tags_code
-from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE, MessageRecord
 from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.long_polling import PullHoldService
@@ -211,11 +211,20 @@ class MessagingCore:
         return await self.broker.read(self.broker.store.earliest_store_time, topic, queue_id)
 
     # == transactions ==========================================================================
+    async def message_at(self, commitlog_offset: int) -> MessageRecord | None:
+        """The stored message at a CommitLog offset, if a whole one starts there."""
+        return await self.broker.read(self.broker.store.message_at, commitlog_offset)
+
     async def end_transaction(
-        self, header: EndTransactionRequestHeader, remote_addr: str, remark: str | None = None
+        self,
+        header: EndTransactionRequestHeader,
+        remote_addr: str,
+        remark: str | None = None,
+        refusal: Callable[[], Awaitable[str | None]] | None = None,
     ) -> Answer | None:
         """Commit or roll back a half message; None for a producer that reports the state unknown
-        (logged only, and unanswered, as upstream)."""
+        (logged only, and unanswered, as upstream). ``refusal``, the protocol's access check, runs
+        once the request is known to end a transaction; its message is answered NO_PERMISSION."""
         if self.broker.config.broker_role == "SLAVE":
             return _Answer(
                 ResponseCode.SLAVE_NOT_AVAILABLE,
@@ -228,6 +237,9 @@ class MessagingCore:
                 remote_addr, header.transactionId or header.msgId, source, remark,
             )  # fmt: skip
             return None
+        refused = None if refusal is None else await refusal()
+        if refused is not None:
+            return _Answer(ResponseCode.NO_PERMISSION, refused)
         outcome = await self.broker.transactions.end(header)
         if outcome.code != ResponseCode.SUCCESS:
             log.warning(

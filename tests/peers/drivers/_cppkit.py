@@ -122,6 +122,13 @@ def load_client() -> Any:
     return client
 
 
+def sign(client_object: Any) -> None:
+    """Give a producer or consumer the ACL key pair of ``RMQ_ACCESS_KEY``/``RMQ_SECRET_KEY``, when set."""
+    access_key, secret_key = os.environ.get("RMQ_ACCESS_KEY"), os.environ.get("RMQ_SECRET_KEY")
+    if access_key and secret_key:
+        client_object.set_session_credentials(access_key, secret_key, "ALIYUN")
+
+
 def text(value: object) -> str | None:
     if value is None:
         return None

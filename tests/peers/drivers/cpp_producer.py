@@ -75,6 +75,7 @@ def main() -> None:
 
     producer = client.Producer(group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    kit.sign(producer)  # RMQ_ACCESS_KEY / RMQ_SECRET_KEY, for a broker with ACL
     try:
         producer.start()
     except Exception as exc:

@@ -75,6 +75,7 @@ def main() -> None:
 
     consumer = client.PullConsumer(group)
     consumer.set_namesrv_addr(args.namesrv)
+    kit.sign(consumer)  # RMQ_ACCESS_KEY / RMQ_SECRET_KEY, for a broker with ACL
     try:
         consumer.start()
     except Exception as exc:

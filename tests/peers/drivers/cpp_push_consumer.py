@@ -109,6 +109,7 @@ def main() -> None:
     callback = ffi.MSG_CALLBACK_FUNC(on_message)  # keep a reference for the consumer's lifetime
     consumer = client.PushConsumer(group)
     consumer.set_namesrv_addr(args.namesrv)
+    kit.sign(consumer)  # RMQ_ACCESS_KEY / RMQ_SECRET_KEY, for a broker with ACL
     consumer.set_thread_count(args.threads)
     try:
         ffi_check(ffi.dll.Subscribe(consumer._handle, args.topic.encode(), args.tags.encode()))
