@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from admin.errors import BadInput, NotFound, OperationFailed
-from broker.protocol.message import MessageRecord, check_crc
+from broker.protocol.message import MessageRecord, RecordError, check_crc, decode_record
 from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.store.checkpoint import CheckpointValues, read_checkpoint
 from broker.store.commitlog import CommitLog
@@ -76,6 +76,20 @@ class RecoveryInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionLogInfo:
+    """One queue's compaction log (``compaction/compactionLog/<topic>/<queue>``)."""
+
+    topic: str
+    queue_id: int
+    files: int
+    messages: int  # kept: each key's newest, plus what no compaction covered yet
+    min_offset: int  # queue offset of the first kept message (-1: none)
+    fed_offset: int  # queue offsets below it were copied in
+    compacted_offset: int  # the newest queue offset a compaction covered (-1: none yet)
+    disk_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class StoreInfo:
     path: str
     clean_shutdown: bool  # no ``abort`` file: the last broker stopped cleanly (or none runs)
@@ -86,6 +100,7 @@ class StoreInfo:
     index_files: list[IndexInfo]
     checkpoint: CheckpointValues
     recovery: RecoveryInfo
+    compaction: list[CompactionLogInfo]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +217,54 @@ def _has_data(mf: MappedFile) -> bool:
     return mf.mm[:8] != bytes(8)
 
 
+def _dump_compacted(
+    store: MessageStore, topic: str, queue: int | None, from_offset: int, limit: int
+) -> DumpResult:
+    logs = sorted((q, clog) for (t, q), clog in store.compaction.logs.items() if t == topic)
+    if not logs:
+        raise NotFound(f"topic {topic!r} has no compaction log in store {store.root}")
+    if queue is not None:
+        logs = [(q, clog) for q, clog in logs if q == queue]
+        if not logs:
+            raise NotFound(f"topic {topic!r} has no compaction log for queue {queue} in store {store.root}")
+    messages: list[MessageRecord] = []
+    unreadable: list[UnreadableUnit] = []
+    for qid, clog in logs:
+        for unit in clog.current.cq.iter_from(from_offset):
+            if len(messages) + len(unreadable) >= limit:
+                break
+            data = clog.current.log.read(unit.position, unit.size)
+            try:
+                messages.append(decode_record(data or b""))
+            except RecordError:
+                unreadable.append(
+                    UnreadableUnit(topic, qid, unit.queue_offset, unit.position, "no valid record there")
+                )
+    return DumpResult(topic, messages, unreadable)
+
+
+def compaction_log_messages(file: Path) -> list[MessageRecord]:
+    """The records of one compaction log file, from its start to its first non-record (mqadmin
+    dumpCompactionLog)."""
+    if not file.exists():
+        raise NotFound(f"file {file} not exist.")
+    if file.is_dir():
+        raise BadInput(f"file {file} is a directory.")
+    data = file.read_bytes()
+    found: list[MessageRecord] = []
+    pos = 0
+    while pos + 8 <= len(data):
+        size = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+        if size <= 0 or pos + size > len(data):
+            break
+        try:
+            found.append(decode_record(data, pos))
+        except RecordError:
+            break
+        pos += size
+    return found
+
+
 # == info ==========================================================================================
 def store_info(path: Path) -> StoreInfo:
     """Files, offsets, queues, index files, checkpoint and what recovery would do."""
@@ -238,6 +301,19 @@ def store_info(path: Path) -> StoreInfo:
             index_files=index,
             checkpoint=read_checkpoint(path / "checkpoint"),
             recovery=_recovery_info(store.recovery),
+            compaction=[
+                CompactionLogInfo(
+                    topic,
+                    qid,
+                    len(clog.current.log.files.files),
+                    clog.current.cq.count,
+                    -1 if (first := clog.min_offset()) is None else first,
+                    clog.fed_offset,
+                    store.compaction.position(topic, qid),
+                    clog.current.bytes_on_disk,
+                )
+                for (topic, qid), clog in sorted(store.compaction.logs.items())
+            ],
         )
 
 
@@ -472,15 +548,24 @@ def _by_msg_id(
 
 
 def store_dump(
-    path: Path, topic: str, queue: int | None = None, from_offset: int = 0, limit: int = 100
+    path: Path,
+    topic: str,
+    queue: int | None = None,
+    from_offset: int = 0,
+    limit: int = 100,
+    *,
+    compacted: bool = False,
 ) -> DumpResult:
     """Up to ``limit`` messages of a topic (or of one queue) from queue offset ``from_offset``,
-    queue by queue; units whose message cannot be read are listed, not skipped silently."""
+    queue by queue; units whose message cannot be read are listed, not skipped silently.
+    ``compacted``: from the topic's compaction logs (each key's newest message) instead."""
     if limit <= 0:
         raise BadInput(f"the limit must be positive, got {limit}")
     if from_offset < 0:
         raise BadInput(f"the start offset must not be negative, got {from_offset}")
     with _open(path) as store:
+        if compacted:
+            return _dump_compacted(store, topic, queue, from_offset, limit)
         queues = _require_topic(store, topic)
         if queue is not None:
             queues = [cq for cq in queues if cq.queue_id == queue]

@@ -15,16 +15,20 @@ from collections.abc import Callable
 
 from benchmarks import (
     bench_cli,
+    bench_compaction,
     bench_grpc,
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_scale,
     bench_spark,
     bench_store,
+    bench_timers,
     bench_tui,
 )
 
 Result = dict[str, object]
+LOWER_IS_BETTER = frozenset({"us", "ms", "s", "MiB"})  # units of times and memory: a target is a ceiling
 SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "store": bench_store.run,
     "index": bench_index.run,
@@ -34,6 +38,9 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "compaction": bench_compaction.run,
+    "scale": bench_scale.run,
+    "timers": bench_timers.run,
 }
 
 
@@ -46,7 +53,7 @@ def _row(r: Result) -> list[str]:
     base = _num(r.get("baseline_value"))
     target = _num(r.get("target", r.get("limit")))
     ratio = f"{value / base:.2f}" if value is not None and base else ""
-    higher = r.get("unit") != "us"
+    higher = r.get("unit") not in LOWER_IS_BETTER
     met = "" if target is None or value is None else ("yes" if (value >= target) == higher else "NO")
     if isinstance(r.get("met"), bool):  # a row that judges itself (a median of paired ratios)
         met = "yes" if r["met"] else "NO"

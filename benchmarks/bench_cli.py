@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from admin.models import GroupSpec
 from admin.service import AdminService
@@ -94,12 +95,18 @@ def _wall_us(argvs: list[list[str]], runs: int, env: dict[str, str], terminal: b
     return [statistics.median(samples) for samples in times]
 
 
+class UpProcess(NamedTuple):
+    namesrv: str  # the NameServer's address
+    pid: int
+
+
 @contextmanager
-def _rmq_up(root: Path, env: dict[str, str]) -> Iterator[str]:
-    """``rmq up`` on free ports with a store under ``root``; yields the NameServer address."""
+def rmq_up(root: Path, env: dict[str, str]) -> Iterator[UpProcess]:
+    """``rmq up`` on free ports with a store under ``root`` (kept between runs: a second run is a
+    restart); stopped with SIGTERM, as an operator stops it."""
     cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(root / "store"), "--namesrv-port", "0",
            "--broker-port", "0", "--no-http", "--grpc-port", "-1", "--set", "haListenPort=0"]  # fmt: skip
-    with (root / "rmq-up.log").open("w") as log:
+    with (root / "rmq-up.log").open("a") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
         try:
             assert proc.stdout is not None
@@ -109,7 +116,7 @@ def _rmq_up(root: Path, env: dict[str, str]) -> Iterator[str]:
                 if not line:
                     raise RuntimeError(f"rmq up exited with {proc.wait()}; see {root / 'rmq-up.log'}")
                 banner += line
-            yield found.group(1)
+            yield UpProcess(found.group(1), proc.pid)
         finally:
             proc.terminate()
             proc.wait(30)
@@ -168,7 +175,7 @@ def run(quick: bool) -> list[Result]:
         cached["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         # an empty cache folder that is never written: every module is compiled on every run
         uncached = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(root / "empty")}
-        with _rmq_up(root, env) as namesrv:
+        with rmq_up(root, env) as (namesrv, _pid):
             asyncio.run(_wait_ready(namesrv))
             results += _start_rows([*_rmq(), "topic", "list"], runs, cached, uncached)
             asyncio.run(_populate(namesrv, TOPICS, GROUPS))

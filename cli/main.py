@@ -45,6 +45,7 @@ COMMANDS = {
     "message": "cli.message:app",
     "dlq": "cli.dlq:app",
     "retry": "cli.retry:app",
+    "timer": "cli.timer:app",
     "spark": "cli.spark:app",
     "acl": "cli.acl:app",
     "auth": "cli.auth:app",

@@ -486,6 +486,15 @@ async def consume_message(s: AdminService, v: Values) -> str:
     return R.print_messages(found, "UTF-8")
 
 
+async def dump_compaction_log(s: AdminService, v: Values) -> str:
+    from admin.store_tools import compaction_log_messages
+
+    name = opt(v, "file")
+    if name is None:
+        return "miss dump log file name"
+    return "".join(R.message_ext(m) + "\n" for m in compaction_log_messages(Path(name)))
+
+
 async def decode_message_id(s: AdminService, v: Values) -> str:
     from broker.protocol.msgid import decode_uniq_key
 
@@ -995,6 +1004,9 @@ _CORE: tuple[Command, ...] = (
     Command("decodeMessageId", "decode unique message ID", (
         o("i", "messageId", "unique message ID"),
     ), decode_message_id),
+    Command("dumpCompactionLog", "Parse compaction log to message.", (
+        o("f", "file", "to dump file name"),
+    ), dump_compaction_log),
 )  # fmt: skip
 COMMANDS = (
     _CORE

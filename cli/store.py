@@ -100,12 +100,18 @@ def dump(
     queue: Annotated[int | None, typer.Option("--queue", "-q", help="Only this queue id.")] = None,
     from_offset: Annotated[int, typer.Option("--from", help="First queue offset.")] = 0,
     limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many messages.")] = 100,
+    compacted: Annotated[
+        bool,
+        typer.Option("--compacted", help="From the compaction log: each key's newest message."),
+    ] = False,
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Messages of a topic in queue order, from a queue offset."""
     from admin.store_tools import store_dump
 
-    result = store_dump(directory, topic, queue=queue, from_offset=from_offset, limit=limit)
+    result = store_dump(
+        directory, topic, queue=queue, from_offset=from_offset, limit=limit, compacted=compacted
+    )
     emit(output, result, lambda: _dump_sections(result))
 
 
@@ -148,7 +154,28 @@ def _info_sections(info: StoreInfo) -> list[Section]:
             ],
             title="IndexFiles",
         ),
+        *_compaction_sections(info),
     ]
+
+
+def _compaction_sections(info: StoreInfo) -> list[Section]:
+    if not info.compaction:
+        return []
+    headers = ["topic", "queue", "files", "messages", "min offset", "fed offset", "compacted to", "bytes"]
+    rows = [
+        (
+            c.topic,
+            c.queue_id,
+            c.files,
+            c.messages,
+            c.min_offset,
+            c.fed_offset,
+            c.compacted_offset,
+            c.disk_bytes,
+        )
+        for c in info.compaction
+    ]
+    return [Table(headers, rows, title="Compaction logs")]
 
 
 def _verify_sections(result: VerifyResult) -> list[Section]:

@@ -317,6 +317,18 @@ def _queue_sections(p: ConsumeQueuePage) -> list[Section]:
     ]
 
 
+def _compaction_sections(d: TopicDescription) -> list[Section]:
+    """How far each queue of a COMPACTION topic is compacted."""
+    if d.attributes.get("cleanup.policy") != "COMPACTION":
+        return []
+    rows = [
+        (q.broker_name, q.queue_id, q.fed_offset, q.kept, q.disk_bytes, q.compacted_offset, q.runs)
+        for q in d.compaction
+    ]
+    headers = ["broker", "queue", "fed offset", "kept", "disk bytes", "compacted to", "runs"]
+    return [Table(headers, rows, title="Compaction")]
+
+
 def _describe_sections(d: TopicDescription) -> list[Section]:
     return [
         Fields(
@@ -330,5 +342,6 @@ def _describe_sections(d: TopicDescription) -> list[Section]:
         ),
         *_route_sections(d.route),
         *_status_sections(d.status),
+        *_compaction_sections(d),
         Table(["group"], [(g,) for g in d.groups], title="Consuming groups"),
     ]

@@ -2,7 +2,7 @@
 
 __rmq_cmds() {
     case "$1" in
-        "") echo "acl auth bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store topic up wait" ;;
+        "") echo "acl auth bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store timer topic up wait" ;;
         "acl") echo "create delete get list update version white-list" ;;
         "auth") echo "acl user" ;;
         "auth acl") echo "copy create delete get list update" ;;
@@ -23,6 +23,7 @@ __rmq_cmds() {
         "retry") echo "browse list" ;;
         "spark") echo "archive dlq-report replay" ;;
         "store") echo "dump info lookup verify" ;;
+        "timer") echo "cancel list" ;;
         "topic") echo "create delete describe list queue route status update" ;;
         "wait") echo "ready" ;;
     esac
@@ -128,10 +129,13 @@ __rmq_opts() {
         "spark dlq-report") echo "-h --help --out --format --store --master -n --namesrv --profile --timeout --output -o" ;;
         "spark replay") echo "--dry-run -h --help --parquet --dlq --rate --master -n --namesrv --profile --timeout --output -o" ;;
         "store") echo "-h --help" ;;
-        "store dump") echo "-h --help --topic -t --queue -q --from --limit -n --output -o" ;;
+        "store dump") echo "--compacted -h --help --topic -t --queue -q --from --limit -n --output -o" ;;
         "store info") echo "-h --help --output -o" ;;
         "store lookup") echo "-h --help --msg-id -i --topic -t --key -k --unique-key -u --begin --end --max --output -o" ;;
         "store verify") echo "-h --help --output -o" ;;
+        "timer") echo "-h --help" ;;
+        "timer cancel") echo "--yes -y -h --help --id -i --key -k -b --broker -n --namesrv --profile --timeout --output -o" ;;
+        "timer list") echo "-h --help -t --topic --from --to --limit -l -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "topic") echo "-h --help" ;;
         "topic create") echo "--order -h --help -c --cluster -b --broker -r --read-queues -w --write-queues -p --perm -a --attr -n --namesrv --profile --timeout --output -o" ;;
         "topic delete") echo "--yes -y -h --help -c --cluster -n --namesrv --profile --timeout --output -o" ;;
@@ -956,6 +960,32 @@ __rmq_kind() {
         "store lookup|-o") echo "table json text" ;;
         "store verify|--output") echo "table json text" ;;
         "store verify|-o") echo "table json text" ;;
+        "timer cancel|--id") echo "-" ;;
+        "timer cancel|-i") echo "-" ;;
+        "timer cancel|--key") echo "-" ;;
+        "timer cancel|-k") echo "-" ;;
+        "timer cancel|-b") echo "-" ;;
+        "timer cancel|--broker") echo "-" ;;
+        "timer cancel|-n") echo "-" ;;
+        "timer cancel|--namesrv") echo "-" ;;
+        "timer cancel|--profile") echo "-" ;;
+        "timer cancel|--timeout") echo "-" ;;
+        "timer cancel|--output") echo "table json text" ;;
+        "timer cancel|-o") echo "table json text" ;;
+        "timer list|-t") echo "@topics" ;;
+        "timer list|--topic") echo "@topics" ;;
+        "timer list|--from") echo "-" ;;
+        "timer list|--to") echo "-" ;;
+        "timer list|--limit") echo "-" ;;
+        "timer list|-l") echo "-" ;;
+        "timer list|-b") echo "-" ;;
+        "timer list|--broker") echo "-" ;;
+        "timer list|-n") echo "-" ;;
+        "timer list|--namesrv") echo "-" ;;
+        "timer list|--profile") echo "-" ;;
+        "timer list|--timeout") echo "-" ;;
+        "timer list|--output") echo "table json text" ;;
+        "timer list|-o") echo "table json text" ;;
         "topic create|-c") echo "-" ;;
         "topic create|--cluster") echo "-" ;;
         "topic create|-b") echo "-" ;;
@@ -1117,6 +1147,7 @@ __rmq_arg() {
         "store info") echo "@files" ;;
         "store lookup") echo "@files" ;;
         "store verify") echo "@files" ;;
+        "timer cancel") echo "@topics" ;;
         "topic create") echo "@topics" ;;
         "topic delete") echo "@topics" ;;
         "topic describe") echo "@topics" ;;

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 _AREAS = (
     "names", "topics", "topic_details", "groups", "cluster", "messages", "traces", "namesrv", "metadata",
-    "broker_ops", "auth",
+    "broker_ops", "auth", "timers",
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from admin.models.metadata import *  # noqa: F403
     from admin.models.names import *  # noqa: F403
     from admin.models.namesrv import *  # noqa: F403
+    from admin.models.timers import *  # noqa: F403
     from admin.models.topic_details import *  # noqa: F403
     from admin.models.topics import *  # noqa: F403
     from admin.models.traces import *  # noqa: F403

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from broker.protocol.bodies import TopicConfig
 
 __all__ = [
+    "CompactionQueue",
     "ConsumeQueuePage",
     "ConsumeQueueUnit",
     "PermChange",
@@ -94,6 +95,28 @@ class TopicStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionQueue:
+    """How far a COMPACTION topic's queue is compacted on one broker."""
+
+    broker_name: str
+    queue_id: int
+    fed_offset: int  # messages below this queue offset are in the compaction log
+    kept: int  # messages the compaction log holds (each key's newest, and the not yet compacted)
+    disk_bytes: int  # of its compaction log and queue files
+    compacted_offset: int  # the newest queue offset compaction has covered (-1: not yet)
+    runs: int  # compactions since the broker started
+
+    @classmethod
+    def parse(cls, broker_name: str, key: str, value: str) -> CompactionQueue | None:
+        """From a ``compactionProgress_<topic>_<queue>`` runtime entry's queue part and value."""
+        parts = value.split(",")
+        if not key.isdigit() or len(parts) != 5 or not all(p.lstrip("-").isdigit() for p in parts):
+            return None
+        fed, kept, disk, compacted, runs = (int(p) for p in parts)
+        return cls(broker_name, int(key), fed, kept, disk, compacted, runs)
+
+
+@dataclass(frozen=True, slots=True)
 class TopicDescription:
     topic: str
     kind: TopicKind
@@ -101,6 +124,7 @@ class TopicDescription:
     status: TopicStatus
     groups: list[str]  # consuming groups, sorted
     attributes: dict[str, str] = field(default_factory=dict)  # of the first master holding it
+    compaction: list[CompactionQueue] = field(default_factory=list)  # COMPACTION topics only
 
 
 @dataclass(frozen=True, slots=True)

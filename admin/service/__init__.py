@@ -21,6 +21,7 @@ from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
+from admin.service.timers import TimerOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
 
@@ -31,6 +32,7 @@ class AdminService(
     TopicOps,
     GroupOps,
     TraceOps,
+    TimerOps,
     MessageOps,
     NamesrvOps,
     AuthOps,

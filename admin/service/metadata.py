@@ -3,24 +3,27 @@ update what differs, never delete)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from admin.errors import BadInput
 from admin.metadata_file import GROUPS_KEY, TOPICS_KEY, Entry, MetadataFile
 from admin.models.names import TopicKind, is_system_group, topic_kind
 from admin.service.base import Progress, admin_call, gather
 from admin.service.groups import GroupOps, retry_values_problem
-from admin.service.topics import TopicOps, new_topic_config, system_names, tracked
+from admin.service.topics import TopicOps, new_topic_config, system_names, topic_configs, tracked
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 
 if TYPE_CHECKING:
     from admin.models.metadata import FieldChange, MetadataItem, MetadataPlan
+    from admin.models.topic_details import TopicSpec
 
+T = TypeVar("T")
 Tables = dict[str, dict[str, Any]]  # broker name -> name -> config
 _EXPORTED_KINDS = {False: {TopicKind.NORMAL}, True: {TopicKind.NORMAL, TopicKind.RETRY, TopicKind.DLQ}}
 
@@ -98,8 +101,7 @@ class MetadataOps(TopicOps, GroupOps):
             if item.action is not MetadataAction.UNCHANGED
         ]
         if pending and not dry_run:
-            writes = (self._apply(item, entry, topics, groups, targets) for item, entry in pending)
-            await tracked(writes, "applying", progress)
+            await self._apply(pending, topics, groups, targets, progress)
         return MetadataPlan(items, len(pending), applied=bool(pending) and not dry_run, notes=doc.notes)
 
     async def _tables(self, targets: dict[str, str]) -> tuple[Tables, Tables]:
@@ -109,32 +111,84 @@ class MetadataOps(TopicOps, GroupOps):
         return dict(zip(targets, topic_tables, strict=True)), dict(zip(targets, group_tables, strict=True))
 
     async def _apply(
-        self, item: MetadataItem, entry: Entry, topics: Tables, groups: Tables, targets: dict[str, str]
+        self,
+        pending: list[tuple[MetadataItem, Entry]],
+        topics: Tables,
+        groups: Tables,
+        targets: dict[str, str],
+        progress: Progress | None,
     ) -> None:
-        from admin.models.topic_details import TopicSpec
+        """Write the pending items with UPDATE_AND_CREATE_TOPIC_LIST and
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, APPLY_BATCH at a time per broker (the brokers in
+        parallel); then the NameServers' order configuration of the topics that set ``order``."""
 
-        brokers = {b: targets[b] for b in item.brokers}
-        if item.kind == "topic":
-            config = entry.config
-            assert isinstance(config, TopicConfig)
-            given = entry.given
-            spec = TopicSpec(
-                entry.name,
-                config.readQueueNums if "readQueueNums" in given else None,
-                config.writeQueueNums if "writeQueueNums" in given else None,
-                config.perm if "perm" in given else None,
-                config.order if "order" in given else None,
-                dict(config.attributes) if "attributes" in given else {},
-            )
-            current = {b: topics[b].get(entry.name) or new_topic_config(entry.name) for b in brokers}
-            await self._write_topic(spec, current, brokers, None)
-        else:
-            wanted = {k: getattr(entry.config, k) for k in entry.given}
-            base = SubscriptionGroupConfig(groupName=entry.name)
-            await gather(
-                self.api.create_group(addr, replace(groups[b].get(entry.name) or base, **wanted))
-                for b, addr in brokers.items()
-            )
+        topic_writes: dict[str, list[TopicConfig]] = {b: [] for b in targets}
+        group_writes: dict[str, list[SubscriptionGroupConfig]] = {b: [] for b in targets}
+        ordered: list[tuple[TopicSpec, dict[str, TopicConfig]]] = []
+        for item, entry in pending:
+            if item.kind == "topic":
+                spec = _topic_spec(entry)
+                current = {b: topics[b].get(entry.name) or new_topic_config(entry.name) for b in item.brokers}
+                configs = topic_configs(spec, current)
+                for b, config in configs.items():
+                    topic_writes[b].append(_signed(config))
+                if spec.order is not None:
+                    ordered.append((spec, configs))
+            else:
+                wanted = {k: getattr(entry.config, k) for k in entry.given}
+                base = SubscriptionGroupConfig(groupName=entry.name)
+                for b in item.brokers:
+                    group_writes[b].append(replace(groups[b].get(entry.name) or base, **wanted))
+        batches: dict[str, list[Callable[[], Awaitable[None]]]] = {b: [] for b in targets}
+        for b, addr in targets.items():
+            for topic_batch in _chunks(topic_writes[b]):
+                batches[b].append(functools.partial(self.api.create_topics, addr, topic_batch))
+            for group_batch in _chunks(group_writes[b]):
+                batches[b].append(functools.partial(self.api.create_groups, addr, group_batch))
+        total = sum(map(len, batches.values()))
+        done = 0
+
+        async def write(calls: list[Callable[[], Awaitable[None]]]) -> None:
+            nonlocal done
+            for call in calls:  # one at a time per broker: each batch is a unit of work there
+                await call()
+                done += 1
+                if progress is not None:
+                    progress("applying", done, total)
+
+        await gather(write(calls) for calls in batches.values())
+        await tracked((self._write_order_conf(spec, c) for spec, c in ordered), "ordering", progress)
+
+
+# items per UPDATE_AND_CREATE_*_LIST request: each takes the broker some 20 ms of work, so a broker
+# (and the NameServer of its process) stays responsive while thousands go in
+APPLY_BATCH = 250
+
+
+def _chunks(items: list[T]) -> list[list[T]]:
+    return [items[i : i + APPLY_BATCH] for i in range(0, len(items), APPLY_BATCH)]
+
+
+def _topic_spec(entry: Entry) -> TopicSpec:
+    """The fields the file gives for a topic (the others stay as the broker has them)."""
+    from admin.models.topic_details import TopicSpec
+
+    config = entry.config
+    assert isinstance(config, TopicConfig)
+    given = entry.given
+    return TopicSpec(
+        entry.name,
+        config.readQueueNums if "readQueueNums" in given else None,
+        config.writeQueueNums if "writeQueueNums" in given else None,
+        config.perm if "perm" in given else None,
+        config.order if "order" in given else None,
+        dict(config.attributes) if "attributes" in given else {},
+    )
+
+
+def _signed(config: TopicConfig) -> TopicConfig:
+    """UPDATE_AND_CREATE_TOPIC_LIST carries attribute keys signed (``+key`` sets one)."""
+    return replace(config, attributes={f"+{k}": v for k, v in config.attributes.items()})
 
 
 def _as_json(config: TopicConfig | SubscriptionGroupConfig) -> Any:

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import TopicKind, topic_kind
-from admin.models.topic_details import ConsumeQueuePage, ConsumeQueueUnit, TopicChange, TopicDescription
+from admin.models.topic_details import (
+    CompactionQueue,
+    ConsumeQueuePage,
+    ConsumeQueueUnit,
+    TopicChange,
+    TopicDescription,
+)
 from admin.models.topics import TopicDeletion, TopicSummary
 from admin.service.base import Progress, ServiceBase, admin_call, gather
 from broker.client.admin_api import RemoteError
@@ -35,6 +41,32 @@ def new_topic_config(name: str) -> TopicConfig:
     """What a new topic starts from before the fields asked for are set (mqadmin updateTopic's defaults)."""
     queues = DEFAULT_QUEUES
     return TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=DEFAULT_PERM)
+
+
+def topic_configs(spec: TopicSpec, current: dict[str, TopicConfig]) -> dict[str, TopicConfig]:
+    """What to write on each broker: ``spec``'s fields over the broker's ``current`` configuration;
+    BadInput for a name or values no broker would take."""
+    if is_group_topic(spec.name) or not spec.name.strip():
+        raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
+    configs = {
+        name: TopicConfig(
+            topicName=spec.name,
+            readQueueNums=spec.read_queues if spec.read_queues is not None else c.readQueueNums,
+            writeQueueNums=spec.write_queues if spec.write_queues is not None else c.writeQueueNums,
+            perm=spec.perm if spec.perm is not None else c.perm,
+            topicFilterType=c.topicFilterType,
+            topicSysFlag=c.topicSysFlag,
+            order=spec.order if spec.order is not None else c.order,
+            attributes=spec.attributes,
+        )
+        for name, c in current.items()
+    }
+    for config in configs.values():
+        if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
+            raise BadInput("queue numbers must be positive")
+        if not 0 <= config.perm <= 7:
+            raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
+    return configs
 
 
 async def tracked(coros: Iterable[Awaitable[T]], label: str, progress: Progress | None) -> list[T]:
@@ -197,13 +229,27 @@ class TopicOps(ServiceBase):
             gather(self.api.all_topic_config(a) for a in masters.values()),
         )
         held = [table[topic] for table in tables if topic in table]
+        attributes = dict(held[0].attributes) if held else {}
+        compaction: list[CompactionQueue] = []
+        if attributes.get("cleanup.policy") == "COMPACTION":
+            infos = await gather(self.api.runtime_info(a) for a in masters.values())
+            prefix = f"compactionProgress_{topic}_"
+            compaction = [
+                q
+                for name, runtime in zip(masters, infos, strict=True)
+                for key, value in runtime.items()
+                if key.startswith(prefix)
+                and (q := CompactionQueue.parse(name, key[len(prefix) :], value)) is not None
+            ]
+            compaction.sort(key=lambda q: (q.broker_name, q.queue_id))
         return TopicDescription(
             topic=topic,
             kind=topic_kind(topic, system_names(info)),
             route=self._route_view(topic, route),
             status=status,
             groups=sorted({g for gs in groups for g in gs}),
-            attributes=dict(held[0].attributes) if held else {},
+            attributes=attributes,
+            compaction=compaction,
         )
 
     @admin_call
@@ -293,26 +339,7 @@ class TopicOps(ServiceBase):
         targets: dict[str, str],
         progress: Progress | None,
     ) -> TopicChange:
-        if is_group_topic(spec.name) or not spec.name.strip():
-            raise BadInput(f"{spec.name!r} is not a name a topic can be created with")
-        configs = {
-            name: TopicConfig(
-                topicName=spec.name,
-                readQueueNums=spec.read_queues if spec.read_queues is not None else c.readQueueNums,
-                writeQueueNums=spec.write_queues if spec.write_queues is not None else c.writeQueueNums,
-                perm=spec.perm if spec.perm is not None else c.perm,
-                topicFilterType=c.topicFilterType,
-                topicSysFlag=c.topicSysFlag,
-                order=spec.order if spec.order is not None else c.order,
-                attributes=spec.attributes,
-            )
-            for name, c in current.items()
-        }
-        for config in configs.values():
-            if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
-                raise BadInput("queue numbers must be positive")
-            if not 0 <= config.perm <= 7:
-                raise BadInput(f"perm {config.perm} is not within 0..7 (4 read, 2 write, 1 inherit)")
+        configs = topic_configs(spec, current)
         await tracked((self._create_on(targets[n], c) for n, c in configs.items()), "writing topic", progress)
         first = next(iter(configs.values()))
         order_conf = await self._write_order_conf(spec, configs) if spec.order is not None else None

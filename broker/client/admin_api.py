@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from broker.protocol.message import MessageRecord
     from broker.protocol.running_info import ConsumerRunningInfo
+    from broker.protocol.timers import TimerCancelBody, TimerListBody
 
 B = TypeVar("B", bound=JsonBody)
 DEFAULT_TIMEOUT = 5.0
@@ -329,6 +330,28 @@ class AdminApi:
     ) -> None:
         header = H.CloneGroupOffsetRequestHeader(srcGroup=src, destGroup=dest, topic=topic)
         await self.call(broker_addr, RequestCode.CLONE_GROUP_OFFSET, header)
+
+    # == broker: pending timer messages ========================================================
+    async def list_timers(self, broker_addr: str, topic: str | None, begin_ms: int, end_ms: int,
+                          limit: int) -> TimerListBody:  # fmt: skip
+        """Pending timer messages due between ``begin_ms`` and ``end_ms``, by due time."""
+        from broker.protocol.timers import TimerListBody
+
+        ext = {"beginTimestamp": str(begin_ms), "endTimestamp": str(end_ms), "maxNum": str(limit)}
+        if topic:
+            ext["topic"] = topic
+        r = await self.call(broker_addr, RequestCode.LIST_TIMER_MESSAGES, ext=ext)
+        return TimerListBody.from_json(r.body or b"{}")
+
+    async def cancel_timer(
+        self, broker_addr: str, topic: str, msg_id: str | None, key: str | None
+    ) -> TimerCancelBody:
+        """Cancel the pending timer messages of ``topic`` with UNIQ_KEY ``msg_id`` or key ``key``."""
+        from broker.protocol.timers import TimerCancelBody
+
+        ext = {"topic": topic, **({"msgId": msg_id} if msg_id else {"key": key or ""})}
+        r = await self.call(broker_addr, RequestCode.CANCEL_TIMER_MESSAGE, ext=ext)
+        return TimerCancelBody.from_json(r.body or b"{}")
 
     # == broker: store maintenance ===========================================================
     async def query_consume_queue(

@@ -2,15 +2,18 @@
 the settings.
 
 Handlers are synchronous: nothing they touch waits, so each request sees and leaves the tables in
-a consistent state without locks. Bad input is answered, never raised into the transport: a
+a consistent state without locks. The one exception is a large REGISTER_BROKER body, decoded on a
+worker thread first (thousands of topics would hold every lookup up meanwhile), then applied in
+one synchronous step like any other request. Bad input is answered, never raised into the transport: a
 header field that is missing or malformed gets INVALID_PARAMETER naming the field, a body that does
 not decode gets SYSTEM_ERROR saying what is wrong with it (Java's code for undecodable bodies).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from broker.namesrv.config import ForbiddenSettingError, NamesrvConfig
 from broker.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
@@ -37,6 +40,9 @@ log = logging.getLogger(__name__)
 FAQ_SUFFIX = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 SyncHandler = Callable[[RemotingCommand, RemotingChannel], RemotingCommand]
+AsyncHandler = Callable[[RemotingCommand, RemotingChannel], Awaitable[RemotingCommand]]
+# registration bodies from this size (or compressed ones) are decoded on a worker thread
+DECODE_OFF_LOOP_BYTES = 32 * 1024
 
 
 def _ok(
@@ -45,10 +51,11 @@ def _ok(
     return make_response(request, ResponseCode.SUCCESS, header=header, body=body)
 
 
-def _answering_bad_input(handler: SyncHandler) -> Handler:
+def _answering_bad_input(handler: SyncHandler | AsyncHandler) -> Handler:
     async def run(request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         try:
-            return handler(request, channel)
+            answer = handler(request, channel)
+            return answer if isinstance(answer, RemotingCommand) else await answer
         except H.HeaderFieldError as exc:
             return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
         except ProtocolError as exc:  # BodyError and friends
@@ -81,7 +88,7 @@ class NamesrvProcessor:
         self._watch_channel = watch_channel
 
     def install(self, server: RemotingServer) -> None:
-        handlers: dict[int, SyncHandler] = {
+        handlers: dict[int, SyncHandler | AsyncHandler] = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
             RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
@@ -138,19 +145,21 @@ class NamesrvProcessor:
 
     # -- brokers --------------------------------------------------------------------------------
 
-    def register_broker(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+    async def register_broker(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         header = H.RegisterBrokerRequestHeader.parse(request.ext_fields)
-        if header.bodyCrc32 != 0 and body_crc(request.body or b"") != header.bodyCrc32:
-            log.warning("REGISTER_BROKER from %s: body crc32 does not match", channel.remote_addr)
-            return make_response(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if request.body is None:  # Java's placeholder: a version no real registration equals
+        data = request.body
+        if data is None and header.bodyCrc32 != 0:
+            body = None
+        elif data is None:  # Java's placeholder: a version no real registration equals
             body = RegisterBrokerBody()
             body.topicConfigSerializeWrapper.dataVersion = DataVersion(timestamp=0)
+        elif header.compressed or len(data) >= DECODE_OFF_LOOP_BYTES:
+            body = await asyncio.to_thread(_decode_register_body, data, header, request.version)
         else:
-            try:
-                body = RegisterBrokerBody.decode(request.body, header.compressed, request.version)
-            except BodyError as exc:
-                raise BodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None
+            body = _decode_register_body(data, header, request.version)
+        if body is None:
+            log.warning("REGISTER_BROKER from %s: body crc32 does not match", channel.remote_addr)
+            return make_response(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
         wrapper = body.topicConfigSerializeWrapper
         timeout = header.heartbeatTimeoutMillis
         result = self.routes.register_broker(
@@ -231,17 +240,25 @@ class NamesrvProcessor:
 
     def get_route_info_by_topic(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         header = H.GetRouteInfoRequestHeader.parse(request.ext_fields)
-        route = self.routes.route(header.topic, acting_master=self.config.support_acting_master)
-        if route is None:
+        acting_master = self.config.support_acting_master
+        standard = route_wants_standard_json(request.version, header.acceptStandardJsonOnly)
+        order_conf = None
+        if self.config.order_message_enable:
+            order_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+        if order_conf is None:
+            body = self.routes.route_body(header.topic, acting_master=acting_master, standard=standard)
+        else:
+            route = self.routes.route(header.topic, acting_master=acting_master)
+            if route is not None:
+                route.orderTopicConf = order_conf
+            body = None if route is None else route.to_json(standard=standard)
+        if body is None:
             return make_response(
                 request,
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No topic route info in name server for the topic: {header.topic}{FAQ_SUFFIX}",
             )
-        if self.config.order_message_enable:
-            route.orderTopicConf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
-        standard = route_wants_standard_json(request.version, header.acceptStandardJsonOnly)
-        return _ok(request, body=route.to_json(standard=standard))
+        return _ok(request, body=body)
 
     def get_broker_cluster_info(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         return _ok(request, body=self.routes.cluster_info().to_json())
@@ -296,3 +313,15 @@ class NamesrvProcessor:
                 f"settings applied but not saved to {self.config.config_store_path}: {exc.strerror or exc}",
             )
         return _ok(request)
+
+
+def _decode_register_body(
+    data: bytes, header: H.RegisterBrokerRequestHeader, version: int
+) -> RegisterBrokerBody | None:
+    """The registration body, or None when it does not match the header's crc32."""
+    if header.bodyCrc32 != 0 and body_crc(data) != header.bodyCrc32:
+        return None
+    try:
+        return RegisterBrokerBody.decode(data, header.compressed, version)
+    except BodyError as exc:
+        raise BodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None

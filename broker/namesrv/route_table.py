@@ -5,6 +5,11 @@ Tables, as in RocketMQ's RouteInfoManager: topic -> brokerName -> QueueData; bro
 BrokerData (cluster, brokerId -> address); cluster -> brokerNames; (cluster, address) -> liveness.
 A connection is an opaque token here (whatever the transport hands over), only compared by
 identity, so the table can be driven directly in tests and by an embedded broker.
+
+Costs stay with the work: a lookup joins its brokers' and queues' JSON, each encoded once and kept
+(a broker's until its addresses change, a queue's by value, as most topics' queues look alike), a
+registration costs the topics it carries, and a broker leaving costs its own topics (an index
+brokerName -> topics), never the whole table.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from broker.protocol.bodies import (
     QueueData,
     TopicConfig,
     TopicRouteData,
+    encode_route,
 )
 
 log = logging.getLogger(__name__)
 
 MASTER_ID = 0
+MAX_KEPT_QUEUE_JSON = 65_536
 PERM_READ = 4
 PERM_WRITE = 2
 
@@ -77,6 +84,10 @@ class RouteTable:
         self._clusters: dict[str, set[str]] = {}
         self._live: dict[BrokerAddrInfo, BrokerLiveInfo] = {}
         self._filter_servers: dict[BrokerAddrInfo, list[str]] = {}
+        self._topics_of: dict[str, set[str]] = {}  # brokerName -> topics it has queue data for
+        # the JSON of each broker and of each distinct queue data, for (what, standard)
+        self._broker_json: dict[tuple[str, bool], bytes] = {}
+        self._queue_json: dict[tuple[str | None, int, int, int, int, bool], bytes] = {}
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -102,6 +113,7 @@ class RouteTable:
         first = brokers is None
         if brokers is None:
             brokers = self._brokers[name] = BrokerData(cluster=cluster, brokerName=name)
+        before = _copy_broker(brokers)
         old_version_broker = enable_acting_master is None  # brokers before 5.0 do not send the flag
         brokers.enableActingMaster = bool(enable_acting_master)
         brokers.zoneName = zone_name
@@ -115,23 +127,36 @@ class RouteTable:
             if holder_live is not None and holder_live.data_version.stateVersion > data_version.stateVersion:
                 log.warning("%s refused: %s holds its id with a newer state version", identity, holder)
                 self._live.pop(key, None)
+                self._brokers_changed()  # a stale id of this address may have gone
                 return None
         first = first or holder is None
         addrs[broker_id] = addr
+        if _copy_broker(brokers) != before:
+            self._brokers_changed()
         is_master = broker_id == MASTER_ID
         if is_master or (not old_version_broker and broker_id == min(addrs)):  # master or prime slave
             changed = first or self._version_changed(key, data_version)
             for topic, config in topics.items():
-                if changed or name not in self._topics.get(topic, {}):
-                    perm = config.perm if is_master else config.perm & ~PERM_WRITE
-                    self._topics.setdefault(topic, {})[name] = _queue_data(name, config, perm)
+                per_broker = self._topics.get(topic)
+                if per_broker is None:
+                    per_broker = self._topics[topic] = {}
+                elif not changed and name in per_broker:
+                    continue
+                perm = config.perm if is_master else config.perm & ~PERM_WRITE
+                queue_data = _queue_data(name, config, perm)
+                if per_broker.get(name) != queue_data:
+                    per_broker[name] = queue_data
+                    self._topics_of.setdefault(name, set()).add(topic)
         if key not in self._live:
             log.info("new broker registered: %s, HA %s", identity, ha_server_addr)
         self._live[key] = BrokerLiveInfo(self._clock(), timeout_ms, data_version, channel, ha_server_addr)
-        if filter_servers:
-            self._filter_servers[key] = list(filter_servers)
-        elif filter_servers is not None:
-            self._filter_servers.pop(key, None)
+        servers = list(filter_servers) if filter_servers else None
+        if filter_servers is not None and self._filter_servers.get(key) != servers:
+            if servers:
+                self._filter_servers[key] = servers
+            else:
+                self._filter_servers.pop(key, None)
+            self._brokers_changed()
         master_addr = None if is_master else addrs.get(MASTER_ID)
         master_live = self._live.get(BrokerAddrInfo(cluster, master_addr)) if master_addr else None
         if master_live is None:
@@ -147,12 +172,14 @@ class RouteTable:
             key = BrokerAddrInfo(ident.cluster, ident.addr)
             if self._live.pop(key, None) is not None:
                 log.info("broker %s %s at %s unregistered", ident.cluster, ident.broker_name, ident.addr)
-            self._filter_servers.pop(key, None)
+            if self._filter_servers.pop(key, None) is not None:
+                self._brokers_changed()
             brokers = self._brokers.get(ident.broker_name)
             if brokers is None:
                 continue
             for broker_id in [i for i, a in brokers.brokerAddrs.items() if a == ident.addr]:
                 del brokers.brokerAddrs[broker_id]
+                self._brokers_changed()
             if brokers.brokerAddrs:
                 reduced.add(ident.broker_name)
                 continue
@@ -163,21 +190,28 @@ class RouteTable:
                 names.discard(ident.broker_name)
                 if not names:
                     del self._clusters[ident.cluster]
-        for topic in list(self._topics):
-            per_broker = self._topics[topic]
-            for name in removed:
-                per_broker.pop(name, None)
-            if not per_broker:
-                del self._topics[topic]
+        for name in removed:
+            for topic in self._topics_of.pop(name, ()):
+                self._drop_queue_data(topic, name)
+        for name in reduced:
+            brokers = self._brokers.get(name)
+            if brokers is None or not brokers.enableActingMaster or min(brokers.brokerAddrs) == MASTER_ID:
                 continue
-            for name in reduced & per_broker.keys():
-                brokers = self._brokers.get(name)
-                if (
-                    brokers is not None
-                    and brokers.enableActingMaster
-                    and min(brokers.brokerAddrs) > MASTER_ID
-                ):
-                    per_broker[name].perm &= ~PERM_WRITE
+            for topic in self._topics_of.get(name, ()):
+                self._topics[topic][name].perm &= ~PERM_WRITE
+
+    def _drop_queue_data(self, topic: str, broker_name: str) -> None:
+        """Forget one broker's queues of ``topic`` (the caller keeps ``_topics_of`` in step)."""
+        per_broker = self._topics.get(topic)
+        if per_broker is None:
+            return
+        per_broker.pop(broker_name, None)
+        if not per_broker:
+            del self._topics[topic]
+
+    def _brokers_changed(self) -> None:
+        """A broker's addresses or flags changed: its kept JSON is stale."""
+        self._broker_json.clear()
 
     def register_topic(self, topic: str, queue_datas: list[QueueData]) -> bool:
         """REGISTER_TOPIC_IN_NAMESRV: only for a new topic whose brokers are all known."""
@@ -187,31 +221,28 @@ class RouteTable:
             log.warning("topic %s not registered: it names an unknown broker", topic)
             return False
         self._topics[topic] = {qd.brokerName or "": dataclasses.replace(qd) for qd in queue_datas}
+        for name in self._topics[topic]:
+            self._topics_of.setdefault(name, set()).add(topic)
         return True
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> None:
         """DELETE_TOPIC_IN_NAMESRV: everywhere, or only on the brokers of ``cluster``."""
-        if not cluster:
-            self._topics.pop(topic, None)
-            return
         per_broker = self._topics.get(topic)
         if per_broker is None:
             return
-        for name in self._clusters.get(cluster, ()):
-            per_broker.pop(name, None)
-        if not per_broker:
-            del self._topics[topic]
+        names = list(per_broker) if not cluster else self._clusters.get(cluster, set()) & per_broker.keys()
+        for name in names:
+            self._topics_of.get(name, set()).discard(topic)
+            self._drop_queue_data(topic, name)
 
     def set_write_perm(self, broker_name: str, writable: bool) -> int:
         """WIPE/ADD_WRITE_PERM_OF_BROKER: returns how many topics of the broker changed. Adding
         gives read+write, as Java does, whatever the perm was before the wipe."""
-        count = 0
-        for per_broker in self._topics.values():
-            qd = per_broker.get(broker_name)
-            if qd is not None:
-                qd.perm = PERM_READ | PERM_WRITE if writable else qd.perm & ~PERM_WRITE
-                count += 1
-        return count
+        topics = self._topics_of.get(broker_name, set())
+        for topic in topics:
+            qd = self._topics[topic][broker_name]
+            qd.perm = PERM_READ | PERM_WRITE if writable else qd.perm & ~PERM_WRITE
+        return len(topics)
 
     # -- liveness -------------------------------------------------------------------------------
 
@@ -306,6 +337,45 @@ class RouteTable:
                 ):
                     addrs[MASTER_ID] = addrs.pop(min(addrs))
         return route
+
+    def route_body(self, topic: str, *, acting_master: bool, standard: bool) -> bytes | None:
+        """:meth:`route` encoded as GET_ROUTEINFO_BY_TOPIC answers it, joined from the kept JSON of
+        its brokers and queues (acting master rewrites addresses per answer: encoded whole)."""
+        per_broker = self._topics.get(topic)
+        if not per_broker:
+            return None
+        if acting_master:
+            route = self.route(topic, acting_master=True)
+            return None if route is None else route.to_json(standard=standard)
+        names = sorted(per_broker)
+        brokers = [self._broker_fragment(n, standard) for n in names if n in self._brokers]
+        if not brokers:
+            return None
+        servers: dict[str, list[str]] = {}
+        if self._filter_servers:
+            for bd in (self._brokers[n] for n in names if n in self._brokers):
+                for addr in bd.brokerAddrs.values():
+                    found = self._filter_servers.get(BrokerAddrInfo(bd.cluster or "", addr))
+                    if found is not None:
+                        servers[addr] = list(found)
+        queues = [self._queue_fragment(per_broker[n], standard) for n in names]
+        return encode_route(brokers, queues, servers, standard=standard)
+
+    def _broker_fragment(self, name: str, standard: bool) -> bytes:
+        key = (name, standard)
+        fragment = self._broker_json.get(key)
+        if fragment is None:
+            fragment = self._broker_json[key] = _copy_broker(self._brokers[name]).to_json(standard=standard)
+        return fragment
+
+    def _queue_fragment(self, qd: QueueData, standard: bool) -> bytes:
+        key = (qd.brokerName, qd.readQueueNums, qd.writeQueueNums, qd.perm, qd.topicSysFlag, standard)
+        fragment = self._queue_json.get(key)
+        if fragment is None:
+            if len(self._queue_json) >= MAX_KEPT_QUEUE_JSON:  # as many as brokers x distinct shapes
+                self._queue_json.clear()
+            fragment = self._queue_json[key] = qd.to_json(standard=standard)
+        return fragment
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(

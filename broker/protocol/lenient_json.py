@@ -106,6 +106,7 @@ def _fast(obj: Any, indent: str | None, depth: int) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def dumps_fastjson(obj: Any, pretty: bool = False) -> str:
-    """fastjson's default form: integer keys unquoted; ``pretty`` indents with tabs."""
-    return _fast(obj, "\t" if pretty else None, 0)
+def dumps_fastjson(obj: Any, pretty: bool = False, depth: int = 0) -> str:
+    """fastjson's default form: integer keys unquoted; ``pretty`` indents with tabs, as for a value
+    ``depth`` levels down in a larger document (so parts can be written once and joined)."""
+    return _fast(obj, "\t" if pretty else None, depth)

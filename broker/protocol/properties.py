@@ -35,6 +35,7 @@ TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
 TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
 TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"  # "<topic>+<UNIQ_KEY>": the parked message cancels that one
 SHARDING_KEY: Final = "__SHARDINGKEY"
 TRANSFER_FLAG: Final = "TRANSFER_FLAG"  # a message moved between brokers
 DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"

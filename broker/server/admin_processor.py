@@ -9,6 +9,7 @@ broker registers one admin family.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import time
 from typing import TYPE_CHECKING
@@ -21,7 +22,6 @@ from broker.protocol.bodies import (
     SubscriptionGroupConfig,
     SubscriptionGroupList,
     TopicConfig,
-    TopicConfigAndMappingSerializeWrapper,
     TopicFilterType,
 )
 from broker.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
@@ -82,6 +82,8 @@ RUNTIME_SETTINGS = frozenset(
         "disk_max_used_space_ratio",
         "max_message_size",
         "commit_log_cache_window",
+        "compaction_schedule_interval_ms",
+        "enable_compaction",
     }
 )
 
@@ -144,37 +146,36 @@ class AdminProcessor:
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
         self.broker.topics.put(config)
-        await self._registered()
+        # as RocketMQ's broker does: a tool that asks for the route right after creating the topic
+        # finds it (each NameServer is given at most 3 s)
+        await self.broker.registration.sync()
         return make_response(request)
 
     async def create_topic_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        """Every configuration is checked as UPDATE_AND_CREATE_TOPIC checks one, before any is applied."""
-        body = CreateTopicListRequestBody.from_json(request.body or b"")
+        """Every configuration is checked as UPDATE_AND_CREATE_TOPIC checks one, before any is applied
+        (decoded and checked on a read thread: a list of thousands would hold other requests up)."""
         try:
-            configs = [
-                self._checked_topic(
-                    c.topicName,
-                    c.readQueueNums,
-                    c.writeQueueNums,
-                    c.perm,
-                    c.topicFilterType.name,
-                    c.topicSysFlag,
-                    c.order,
-                    _modification(c.attributes),
-                )
-                for c in body.topicConfigList
-            ]
+            configs = await self.broker.read(self._checked_topic_list, request.body or b"")
         except _Refused as refused:
             return make_response(request, refused.code, refused.remark)
-        for config in configs:
-            self.broker.topics.put(config)
-        await self._registered()
+        self.broker.topics.put_many(configs)
+        await self.broker.registration.sync()
         return make_response(request)
 
-    async def _registered(self) -> None:
-        """Tell the NameServers before answering, as RocketMQ's broker does: a tool that asks for the
-        route right after creating a topic finds it (each NameServer is given at most 3 s)."""
-        await self.broker.registration.register_all()
+    def _checked_topic_list(self, data: bytes) -> list[TopicConfig]:
+        return [
+            self._checked_topic(
+                c.topicName,
+                c.readQueueNums,
+                c.writeQueueNums,
+                c.perm,
+                c.topicFilterType.name,
+                c.topicSysFlag,
+                c.order,
+                _modification(c.attributes),
+            )
+            for c in CreateTopicListRequestBody.from_json(data).topicConfigList
+        ]
 
     def _checked_topic(
         self, topic: str | None, read: int, write: int, perm: int, filter_type: str, sys_flag: int,
@@ -236,11 +237,8 @@ class AdminProcessor:
         return make_response(request)
 
     async def all_topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        topics = self.broker.topics
-        body = TopicConfigAndMappingSerializeWrapper(
-            topicConfigTable=dict(topics.table), dataVersion=topics.data_version
-        )
-        return make_response(request, body=body.to_json())
+        # encoded on a read thread: thousands of topics would hold every other request up
+        return make_response(request, body=await self.broker.read(self.broker.topics.table_json))
 
     async def topic_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         """TopicConfigAndQueueMapping: the TopicConfig fields; no ``mappingDetail`` (no static topics)."""
@@ -262,14 +260,14 @@ class AdminProcessor:
         return make_response(request)
 
     async def create_group_list(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        """Every name is checked as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, before any is applied."""
-        configs = SubscriptionGroupList.from_json(request.body or b"").groupConfigList
-        for config in configs:
+        """Every name is checked as UPDATE_AND_CREATE_SUBSCRIPTIONGROUP checks one, before any is applied
+        (decoded on a read thread, as topic lists are)."""
+        configs = await self.broker.read(SubscriptionGroupList.from_json, request.body or b"")
+        for config in configs.groupConfigList:
             problem = group_name_problem(config.groupName)
             if problem is not None:
                 return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
-        for config in configs:
-            self.broker.groups.put(config)
+        self.broker.groups.put_many(configs.groupConfigList)
         return make_response(request)
 
     async def group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -289,7 +287,8 @@ class AdminProcessor:
         return make_response(request)
 
     async def all_group_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
-        return make_response(request, body=self.broker.groups.document(pretty=False).encode("utf-8"))
+        text = await self.broker.read(functools.partial(self.broker.groups.document, pretty=False))
+        return make_response(request, body=text.encode("utf-8"))
 
     # == broker configuration ==================================================================
     async def get_broker_config(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -372,6 +371,7 @@ class AdminProcessor:
         )
         table.update(broker.schedule.running_stats())
         table.update(broker.timer.running_stats())
+        table.update(broker.store.compaction.running_stats())
         return make_response(request, body=KVTable(table=table).to_json())
 
     def _store_facts(self) -> dict[str, str]:

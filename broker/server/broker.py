@@ -29,6 +29,7 @@ from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
 from broker.server.client_registry import ClientRegistry, RebalanceLockManager
+from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 from broker.server.consume_mode_processor import ConsumeModeProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
@@ -53,6 +54,7 @@ from broker.server.send_back_processor import SendBackProcessor
 from broker.server.send_message_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.timer_admin_processor import TimerAdminProcessor
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
@@ -89,6 +91,7 @@ class Broker:
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
         self.topics = TopicConfigManager(config, config_dir)
+        self.topics.on_policies = self.store.set_topic_policies
         self.groups = SubscriptionGroupManager(config, config_dir)
         self.offsets = ConsumerOffsetManager(config_dir)
         self.clients = ClientRegistry(
@@ -100,7 +103,7 @@ class Broker:
         self.holds = PullHoldService()
         self.transactions = TransactionService(self)
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
-        self.registration = NameServerRegistration(config, self.topics.wrapper)
+        self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
         self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
@@ -131,6 +134,8 @@ class Broker:
         self.write = self._writes.write
         self.flush_waits = FlushWaits(self.store.flushed)  # SYNC_FLUSH answers wait for the disk here
         self._tasks: list[asyncio.Task[None]] = []
+        self._topics_saver = Coalesced(lambda: self.read(self.topics.persist), "save-topics")
+        self._groups_saver = Coalesced(lambda: self.read(self.groups.persist), "save-groups")
         self._started = False
 
     # == properties ============================================================================
@@ -189,6 +194,9 @@ class Broker:
         self._reader = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="store-read")
         self.recovery = await self.write(self.store.start)
         await self.read(self._load_metadata)
+        # from here on the metadata files are written on a read thread, a burst of changes at once
+        self.topics.save = self._topics_saver.request
+        self.groups.save = self._groups_saver.request
         self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
@@ -214,6 +222,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
+            TimerAdminProcessor(self),
             self.auth,
         ):
             for code, handler in processor.handlers().items():
@@ -223,7 +232,7 @@ class Broker:
         # Port 0 means "any free port": from here on the bound one is the broker's address.
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
-        self.topics.on_change = self.registration.trigger
+        self.topics.on_change = self.registration.topics_changed
         if self.ha_client is None:
             try:
                 await self.ha_service.start()
@@ -287,6 +296,7 @@ class Broker:
             await self.slave_sync.stop()
         await self.registration.stop()
         if self._reader is not None:
+            await self.metadata_saved()
             if self.store.running:
                 await self.schedule.stop()
                 await self.timer.stop()
@@ -296,6 +306,11 @@ class Broker:
             self._writes.shutdown()
             self._reader.shutdown()
             self._reader = None
+
+    async def metadata_saved(self) -> None:
+        """Wait until the topic and group files hold every change made so far."""
+        await self._topics_saver.settle()
+        await self._groups_saver.settle()
 
     # == gRPC ==================================================================================
     @property

@@ -30,6 +30,10 @@ from broker.remoting.errors import RemotingError
 log = logging.getLogger(__name__)
 
 LOCK_MAX_LIVE_SECONDS = 60.0  # rocketmq.broker.rebalance.lockMaxLiveTime
+# Changes to a group's members within this long are told in one round of NOTIFY_CONSUMER_IDS_CHANGED
+# (RocketMQ's broker likewise cuts a round short when the next change comes): a group of N
+# consumers starting together costs N notifications, not N squared, and N list requests after them.
+NOTIFY_COALESCE_SECONDS = 0.2
 
 
 @dataclass(slots=True)
@@ -62,6 +66,7 @@ class ClientRegistry:
         self.notify_enabled = notify_enabled
         self._watched: dict[RemotingChannel, asyncio.Task[None]] = {}
         self._sends: set[asyncio.Task[None]] = set()
+        self._notifying: dict[str, asyncio.TimerHandle] = {}  # group -> its coming round
 
     # == registration ==========================================================================
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
@@ -149,6 +154,9 @@ class ClientRegistry:
         self.channel_closed(channel)
 
     async def close(self) -> None:
+        for handle in self._notifying.values():
+            handle.cancel()
+        self._notifying.clear()
         tasks = [*self._watched.values(), *self._sends]
         for task in tasks:
             task.cancel()
@@ -177,6 +185,14 @@ class ClientRegistry:
 
     # == pushes ================================================================================
     def notify_ids_changed(self, group: str) -> None:
+        """Tell the group's consumers to rebalance, in the group's next round (see
+        NOTIFY_COALESCE_SECONDS), to the members of that moment."""
+        if group not in self._notifying:
+            loop = asyncio.get_running_loop()
+            self._notifying[group] = loop.call_later(NOTIFY_COALESCE_SECONDS, self._notify_round, group)
+
+    def _notify_round(self, group: str) -> None:
+        self._notifying.pop(group, None)
         info = self.consumers.get(group)
         if info is None:
             return

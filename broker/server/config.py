@@ -54,6 +54,7 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     register_name_server_period: int = 30_000
+    compressed_register: bool = False  # every full registration zlib-compressed, not only large ones
     flush_consumer_offset_interval: int = 5000
     flush_delay_offset_interval: int = 10_000
     channel_expired_timeout: int = 120_000

@@ -57,7 +57,8 @@ class ProgressFile:
 
 @dataclass(slots=True)
 class Due:
-    """One parked unit whose time has come: its queue offset and the re-put (None = skip it)."""
+    """One parked unit whose time has come: where it is parked (its queue offset, or its TimerLog
+    position) and the re-put (None = skip it)."""
 
     queue_offset: int
     msg: PutMessage | None
@@ -123,13 +124,12 @@ def recovery_horizon(broker: Broker) -> int:
 
 
 def append_each(store: MessageStore, msgs: Sequence[PutMessage]) -> list[PutResult]:
-    """Append one by one (writer thread), stopping at the first failure worth retrying later."""
-    results: list[PutResult] = []
-    for msg in msgs:
-        result = store.append([msg])
-        results.append(result)
+    """Append each message as a batch of its own, all in one store write (writer thread); the results
+    up to the first failure worth retrying later (the store refuses such a write as a whole)."""
+    results = store.append_all([[msg] for msg in msgs])
+    for i, result in enumerate(results):
         if not result.ok and result.status not in PERMANENT_FAILURES:
-            break
+            return results[: i + 1]
     return results
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.protocol import lenient_json
@@ -43,6 +44,7 @@ class SubscriptionGroupManager:
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.forbidden: dict[str, dict[str, int]] = {}
         self.data_version = DataVersion()
+        self.save: Callable[[], None] = self.persist  # the running broker saves on a worker thread
 
     def load(self) -> None:
         data = self.file.load()
@@ -69,8 +71,11 @@ class SubscriptionGroupManager:
         """subscriptionGroup.json, also the body of GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
         doc = {
             "dataVersion": json.loads(self.data_version.to_json()),
-            "forbiddenTable": self.forbidden,
-            "subscriptionGroupTable": {name: json.loads(cfg.to_json()) for name, cfg in self.table.items()},
+            "forbiddenTable": dict(self.forbidden),
+            # list(): one-step copy, as the file is written on a worker thread while groups change
+            "subscriptionGroupTable": {
+                name: json.loads(cfg.to_json()) for name, cfg in list(self.table.items())
+            },
         }
         return lenient_json.dumps_fastjson(doc, pretty=pretty)
 
@@ -81,7 +86,7 @@ class SubscriptionGroupManager:
         self.data_version = DataVersion(
             counter=self.data_version.counter + 1, timestamp=int(time.time() * 1000)
         )
-        self.persist()
+        self.save()
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)
@@ -97,9 +102,15 @@ class SubscriptionGroupManager:
         return config
 
     def put(self, config: SubscriptionGroupConfig) -> None:
-        assert config.groupName
-        if self.table.get(config.groupName) != config:
+        self.put_many([config])
+
+    def put_many(self, configs: list[SubscriptionGroupConfig]) -> None:
+        """Create or replace several at once: one new version, one save."""
+        changed = [c for c in configs if self.table.get(c.groupName or "") != c]
+        for config in changed:
+            assert config.groupName
             self.table[config.groupName] = config
+        if changed:
             self._changed()
 
     def delete(self, group: str) -> bool:

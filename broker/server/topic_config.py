@@ -1,8 +1,10 @@
 """Topic configurations: ``config/topics.json``, the system topics, auto-creation and name rules.
 
-Every change bumps the DataVersion and is saved at once, because the NameServer learns about
-topics only from registrations and a broker restart must not forget a topic a producer created.
-``on_change`` lets the broker re-register immediately instead of waiting for the next period.
+Every change bumps the DataVersion and is saved, because the NameServer learns about topics only
+from registrations and a broker restart must not forget a topic a producer created. ``save`` writes
+the file (the running broker makes it a coalesced write on a worker thread, so a burst of changes
+costs one write); ``on_change`` hands the changed topics to the registration, which sends just
+those to the NameServers.
 """
 
 from __future__ import annotations
@@ -109,6 +111,15 @@ TOPIC_ATTRIBUTES: dict[str, TopicAttribute] = {
 }
 
 
+CLEANUP_POLICY = "cleanup.policy"
+RESERVE_TIME = "reserve.time"
+QUEUE_TYPE = "queue.type"
+BATCH_CQ_REFUSED = (
+    "queue.type=BatchCQ is not supported: this broker writes SimpleCQ queues only "
+    "(send batches as one message each)"
+)
+
+
 def _check_alter(key: str, value: str | None, initial: bool) -> None:
     """AttributeUtil.validateAlter for one key (already free of "+" and "-"); ``value`` None for a
     removal."""
@@ -119,6 +130,8 @@ def _check_alter(key: str, value: str | None, initial: bool) -> None:
         raise TopicAttributeError(f"attempt to update an unchangeable attribute. key: {key}")
     if value is not None:
         attribute.verify(value)
+        if key == QUEUE_TYPE and value == "BatchCQ":
+            raise TopicAttributeError(BATCH_CQ_REFUSED)
 
 
 def _parse_modification(text: str | None) -> dict[str, str]:
@@ -195,13 +208,30 @@ def perm_string(perm: int) -> str:
     )
 
 
+def is_compaction(config: TopicConfig) -> bool:
+    return (config.attributes or {}).get(CLEANUP_POLICY) == "COMPACTION"
+
+
+def reserve_hours(config: TopicConfig) -> int:
+    """The topic's ``reserve.time`` in hours; -1 (RocketMQ's default) when unset or not a number."""
+    text = (config.attributes or {}).get(RESERVE_TIME, "-1")
+    return int(text) if _JAVA_LONG_RE.match(text) else -1
+
+
 class TopicConfigManager:
     def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
         self.config = config
         self.file = ConfigFile(config_dir / "topics.json")
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
-        self.on_change: Callable[[], None] = lambda: None
+        self.save: Callable[[], None] = self.persist
+        self._encoded: dict[str, tuple[TopicConfig, str]] = {}  # name -> (config, its part of the file)
+        self._compact: dict[str, tuple[TopicConfig, bytes]] = {}  # name -> (config, its JSON)
+        self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
+        # the store's per-topic policies: told at load and whenever one of them changes
+        self.on_policies: Callable[[frozenset[str], dict[str, int]], None] = lambda c, r: None
+        self.compaction_topics: frozenset[str] = frozenset()
+        self.reserve_hours: dict[str, int] = {}
         self._system: set[str] = set(_SYSTEM_TOPICS)
 
     # == life cycle ============================================================================
@@ -216,6 +246,37 @@ class TopicConfigManager:
                 self.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
                 self.data_version = wrapper.dataVersion
         self._create_system_topics()
+        self.refresh_policies()
+
+    def refresh_policies(self) -> None:
+        """Recompute the per-topic policies from the whole table (after it was loaded or replaced)."""
+        for name, cfg in self.table.items():
+            if (cfg.attributes or {}).get(QUEUE_TYPE) == "BatchCQ":
+                log.warning(
+                    "topic %s was saved with queue.type=BatchCQ, unsupported here: SimpleCQ serves it", name
+                )
+        self.compaction_topics = frozenset(name for name, cfg in self.table.items() if is_compaction(cfg))
+        self.reserve_hours = {n: h for n, cfg in self.table.items() if (h := reserve_hours(cfg)) > 0}
+        self.on_policies(self.compaction_topics, self.reserve_hours)
+
+    def _note_policies(self, topic: str, config: TopicConfig | None) -> None:
+        """Keep the per-topic policies in step with one topic's change (O(1) unless one changed)."""
+        compaction = config is not None and is_compaction(config)
+        hours = reserve_hours(config) if config is not None else -1
+        changed = False
+        if compaction != (topic in self.compaction_topics):
+            self.compaction_topics = self.compaction_topics ^ {topic}
+            changed = True
+        if hours != self.reserve_hours.get(topic, -1):
+            reserve = dict(self.reserve_hours)
+            if hours > 0:
+                reserve[topic] = hours
+            else:
+                reserve.pop(topic, None)
+            self.reserve_hours = reserve
+            changed = True
+        if changed:
+            self.on_policies(self.compaction_topics, self.reserve_hours)
 
     def _create_system_topics(self) -> None:
         """The topics TopicConfigManager.init creates; existing ones are kept."""
@@ -240,30 +301,75 @@ class TopicConfigManager:
         if c.trace_topic_enable:
             wanted.append((TRACE_TOPIC, 1, 6))
         self._system |= {c.broker_cluster_name, c.broker_name}
-        changed = False
-        for name, queues, perm in wanted:
-            if name not in self.table:
-                self.table[name] = TopicConfig(
-                    topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm
-                )
-                changed = True
-        if changed:
-            self._changed()
+        created = [
+            TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            for name, queues, perm in wanted
+            if name not in self.table
+        ]
+        for config in created:
+            self.table[config.topicName or ""] = config
+        if created:
+            self._changed(created)
 
     def persist(self) -> None:
-        wrapper = TopicConfigSerializeWrapper(
-            topicConfigTable=dict(self.table), dataVersion=self.data_version
-        )
-        self.file.save(lenient_json.dumps_fastjson(json.loads(wrapper.to_json()), pretty=True))
+        """Write topics.json as the table is now (safe on a worker thread: the table is copied in one
+        step, and configurations are replaced, never changed in place)."""
+        self.file.save(self.document(dict(self.table), self.data_version))
 
-    def _changed(self) -> None:
+    def document(self, table: dict[str, TopicConfig], version: DataVersion) -> str:
+        """topics.json as fastjson writes it, each topic's part encoded once and kept until the
+        topic changes: a save of many topics after a few changed costs a join, not an encoding."""
+        kept = self._encoded
+        entries = []
+        for name in sorted(table):
+            config = table[name]
+            held = kept.get(name)
+            if held is None or held[0] is not config:
+                text = lenient_json.dumps_fastjson(json.loads(config.to_json()), pretty=True, depth=2)
+                held = kept[name] = (config, text)
+            entries.append(f"\t\t{json.dumps(name)}:{held[1]}")
+        for gone in kept.keys() - table.keys():
+            kept.pop(gone, None)
+        topics = "{\n" + ",\n".join(entries) + "\n\t}" if entries else "{}"
+        head = lenient_json.dumps_fastjson(json.loads(version.to_json()), pretty=True, depth=1)
+        return f'{{\n\t"dataVersion":{head},\n\t"topicConfigTable":{topics}\n}}'
+
+    def _changed(self, configs: list[TopicConfig]) -> None:
+        """After ``configs`` were put (or a topic deleted, with none): one new version, one save."""
         self.data_version = DataVersion(
             counter=self.data_version.counter + 1,
             stateVersion=self.data_version.stateVersion,
             timestamp=int(time.time() * 1000),
         )
-        self.persist()
-        self.on_change()
+        self.save()
+        if configs:
+            self.on_change(configs)
+
+    def table_json(self) -> bytes:
+        """GET_ALL_TOPIC_CONFIG's body (a TopicConfigAndMappingSerializeWrapper without static
+        topics), each topic's JSON encoded once and kept until the topic changes, as for the file."""
+        table, version = dict(self.table), self.data_version
+        kept = self._compact
+        parts = []
+        for name in sorted(table):
+            config = table[name]
+            held = kept.get(name)
+            if held is None or held[0] is not config:
+                held = kept[name] = (config, config.to_json())
+            parts.append(json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + held[1])
+        for gone in kept.keys() - table.keys():
+            kept.pop(gone, None)
+        return b"".join(
+            (
+                b'{"dataVersion":',
+                version.to_json(),
+                b',"mappingDataVersion":',
+                DataVersion().to_json(),
+                b',"topicConfigTable":{',
+                b",".join(parts),
+                b'},"topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}',
+            )
+        )
 
     # == queries ===============================================================================
     def get(self, topic: str) -> TopicConfig | None:
@@ -272,24 +378,31 @@ class TopicConfigManager:
     def is_system_topic(self, topic: str) -> bool:
         return topic in self._system or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
-    def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(topicConfigTable=dict(self.table), dataVersion=self.data_version)
-
     # == changes ===============================================================================
     def put(self, config: TopicConfig) -> bool:
         """Create or replace; an identical configuration changes nothing (returns False). Attribute
         changes an operator asks for are checked before (:func:`alter_topic_attributes`)."""
-        assert config.topicName
-        if self.table.get(config.topicName) == config:
-            return False
-        self.table[config.topicName] = config
-        self._changed()
-        return True
+        return bool(self.put_many([config]))
+
+    def put_many(self, configs: list[TopicConfig]) -> list[TopicConfig]:
+        """Create or replace several at once (one version, one save, one registration); returns
+        those that changed anything."""
+        changed = [c for c in configs if self.table.get(c.topicName or "") != c]
+        for config in changed:
+            assert config.topicName
+            self.table[config.topicName] = config
+            self._note_policies(config.topicName, config)
+        if changed:
+            self._changed(changed)
+        return changed
 
     def delete(self, topic: str) -> bool:
+        """Forget the topic; the NameServers are told by the tool (DELETE_TOPIC_IN_NAMESRV), as in
+        RocketMQ, so no registration follows."""
         if self.table.pop(topic, None) is None:
             return False
-        self._changed()
+        self._note_policies(topic, None)
+        self._changed([])
         return True
 
     def create_from_template(self, topic: str, default_topic: str, queue_nums: int) -> TopicConfig | None:

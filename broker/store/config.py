@@ -69,9 +69,21 @@ class StoreConfig:
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides
     commit_log_cache_window: int = 0
+    # compaction topics (cleanup.policy=COMPACTION); RocketMQ's names and defaults
+    enable_compaction: bool = True
+    compaction_mapped_file_size: int = 100 * 1024 * 1024
+    compaction_cq_mapped_file_size: int = 10 * 1024 * 1024
+    compaction_schedule_interval_ms: int = field(
+        default=15 * 60 * 1000, metadata=_key("compactionScheduleInternal")
+    )
+    max_offset_map_size: int = 100 * 1024 * 1024
+    # ConsumeQueue files mapped at once (each map also holds a descriptor); more are mapped on use
+    # in place of ones not used lately, so a store of many queues stays under the kernel's limit
+    max_mapped_consume_queue_files: int = 16_384
     extra: dict[str, Any] = field(default_factory=dict, metadata={"internal": True})  # not a setting
 
     @property

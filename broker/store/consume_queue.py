@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Final
 
-from broker.store.mapped_file import MappedFileQueue
+from broker.store.mapped_file import MapBudget, MappedFileQueue
 
 UNIT: Final = 20
 DEFAULT_UNITS_PER_FILE: Final = 300_000
@@ -41,18 +41,28 @@ class CqUnit:
 
 class ConsumeQueue:
     def __init__(
-        self, root: Path, topic: str, queue_id: int, units_per_file: int, *, read_only: bool = False
+        self,
+        root: Path,
+        topic: str,
+        queue_id: int,
+        units_per_file: int,
+        *,
+        read_only: bool = False,
+        budget: MapBudget | None = None,
     ):
         self.topic = topic
         self.queue_id = queue_id
-        self.files = MappedFileQueue(root / topic / str(queue_id), units_per_file * UNIT, read_only=read_only)
+        self.files = MappedFileQueue(
+            root / topic / str(queue_id), units_per_file * UNIT, read_only=read_only, budget=budget
+        )
         self.min_logic_offset = 0  # first valid queue offset (bytes / UNIT below it are gone)
+        self.expired_below = 0  # the topic's reserve.time took the units below this offset
         self.max_physic_end = -1  # CommitLog end offset of the last unit
 
     # -- geometry ------------------------------------------------------------------------------
     @property
     def min_offset(self) -> int:
-        return max(self.min_logic_offset, self.files.min_offset // UNIT)
+        return max(self.min_logic_offset, self.files.min_offset // UNIT, self.expired_below)
 
     @property
     def max_offset(self) -> int:
@@ -259,8 +269,20 @@ class ConsumeQueue:
         self.correct_min(commitlog_min)
         return deleted
 
+    def expire_before(self, queue_offset: int) -> None:
+        """Serve nothing below ``queue_offset`` any more; files holding only such units go."""
+        self.expired_below = max(self.expired_below, queue_offset)
+        per_file = self.files.file_size // UNIT
+        whole = sum(1 for mf in self.files.files[:-1] if (mf.file_from // UNIT) + per_file <= queue_offset)
+        if whole:
+            self.files.delete_first(whole)
+
     def flush(self) -> None:
         self.files.flush()
+
+    @property
+    def unflushed(self) -> bool:
+        return any(mf.wrote > mf.flushed for mf in self.files.files)
 
     def close(self) -> None:
         self.files.close()

@@ -27,6 +27,7 @@ from broker.protocol.names import TIMER_TOPIC as TIMER_TOPIC
 from broker.protocol.properties import decode_properties
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.index_service import IndexService
+from broker.store.mapped_file import MapBudget
 
 
 class DispatchRequest(NamedTuple):
@@ -95,13 +96,23 @@ def request_from_record(
 
 
 class ConsumeQueueTable:
-    """Every ConsumeQueue of the store, created on first use."""
+    """Every ConsumeQueue of the store, created on first use (a queue's files come with its first
+    message). The writer adds and removes queues in place; readers on other threads look up by key
+    or iterate over a copy taken in one step (``list(...)``), never over the live dicts. The files
+    share one :class:`MapBudget`: however many queues, at most ``max_mapped`` files are mapped."""
 
-    def __init__(self, root: Path, units_per_file: int, *, read_only: bool = False) -> None:
+    def __init__(
+        self, root: Path, units_per_file: int, *, read_only: bool = False, max_mapped: int = 16_384
+    ) -> None:
         self.root = root
         self.units_per_file = units_per_file
         self.read_only = read_only
+        self.budget = MapBudget(max_mapped)
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._by_topic: dict[str, dict[int, ConsumeQueue]] = {}
+        # queues written since their last flush (the writer adds one after each put): a flush costs
+        # the queues that took messages, not every queue of the store
+        self.dirty: set[ConsumeQueue] = set()
 
     def load(self) -> None:
         if not self.root.is_dir():
@@ -111,41 +122,42 @@ class ConsumeQueueTable:
                 continue
             for qdir in sorted(topic_dir.iterdir()):
                 if qdir.is_dir() and qdir.name.lstrip("-").isdigit():
-                    cq = ConsumeQueue(
-                        self.root,
-                        topic_dir.name,
-                        int(qdir.name),
-                        self.units_per_file,
-                        read_only=self.read_only,
-                    )
-                    cq.load()
-                    self.queues[(topic_dir.name, int(qdir.name))] = cq
+                    self._new(topic_dir.name, int(qdir.name)).load()
+
+    def _new(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(
+            self.root, topic, queue_id, self.units_per_file, read_only=self.read_only, budget=self.budget
+        )
+        self.queues[(topic, queue_id)] = cq
+        self._by_topic.setdefault(topic, {})[queue_id] = cq
+        return cq
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.queues.get((topic, queue_id))
 
     def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
-        key = (topic, queue_id)
-        cq = self.queues.get(key)
-        if cq is None:
-            cq = ConsumeQueue(self.root, topic, queue_id, self.units_per_file, read_only=self.read_only)
-            self.queues = {**self.queues, key: cq}  # replaced, not mutated: readers iterate safely
-        return cq
+        cq = self.queues.get((topic, queue_id))
+        return self._new(topic, queue_id) if cq is None else cq
 
     def of_topic(self, topic: str) -> list[ConsumeQueue]:
-        return sorted((cq for (t, _q), cq in self.queues.items() if t == topic), key=lambda c: c.queue_id)
+        return sorted(list((self._by_topic.get(topic) or {}).values()), key=lambda c: c.queue_id)
 
     def topics(self) -> list[str]:
-        return sorted({t for t, _q in self.queues})
+        return sorted(list(self._by_topic))
 
     def remove_topic(self, topic: str) -> None:
         self.remove(self.of_topic(topic))
 
     def remove(self, doomed: Sequence[ConsumeQueue]) -> None:
         """Delete these queues' files, and their topic folders once empty."""
-        gone = {(cq.topic, cq.queue_id) for cq in doomed}
-        self.queues = {k: v for k, v in self.queues.items() if k not in gone}
         for cq in doomed:
+            self.queues.pop((cq.topic, cq.queue_id), None)
+            self.dirty.discard(cq)
+            same_topic = self._by_topic.get(cq.topic)
+            if same_topic is not None:
+                same_topic.pop(cq.queue_id, None)
+                if not same_topic:
+                    del self._by_topic[cq.topic]
             cq.destroy()
         for topic in {cq.topic for cq in doomed}:
             topic_dir = self.root / topic
@@ -153,8 +165,11 @@ class ConsumeQueueTable:
                 topic_dir.rmdir()
 
     def flush(self) -> None:
-        for cq in list(self.queues.values()):
+        for cq in list(self.dirty):
+            self.dirty.discard(cq)
             cq.flush()
+            if cq.unflushed:  # written meanwhile (the writer puts, then adds: none is missed)
+                self.dirty.add(cq)
 
     def close(self) -> None:
         for cq in list(self.queues.values()):
@@ -172,6 +187,7 @@ class Dispatcher:
             return
         table = self.queues
         queues = table.queues
+        dirty = table.dirty
         rollbacks = False
         for req in requests:
             tx = req.sys_flag & TRANSACTION_MASK
@@ -179,6 +195,7 @@ class Dispatcher:
                 key = (req.topic, req.queue_id)
                 cq = queues.get(key) or table.find_or_create(*key)
                 cq.put(req.queue_offset, req.commitlog_offset, req.size, req.tags_code)
+                dirty.add(cq)
             elif tx == TRANSACTION_ROLLBACK_TYPE:
                 rollbacks = True
         if self.index is not None:

@@ -2,13 +2,22 @@
 
 The CommitLog and every ConsumeQueue are such queues; readers on other threads see a file list
 that is replaced, never mutated, so they never observe a half-updated list.
+
+A store of many queues would hold a map (and a file descriptor) per ConsumeQueue file; the kernel
+allows some 65 000 maps per process. ConsumeQueue files are therefore mapped on use and a
+:class:`MapBudget` keeps at most so many mapped: mapping one more drops the map of one not used
+lately. Dropping loses nothing: the pages are the file's own (shared) and a thread still reading
+through the dropped map keeps it alive until it is done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from pathlib import Path
 
 from broker.store.errors import CorruptFileError
@@ -24,10 +33,26 @@ def offset_to_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def _create_sized(path: Path, size: int) -> None:
+    """A file of ``size`` bytes, sized under a temporary name first: a crash never leaves a short
+    file behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        # allocated up front: first writes to a sparse file's pages cost ~7x more
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError:  # filesystems without fallocate still get a sized file
+            os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
 class MappedFile:
     """One file of a queue. ``wrote`` is how many bytes hold data; ``flushed`` how many reached disk."""
 
-    __slots__ = ("_fd", "file_from", "flushed", "mm", "path", "read_only", "size", "wrote")
+    __slots__ = ("_fd", "_mm", "file_from", "flushed", "path", "read_only", "size", "wrote")
 
     def __init__(self, path: Path, size: int, *, read_only: bool = False, create: bool = False) -> None:
         self.path = path
@@ -35,26 +60,20 @@ class MappedFile:
         self.read_only = read_only
         self.file_from = int(path.name)
         if create and not path.exists():
-            # sized under a temporary name first: a crash never leaves a short file behind
-            tmp = path.with_name(path.name + ".tmp")
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                # allocated up front: first writes to a sparse file's pages cost ~7x more
-                try:
-                    os.posix_fallocate(fd, 0, size)
-                except OSError:  # filesystems without fallocate still get a sized file
-                    os.ftruncate(fd, size)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
+            _create_sized(path, size)
         self._fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
         actual = os.fstat(self._fd).st_size
         if actual != size:
             os.close(self._fd)
             raise CorruptFileError(f"{path}: size {actual} bytes, expected {size}")
-        self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE)
+        self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE)
         self.wrote = 0
         self.flushed = 0
+
+    @property
+    def mm(self) -> mmap.mmap:
+        """The file's bytes (a property, so that a file mapped on use can map itself here)."""
+        return self._mm
 
     @property
     def file_end(self) -> int:
@@ -77,9 +96,9 @@ class MappedFile:
         if n >= _PWRITE_MIN:
             written = os.pwrite(self._fd, data, pos)
             if written < n:  # short writes are rare on regular files; finish through the map
-                self.mm[pos + written : pos + n] = memoryview(data)[written:]
+                self._mm[pos + written : pos + n] = memoryview(data)[written:]
         else:
-            self.mm[pos : pos + n] = data
+            self._mm[pos : pos + n] = data
         self.wrote = pos + n
         return self.file_from + pos
 
@@ -95,7 +114,7 @@ class MappedFile:
     def advise(self, advice: int) -> bool:
         """madvise the whole map; False where the platform has no madvise or the file is closed."""
         try:
-            self.mm.madvise(advice)
+            self._mm.madvise(advice)
         except (AttributeError, ValueError, OSError):
             return False
         return True
@@ -106,14 +125,14 @@ class MappedFile:
         untouched; a later read faults them back in from disk. A no-op where the platform lacks
         either call or the file is already closed."""
         try:
-            self.mm.madvise(mmap.MADV_DONTNEED, pos, length)
+            self._mm.madvise(mmap.MADV_DONTNEED, pos, length)
             os.posix_fadvise(self._fd, pos, length, os.POSIX_FADV_DONTNEED)
         except (AttributeError, ValueError, OSError):
             pass
 
     def close(self) -> None:
         try:
-            self.mm.close()
+            self._mm.close()
         finally:
             os.close(self._fd)
 
@@ -122,13 +141,140 @@ class MappedFile:
         self.path.unlink(missing_ok=True)
 
 
-class MappedFileQueue:
-    """The ordered files of one directory, each ``file_size`` bytes."""
+class MapBudget:
+    """At most ``limit`` files mapped at once among those sharing the budget; mapping one more drops
+    the map of one not used since the last sweep (the clock algorithm: each file gets a second
+    chance). Any thread may map; the lock keeps the books."""
 
-    def __init__(self, directory: Path, file_size: int, *, read_only: bool = False) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._mapped: OrderedDict[LazyMappedFile, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._mapped)
+
+    def mapped(self, mf: LazyMappedFile) -> None:
+        with self._lock:
+            self._mapped[mf] = None
+            while len(self._mapped) > self.limit:
+                oldest, _ = self._mapped.popitem(last=False)
+                if oldest.used:
+                    oldest.used = False
+                    self._mapped[oldest] = None
+                else:
+                    oldest.unmap()
+
+    def forget(self, mf: LazyMappedFile) -> None:
+        with self._lock:
+            self._mapped.pop(mf, None)
+
+
+class LazyMappedFile(MappedFile):
+    """A MappedFile mapped on first use and dropped when its budget needs room; it keeps no file
+    descriptor of its own (the map holds one while it lives)."""
+
+    __slots__ = ("_advice", "_map", "budget", "used")
+
+    def __init__(
+        self, path: Path, size: int, budget: MapBudget, *, read_only: bool = False, create: bool = False
+    ) -> None:
+        self.path = path
+        self.size = size
+        self.read_only = read_only
+        self.file_from = int(path.name)
+        self.budget = budget
+        if create and not path.exists():
+            _create_sized(path, size)
+        actual = os.stat(path).st_size
+        if actual != size:
+            raise CorruptFileError(f"{path}: size {actual} bytes, expected {size}")
+        self._map: mmap.mmap | None = None
+        self._advice: int | None = None
+        self.used = False
+        self.wrote = 0
+        self.flushed = 0
+
+    @property
+    def mm(self) -> mmap.mmap:
+        """The map, made now when the budget dropped it (or it was never made)."""
+        m = self._map
+        if m is None:
+            fd = os.open(self.path, os.O_RDONLY if self.read_only else os.O_RDWR)
+            try:
+                m = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ if self.read_only else mmap.ACCESS_WRITE)
+            finally:
+                os.close(fd)
+            if self._advice is not None:
+                with contextlib.suppress(AttributeError, OSError):
+                    m.madvise(self._advice)
+            self._map = m
+            self.budget.mapped(self)
+        self.used = True
+        return m
+
+    def unmap(self) -> None:
+        self._map = None  # unmapped once no reader holds it any more
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        pos = self.wrote
+        self.mm[pos : pos + len(data)] = data
+        self.wrote = pos + len(data)
+        return self.file_from + pos
+
+    def flush(self) -> int:
+        """fdatasync through a descriptor of the moment: it writes the file's dirty pages, whichever
+        map dirtied them."""
+        wrote = self.wrote
+        if wrote > self.flushed and not self.read_only:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            self.flushed = wrote
+        return self.flushed
+
+    def advise(self, advice: int) -> bool:
+        self._advice = advice
+        m = self._map
+        if m is None:
+            return True
+        try:
+            m.madvise(advice)
+        except (AttributeError, ValueError, OSError):
+            return False
+        return True
+
+    def drop_cached(self, pos: int, length: int) -> None:
+        m = self._map
+        try:
+            if m is not None:
+                m.madvise(mmap.MADV_DONTNEED, pos, length)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, pos, length, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+        except (AttributeError, ValueError, OSError):
+            pass
+
+    def close(self) -> None:
+        self.budget.forget(self)
+        self._map = None
+
+
+class MappedFileQueue:
+    """The ordered files of one directory, each ``file_size`` bytes; with a ``budget`` they are
+    mapped on use (:class:`LazyMappedFile`)."""
+
+    def __init__(
+        self, directory: Path, file_size: int, *, read_only: bool = False, budget: MapBudget | None = None
+    ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.read_only = read_only
+        self.budget = budget
         self.files: list[MappedFile] = []
         self._starts: list[int] = []
         self.advice: int | None = None  # madvise'd on every file, those mapped later included
@@ -149,7 +295,7 @@ class MappedFileQueue:
         for name in names:
             if len(name) != 20 or not name.isdigit():
                 raise CorruptFileError(f"{self.directory / name}: not a store file name (20 digits expected)")
-            mf = MappedFile(self.directory / name, self.file_size, read_only=self.read_only)
+            mf = self._open(self.directory / name, create=False)
             if mf.file_from % self.file_size:
                 mf.close()
                 raise CorruptFileError(
@@ -160,6 +306,11 @@ class MappedFileQueue:
                 mf.advise(self.advice)
             files.append(mf)
         self._set(files)
+
+    def _open(self, path: Path, *, create: bool) -> MappedFile:
+        if self.budget is None:
+            return MappedFile(path, self.file_size, read_only=self.read_only, create=create)
+        return LazyMappedFile(path, self.file_size, self.budget, read_only=self.read_only, create=create)
 
     def _set(self, files: list[MappedFile]) -> None:
         self.files = files
@@ -185,7 +336,7 @@ class MappedFileQueue:
 
     def create_file(self, start: int) -> MappedFile:
         self.directory.mkdir(parents=True, exist_ok=True)
-        mf = MappedFile(self.directory / offset_to_name(start), self.file_size, create=True)
+        mf = self._open(self.directory / offset_to_name(start), create=True)
         if self.advice is not None:
             mf.advise(self.advice)
         self._set([*self.files, mf])

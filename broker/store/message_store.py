@@ -42,6 +42,8 @@ from broker.protocol.names import is_group_topic
 from broker.protocol.properties import encode_properties
 from broker.store.checkpoint import Checkpoint, CheckpointValues, read_checkpoint
 from broker.store.commitlog import CommitLog, ScanResult
+from broker.store.compaction_log import CompactionLog
+from broker.store.compaction_store import CompactionStore
 from broker.store.config import StoreConfig
 from broker.store.consume_queue import Boundary, ConsumeQueue
 from broker.store.dispatch import (
@@ -277,7 +279,10 @@ class MessageStore:
         if not config.data_read_ahead_enable:
             self.commitlog.files.advice = ADVICE_RANDOM
         self.queues = ConsumeQueueTable(
-            self.root / "consumequeue", config.mapped_file_size_consume_queue_units, read_only=read_only
+            self.root / "consumequeue",
+            config.mapped_file_size_consume_queue_units,
+            read_only=read_only,
+            max_mapped=config.max_mapped_consume_queue_files,
         )
         self.index: IndexService | None = (
             IndexService(
@@ -289,6 +294,10 @@ class MessageStore:
         self.dispatcher = Dispatcher(self.queues, self.index)
         self.tags_rule = TagsCodeRule(config.delay_levels_ms)
         self.retention = Retention(config, clock=clock, disk_usage=disk_usage)
+        self.compaction = CompactionStore(
+            config, self.queues, self.commitlog, read_only=read_only, busy=self._taking_sends
+        )
+        self.topic_reserve_hours: dict[str, int] = {}  # reserve.time of the topics that set one
         self._lock = StoreLock(self.root)
         self._write_lock = threading.Lock()
         self._queue_offsets: dict[tuple[str, int], int] = {}
@@ -330,6 +339,7 @@ class MessageStore:
         self._flush.start()
         self._housekeeper = threading.Thread(target=self._housekeeping, name="store-clean", daemon=True)
         self._housekeeper.start()
+        self.compaction.start()
         self.running = True
         return self.recovery
 
@@ -363,6 +373,7 @@ class MessageStore:
         self._stop.set()
         if self._housekeeper is not None:
             self._housekeeper.join()
+        self.compaction.shutdown()
         if self._flush is not None:
             self._flush.stop()
         self._close_files()
@@ -371,6 +382,8 @@ class MessageStore:
         self._lock.release(clean=True)
 
     def _close_files(self) -> None:
+        if self.read_only:
+            self.compaction.shutdown()
         self.commitlog.close()
         self.queues.close()
         if self.index is not None:
@@ -419,6 +432,7 @@ class MessageStore:
         # a read-only open shows the files as they are; only a writer rebuilds what is missing
         redispatched = 0 if self.read_only else self._redispatch(redispatch_from)
         self._queue_offsets = {key: cq.max_offset for key, cq in self.queues.queues.items()}
+        self.compaction.load()
         report = RecoveryReport(
             clean_shutdown=clean,
             scanned_from=scan_from,
@@ -722,6 +736,16 @@ class MessageStore:
                 cp.values.index_msg_timestamp = index_ts
             cp.flush()
 
+    def _taking_sends(self) -> bool:
+        """Whether a message was appended within the last second."""
+        return self.clock() * 1000 - self._last_put_ts < 1000
+
+    def set_topic_policies(self, compaction: frozenset[str], reserve_hours: dict[str, int]) -> None:
+        """The topics whose ``cleanup.policy`` is COMPACTION and the ``reserve.time`` (hours) of those
+        that set one; the broker tells the store whenever a topic changes."""
+        self.compaction.topics = compaction
+        self.topic_reserve_hours = reserve_hours
+
     def _housekeeping(self) -> None:
         interval = self.config.clean_resource_interval_ms / 1000
         while not self._stop.wait(interval):
@@ -743,6 +767,7 @@ class MessageStore:
         """Apply the retention rules once (also run every ``clean_resource_interval_ms``)."""
         report = self.retention.run(self.commitlog, manual=manual)
         self.disk_full = report.disk_full
+        self.expire_by_topic()
         if report.deleted_files:
             min_offset = self.commitlog.min_offset
             for cq in list(self.queues.queues.values()):
@@ -751,15 +776,38 @@ class MessageStore:
                 self.index.delete_files_before(min_offset)
         return report
 
+    def expire_by_topic(self) -> int:
+        """Apply each topic's ``reserve.time``: its queues no longer serve messages stored longer ago,
+        and their ConsumeQueue files holding only such messages go. CommitLog files are shared by
+        every topic and follow ``fileReservedTime`` alone (as in RocketMQ's tiered store, where a
+        topic's reserve time governs only files of its own). How many queues moved their first offset."""
+        now_ms = int(self.clock() * 1000)
+        moved = 0
+        for topic, hours in list(self.topic_reserve_hours.items()):
+            if hours <= 0:
+                continue
+            for cq in self.queues.of_topic(topic):
+                since = now_ms - hours * 3_600_000
+                cut = cq.search_by_time(since, Boundary.LOWER, self.commitlog.store_timestamp_at)
+                if cut > cq.min_offset:
+                    cq.expire_before(cut)
+                    moved += 1
+        return moved
+
     # == reading ===============================================================================
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.queues.get(topic, queue_id)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         cq = self.queues.get(topic, queue_id)
-        return cq.max_offset if cq else 0
+        clog = self.compaction.log_for(topic, queue_id)
+        return max(cq.max_offset if cq else 0, clog.fed_offset if clog is not None else 0)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
+        clog = self.compaction.log_for(topic, queue_id)
+        kept = clog.min_offset() if clog is not None else None
+        if kept is not None:
+            return kept
         cq = self.queues.get(topic, queue_id)
         return cq.min_offset if cq else 0
 
@@ -799,6 +847,11 @@ class MessageStore:
     ) -> GetResult:
         """Messages of a queue from ``offset`` with the statuses a pull answers."""
         cq = self.queues.get(topic, queue_id)
+        clog = self.compaction.log_for(topic, queue_id)
+        if clog is not None and offset < clog.fed_offset:
+            # the compaction log outlives the ConsumeQueue, which retention may have removed
+            hi = max(clog.fed_offset, cq.max_offset if cq is not None else 0)
+            return self._get_compacted(clog, hi, offset, max_msgs, max_bytes, tag_filter, record_filter)
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
         lo, hi = cq.min_offset, cq.max_offset
@@ -870,6 +923,38 @@ class MessageStore:
             result.status = GetStatus.MESSAGE_WAS_REMOVING
         return result
 
+    def _get_compacted(
+        self,
+        clog: CompactionLog,
+        hi: int,
+        offset: int,
+        max_msgs: int,
+        max_bytes: int | None,
+        tag_filter: Callable[[int], bool] | None,
+        record_filter: Callable[[bytes], bool] | None,
+    ) -> GetResult:
+        """A read of a COMPACTION topic below the fed offset: from its compaction log, where each
+        key's newest message is kept (later offsets come from the ConsumeQueue)."""
+        lo = clog.min_offset()
+        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, offset if lo is None else lo, hi)
+        offsets, records, next_offset = clog.read(
+            max(offset, 0),
+            max(1, min(max_msgs, self.config.max_transfer_count_on_message * 32)),
+            max_bytes or self.config.max_transfer_bytes_on_message,
+            tag_filter,
+            record_filter,
+            self.config.max_filter_message_count,
+        )
+        result.queue_offsets = offsets
+        result.chunks = records
+        result.sizes = [len(r) for r in records]
+        result.next_begin_offset = next_offset
+        if lo is not None:
+            result.min_offset = lo
+        if records:
+            result.status = GetStatus.FOUND
+        return result
+
     def _get_plain(
         self, cq: ConsumeQueue, offset: int, max_msgs: int, byte_limit: int, result: GetResult
     ) -> bool:
@@ -939,13 +1024,14 @@ class MessageStore:
             floor = self.commitlog.min_offset
             doomed = [
                 cq
-                for (topic, _qid), cq in self.queues.queues.items()
+                for (topic, _qid), cq in list(self.queues.queues.items())
                 if not keep(topic) and cq.max_offset > 0 and _ends_below(cq, floor)
             ]
             self.queues.remove(doomed)
         return len(doomed)
 
     def delete_topic(self, topic: str) -> None:
+        self.compaction.remove_topic(topic)
         with self._write_lock:
             self.queues.remove_topic(topic)
             self._queue_offsets = {k: v for k, v in self._queue_offsets.items() if k[0] != topic}

@@ -42,6 +42,7 @@ async def test_auto_created_topic_takes_min_of_requested_and_template_queues(tmp
         config = broker.topics.get("Fresh")
         assert config is not None
         assert (config.readQueueNums, config.writeQueueNums, config.perm) == (4, 4, 6)
+        await broker.metadata_saved()  # saved on a worker thread, a burst of changes at once
         assert '"Fresh"' in (tmp_path / "config" / "topics.json").read_text()
 
 

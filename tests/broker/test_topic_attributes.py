@@ -12,6 +12,7 @@ from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CreateTopicRequestHeader
 from broker.server.topic_config import (
+    BATCH_CQ_REFUSED,
     TopicAttributeError,
     alter_topic_attributes,
 )
@@ -42,6 +43,7 @@ def _create(topic: str, attributes: str | None) -> CreateTopicRequestHeader:
         ("+cleanup.policy=KEEP", "value is not in set: [DELETE, COMPACTION]"),
         ("+reserve.time=soon", 'For input string: "soon"'),
         ("+reserve.time=-2", "value is not in range(-1, 9223372036854775807)"),
+        ("+queue.type=BatchCQ", BATCH_CQ_REFUSED),
     ],
 )
 @async_test
@@ -71,14 +73,14 @@ async def test_mixed_needs_enable_mixed_message_type(tmp_path: Path) -> None:
 @async_test
 async def test_known_attributes_are_stored_and_only_changeable_ones_change(tmp_path: Path) -> None:
     async with running_broker(tmp_path, grpc_port=-1) as (broker, client):
-        attrs = "+message.type=FIFO,+queue.type=BatchCQ,+cleanup.policy=COMPACTION,+reserve.time=-1"
+        attrs = "+message.type=FIFO,+queue.type=SimpleCQ,+cleanup.policy=COMPACTION,+reserve.time=-1"
         response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("T", attrs))
         assert response.code == ResponseCode.SUCCESS, response.remark
         config = broker.topics.get("T")
         assert config is not None
         assert config.attributes == {
             "message.type": "FIFO",
-            "queue.type": "BatchCQ",
+            "queue.type": "SimpleCQ",
             "cleanup.policy": "COMPACTION",
             "reserve.time": "-1",
         }
@@ -87,14 +89,14 @@ async def test_known_attributes_are_stored_and_only_changeable_ones_change(tmp_p
         )
         assert changed.code == ResponseCode.SUCCESS, changed.remark
         fixed = await call(
-            client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("T", "+queue.type=SimpleCQ")
+            client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, _create("T", "+queue.type=BatchCQ")
         )
         assert fixed.code == ResponseCode.SYSTEM_ERROR
         assert fixed.remark == "attempt to update an unchangeable attribute. key: queue.type"
         config = broker.topics.get("T")
         assert config is not None
         assert config.attributes["message.type"] == "NORMAL"
-        assert config.attributes["queue.type"] == "BatchCQ"
+        assert config.attributes["queue.type"] == "SimpleCQ"
 
 
 @async_test

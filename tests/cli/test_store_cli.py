@@ -45,7 +45,7 @@ def test_info_json(rmq: Rmq, built: BuiltStore) -> None:
     doc = ok_json(rmq("store", "info", built.path, "-o", "json"))
     assert set(doc) == {
         "path", "cleanShutdown", "minOffset", "maxOffset", "commitlogFiles", "queues", "indexFiles",
-        "checkpoint", "recovery",
+        "checkpoint", "recovery", "compaction",
     }  # fmt: skip
     last = built.messages[-1]
     assert doc["cleanShutdown"] is True

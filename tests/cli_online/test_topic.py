@@ -44,7 +44,7 @@ def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq)
 
 def test_describe_route_status(cluster: Cluster, rmq: Rmq) -> None:
     doc = _json(rmq("topic", "describe", TOPIC, "-n", cluster.namesrv, "-o", "json"))
-    assert sorted(doc) == ["attributes", "groups", "kind", "route", "status", "topic"]
+    assert sorted(doc) == ["attributes", "compaction", "groups", "kind", "route", "status", "topic"]
     assert "orders-cg" in doc["groups"]  # type: ignore[operator]
     route = _json(rmq("topic", "route", TOPIC, "-n", cluster.namesrv, "-o", "json"))
     assert route["brokers"] == [

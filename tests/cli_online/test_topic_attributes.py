@@ -85,3 +85,27 @@ def test_delete_from_one_cluster_keeps_other_brokers_order_entries(cluster: Clus
     assert kv["entries"] == {"OrderedShared": "broker-z:4"}
     text = rmq("topic", "delete", "Missing", "--yes", "-n", cluster.namesrv)
     assert text.exit_code == 1
+
+
+def test_describe_shows_a_compaction_topics_progress(cluster: Cluster, rmq: Rmq) -> None:
+    ns = ("-n", cluster.namesrv, "-o", "json")
+    created = _json(
+        rmq("topic", "create", "Kv", "-r", "1", "-w", "1", "-a", "cleanup.policy=COMPACTION", *ns)
+    )
+    assert created["attributes"] == {"cleanup.policy": "COMPACTION"}
+    _routed(rmq, cluster, "Kv")
+    keyless = rmq("message", "send", "Kv", "no key", "-n", cluster.namesrv)
+    assert keyless.exit_code == 1 and "Required message key is missing" in keyless.stderr
+    for value in ("1", "2", "3"):
+        assert rmq("message", "send", "Kv", value, "-k", "price", *ns).exit_code == 0
+    deadline = time.monotonic() + 15
+    while True:  # the compaction thread copies new messages in every half second
+        queues = _json(rmq("topic", "describe", "Kv", *ns))["compaction"]
+        if queues and queues[0]["fedOffset"] == 3:
+            break
+        assert time.monotonic() < deadline, queues
+        time.sleep(0.2)
+    (queue,) = queues
+    assert (queue["queueId"], queue["kept"], queue["compactedOffset"]) == (0, 3, -1)
+    table = rmq("topic", "describe", "Kv", "-n", cluster.namesrv, "-o", "text")
+    assert table.exit_code == 0 and "Compaction" in table.stdout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from pathlib import Path
 
@@ -57,3 +59,24 @@ async def test_timer_messages_survive_a_graceful_restart_once(tmp_path: Path) ->
             b"later",
             b"soon",
         ]
+
+
+@async_test
+async def test_an_upgraded_store_keeps_the_in_memory_timers_progress(tmp_path: Path) -> None:
+    """A store written with timers held in memory (config/timerProgress.json, no timer files): of its
+    parked units, those below readOffset were delivered or recalled unless still pending."""
+    async with feature_broker(tmp_path) as (broker, client):
+        for body in (b"delivered", b"pending", b"recalled", b"unseen"):
+            await send(client, broker, "Upg", body, queue_id=0, TIMER_DELAY_SEC="60")
+    shutil.rmtree(tmp_path / "timerlog", ignore_errors=True)
+    (tmp_path / "timerwheel").unlink()
+    (tmp_path / "config" / "timercheck").unlink()
+    legacy = tmp_path / "config" / "timerProgress.json"
+    legacy.write_text(json.dumps({"readOffset": 3, "pending": [1, 2], "recalled": [2]}))
+    async with feature_broker(tmp_path) as (broker, client):
+        await wait_for(client, broker.address, "Upg", 0, 1, timeout=1.0)  # the intake's first round
+        timers, more = await broker.timer.pending("Upg", 0, 2**62, 10)
+        assert sorted(t.body_size for t in timers) == [len(b"unseen"), len(b"pending")] and not more
+        await broker.timer.persist()
+        assert not legacy.exists()
+    assert (tmp_path / "config" / "timercheck").exists()

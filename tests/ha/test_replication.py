@@ -186,8 +186,14 @@ async def test_slave_ahead_of_a_restarted_master_cuts_its_tail(tmp_path: Path) -
             await master.start()
             await slave.start()
             top = master.store.commitlog.max_offset
-            await wait_for(lambda: slave.store.commitlog.max_offset == top, what="the slave to cut")
-            assert slave.store.max_offset(TOPIC, 0) == master.store.max_offset(TOPIC, 0)
+            # the CommitLog is cut first, then its queues (on the store-writer thread): wait for both
+            await wait_for(
+                lambda: (
+                    slave.store.commitlog.max_offset == top
+                    and slave.store.max_offset(TOPIC, 0) == master.store.max_offset(TOPIC, 0)
+                ),
+                what="the slave to cut",
+            )
         finally:
             await slave.stop()
             await master.stop()

@@ -152,3 +152,48 @@ def test_delete_topic_in_one_cluster_and_register_topic_for_known_brokers_only()
     assert table.topics_of_cluster("C2") == ["New"]
     table.delete_topic("T")
     assert table.topic_names() == ["New"]
+
+
+def _answers_match(table: RouteTable, *topics: str) -> None:
+    """The encoded answer a lookup gets is the route's own JSON, whatever changed before."""
+    for topic in topics:
+        route = table.route(topic)
+        for standard in (False, True):
+            body = table.route_body(topic, acting_master=False, standard=standard)
+            assert body == (None if route is None else route.to_json(standard=standard)), topic
+
+
+def test_encoded_answers_follow_every_change_of_brokers_and_queues() -> None:
+    table = RouteTable()
+    topics = ("T", "Shared", "Other")
+    register(table, MASTER, "T", "Shared")
+    register(table, OTHER, "Shared", "Other")
+    _answers_match(table, *topics)
+    register(table, SLAVE, "T")  # a new address of broker-a
+    _answers_match(table, *topics)
+    table.register_broker(
+        OTHER, ha_server_addr="", timeout_ms=1000, data_version=DataVersion(counter=1, timestamp=1),
+        topics=topic_table("Shared", "Other"), filter_servers=["10.0.0.9:1"],
+    )  # fmt: skip
+    _answers_match(table, *topics)
+    assert table.set_write_perm("broker-b", writable=False) == 2
+    _answers_match(table, *topics)
+    table.delete_topic("Shared", "C2")
+    _answers_match(table, *topics)
+    table.unregister_brokers([MASTER])
+    _answers_match(table, *topics)
+    table.unregister_brokers([SLAVE, OTHER])
+    _answers_match(table, *topics)
+    assert table.topic_names() == []
+
+
+def test_a_broker_leaving_costs_only_its_own_topics() -> None:
+    """Thousands of topics of other brokers stay untouched (and routed) when one broker leaves."""
+    table = RouteTable()
+    many = [f"T{i}" for i in range(2000)]
+    register(table, OTHER, *many)
+    register(table, MASTER, "Mine", many[0])
+    table.unregister_brokers([MASTER])
+    assert table.route("Mine") is None
+    assert [qd.brokerName for qd in route_of(table, many[0]).queueDatas] == ["broker-b"]
+    assert len(table.topic_names()) == 2000

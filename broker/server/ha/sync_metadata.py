@@ -114,8 +114,9 @@ class SlaveSynchronize:
         ):
             topics.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
             topics.data_version = wrapper.dataVersion
+            topics.refresh_policies()
             await broker.read(topics.persist)
-            topics.on_change()
+            broker.registration.trigger()
         groups = broker.groups
         version = DataVersion.from_obj(groups_doc.get("dataVersion") or {})
         if version != groups.data_version:

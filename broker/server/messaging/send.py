@@ -293,6 +293,7 @@ class SendService:
         topic = target.topic
         queue_id = target.queue_id
         dead_letter = topic.startswith(DLQ_PREFIX)
+        keyed = topic in self.broker.topics.compaction_topics  # COMPACTION topics need a key
         born_timestamp = header.bornTimestamp
         reconsume_times = header.reconsumeTimes or 0
         cluster_text = encode_properties({P.CLUSTER: cluster})
@@ -301,6 +302,8 @@ class SendService:
         msgs: list[PutMessage] = []
         for flag, msg_body, text in items:
             props = decode_properties(text) if decoded is None or batch else decoded
+            if keyed and not props.get(P.KEYS, "").strip():
+                raise SendRejected(ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing")
             prepared = props.get(P.TRAN_MSG) == "true"
             if prepared and cfg.reject_transaction_message:
                 raise SendRejected(
