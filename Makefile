@@ -30,6 +30,7 @@ typecheck: install
 	$(BIN)/mypy
 
 pytest: install
+	@command -v tmux >/dev/null || echo "note: tmux is missing (apt-get install tmux); the dashboard's real-terminal test is skipped"
 	$(BIN)/pytest
 
 test: lint typecheck pytest

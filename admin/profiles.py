@@ -89,6 +89,13 @@ def split_addresses(text: str) -> list[str]:
     return [a.strip() for a in text.replace(",", ";").split(";") if a.strip()]
 
 
+def check_address(addr: str, what: str) -> None:
+    """Refuse an address that is not ``host:port`` (a missing port is a typo, not a connection failure)."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"{what} {addr!r} is not HOST:PORT")
+
+
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     """``$RMQ_CONFIG``, else ``$XDG_CONFIG_HOME/rmq/config.toml``, else ``~/.config/rmq/config.toml``."""
     environ = os.environ if env is None else env
@@ -278,5 +285,7 @@ def resolve(
     addrs = split_addresses(pick("namesrv", namesrv, "NAMESRV_ADDR", DEFAULT_NAMESRV))
     if not addrs:
         raise BadInput(f"the NameServer address ({sources['namesrv']}) is empty")
+    for addr in addrs:
+        check_address(addr, f"NameServer address ({sources['namesrv']})")
     security = client_security(chosen, environ)
     return Settings(addrs, out, seconds, chosen.name if chosen else None, sources, security)

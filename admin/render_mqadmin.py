@@ -448,7 +448,7 @@ def consumer_progress(lag: GroupLag, client_ips: Mapping[tuple[str, str, int], s
 
 
 def consumer_progress_groups(rows: Iterable[tuple[GroupConnections, GroupLag]]) -> str:
-    """``consumerProgress`` without ``-g``: one row per group (from the retry topics)."""
+    """``consumerProgress`` without ``-g``: one row per group."""
     out = [
         f"{'#Group':<64}  {'#Count':<6}  {'#Version':<24} {'#Type':<5}  {'#Model':<14}  "
         f"{'#TPS':<7}  #Diff Total\n"

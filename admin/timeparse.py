@@ -26,3 +26,15 @@ def parse_time(text: str, now_ms: int | None = None) -> int:
     except ValueError:
         raise BadInput(f"{text!r} is not a time: use epoch ms, ISO 8601 or e.g. -15m, -2h, +1d") from None
     return int((parsed if parsed.tzinfo else parsed.astimezone()).timestamp() * 1000)
+
+
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)?")
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds from a duration as operators type it: ``500ms``, ``90s``, ``5m``, ``2h``, ``1d``
+    (a bare number is seconds)."""
+    m = _DURATION.fullmatch(text.strip())
+    if m is None:
+        raise BadInput(f"{text!r} is not a duration: use e.g. 90s, 5m, 2h or 1d")
+    return int(m.group(1)) * _UNIT_MS[m.group(2) or "s"]

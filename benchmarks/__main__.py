@@ -14,12 +14,15 @@ import traceback
 from collections.abc import Callable
 
 from benchmarks import (
+    bench_attacks,
     bench_cli,
     bench_compaction,
+    bench_failover,
     bench_grpc,
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_restart,
     bench_scale,
     bench_spark,
     bench_store,
@@ -38,9 +41,12 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "tui": bench_tui.run,
     "ha": bench_ha.run,
     "grpc": bench_grpc.run,
+    "attacks": bench_attacks.run,
     "compaction": bench_compaction.run,
     "scale": bench_scale.run,
     "timers": bench_timers.run,
+    "restart": bench_restart.run,
+    "failover": bench_failover.run,
 }
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -52,19 +51,14 @@ from broker.client.admin_api import AdminApi
 from broker.client.consumer_base import ConsumeFrom
 from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import SendStatus
+from broker.client.remoting_client import RemotingClient
 from broker.client.simple_consumer import SimpleConsumer
 from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
-from broker.remoting.client import RemotingClient
 from broker.remoting.server import install_uvloop
+from tests.grpc.attacks import Node, rmq_up
 
 Result = dict[str, object]
-_RMQ = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
-_BANNER = {
-    "namesrv": re.compile(r"^NameServer\s+(\S+:\d+)", re.MULTILINE),
-    "broker": re.compile(r"^Broker\s.* at (\S+:\d+),", re.MULTILINE),
-    "grpc": re.compile(r"^gRPC\s+(\S+:\d+)", re.MULTILINE),
-}
 DRIVER = Path(__file__).resolve().parents[1] / "tests" / "grpc" / "drivers" / "py5_bench.py"
 BODY = b"x" * 1024
 INFLIGHT = 64
@@ -75,14 +69,6 @@ QUEUES = 8
 WARMUP_S = 1.0
 TICKS = os.sysconf("SC_CLK_TCK")
 FLOOR_SERVICE = "bench.Floor"
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    namesrv: str
-    broker: str
-    grpc: str
-    pid: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,26 +91,6 @@ class Window:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15)
-
-
-@contextmanager
-def broker_process(store: Path) -> Iterator[Node]:
-    cmd = [sys.executable, "-c", _RMQ, "up", "--store", str(store), "--namesrv-port", "0",
-           "--broker-port", "0", "--no-http", "--grpc-port", "0", "--set", "haListenPort=0"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        banner = ""
-        while not all(p.search(banner) for p in _BANNER.values()):
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"rmq up exited with {proc.wait()} before it was up")
-            banner += line
-        found = {k: m.group(1) for k, p in _BANNER.items() if (m := p.search(banner))}
-        yield Node(found["namesrv"], found["broker"], found["grpc"], proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 # == gRPC: the official client in its own process ================================================
@@ -444,7 +410,7 @@ def run(quick: bool) -> list[Result]:
     topics = ["BenchGrpcSend", "BenchRemotingSend", "BenchBacklog"]
     with (
         tempfile.TemporaryDirectory(prefix="bench_grpc_") as tmp,
-        broker_process(Path(tmp) / "store") as node,
+        rmq_up(Path(tmp) / "store") as node,
         floor_process() as (floor, floor_pid),
     ):
         _check_room(Path(tmp), backlog)

@@ -20,6 +20,8 @@ from broker.server.http_endpoint import HttpEndpoint, HttpResponse, Route
 from broker.store.config import StoreConfig
 
 if TYPE_CHECKING:
+    from broker.controller.config import ControllerConfig
+    from broker.controller.server import Controller
     from broker.namesrv.config import NamesrvConfig
     from broker.namesrv.server import NameServer
     from broker.server.broker import Broker
@@ -32,6 +34,7 @@ class NodePlan:
     """What to run. ``http_port`` None turns the HTTP endpoint off; 0 picks a free port."""
 
     namesrv: NamesrvConfig | None = None
+    controller: ControllerConfig | None = None
     broker: BrokerConfig | None = None
     store: StoreConfig | None = None
     http_host: str = "0.0.0.0"
@@ -70,6 +73,7 @@ class Node:
             raise ValueError("a broker needs a store configuration")
         self.plan = plan
         self.namesrv: NameServer | None = None
+        self.controller: Controller | None = None
         self.broker: Broker | None = None
         self.http: HttpEndpoint | None = None
 
@@ -90,11 +94,25 @@ class Node:
 
                 self.namesrv = NameServer(plan.namesrv, auth_store=auth_store)
                 await _start("the NameServer", f"port {plan.namesrv.listen_port}", self.namesrv.start())
+            if plan.controller is not None:
+                from broker.controller.server import Controller
+
+                self.controller = Controller(plan.controller)
+                await _start("the controller", f"port {plan.controller.listen_port}", self.controller.start())
             if plan.broker is not None and plan.store is not None:
                 from broker.server.broker import Broker
 
                 if self.namesrv is not None and not plan.broker.namesrv_addr:
                     plan.broker.namesrv_addr = f"{plan.advertise_host}:{self.namesrv.port}"
+                controller = self.controller or (
+                    self.namesrv.controller if self.namesrv is not None else None
+                )
+                if (
+                    controller is not None
+                    and plan.broker.enable_controller_mode
+                    and not plan.broker.controller_addr
+                ):
+                    plan.broker.controller_addr = controller.address
                 self.broker = Broker(plan.broker, plan.store, auth_store)
                 await _start("the broker", f"port {plan.broker.listen_port}", self.broker.start())
                 await _serve_grpc(self.broker)
@@ -113,6 +131,9 @@ class Node:
         if self.broker is not None:
             await self.broker.stop()
             self.broker = None
+        if self.controller is not None:
+            await self.controller.stop()
+            self.controller = None
         if self.namesrv is not None:
             await self.namesrv.stop()
             self.namesrv = None
@@ -144,6 +165,10 @@ class Node:
         lines: list[str] = []
         if self.namesrv is not None:
             lines.append(f"NameServer  {host}:{self.namesrv.port}")
+        if self.controller is not None:
+            c = self.controller.config
+            where = f"{self.controller.address}, state in {c.controller_store_path}"
+            lines.append(f"Controller  {c.controller_self_id} at {where}")
         if self.broker is not None and self.plan.store is not None:
             b = self.broker.config
             lines.append(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from admin.units import runtime_value, size
 from cli import run
 from cli.connect import (
     BrokerOpt,
@@ -205,8 +206,8 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
                 ("put TPS", b.put_tps),
                 ("get TPS", b.get_tps),
                 ("disk", None if b.disk_ratio is None else f"{b.disk_ratio:.1%}"),
-                ("commitlog min", b.commitlog_min_offset),
-                ("commitlog max", b.commitlog_max_offset),
+                ("commitlog min", None if b.commitlog_min_offset is None else size(b.commitlog_min_offset)),
+                ("commitlog max", None if b.commitlog_max_offset is None else size(b.commitlog_max_offset)),
                 ("replication", replication_text(b.ha)),
                 ("runtime", b.runtime.get("runtime")),
             ],
@@ -242,7 +243,7 @@ def _clean_sections(done: CleanupReport) -> list[Section]:
             c.address,
             ", ".join(c.steps),
             f"{c.commitlog_min_offset_before} -> {c.commitlog_min_offset_after}",
-            c.commitlog_min_offset_after - c.commitlog_min_offset_before,
+            size(c.commitlog_min_offset_after - c.commitlog_min_offset_before),
             f"{c.disk_ratio_before:.1%} -> {c.disk_ratio_after:.1%}",
         )
         for c in done.brokers
@@ -251,7 +252,7 @@ def _clean_sections(done: CleanupReport) -> list[Section]:
 
 
 def _runtime_sections(r: BrokerRuntime) -> list[Section]:
-    return [Fields(list(r.values.items()), title=f"Broker {r.address}")]
+    return [Fields([(k, runtime_value(k, v)) for k, v in r.values.items()], title=f"Broker {r.address}")]
 
 
 def config_sections(c: ConfigValues) -> list[Section]:

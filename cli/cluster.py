@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from admin.units import size
 from cli import cluster_local
 from cli.connect import ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, WatchOpt, connect
 from cli.output import Section, Table
@@ -150,7 +151,7 @@ def brokers_table(brokers: list[BrokerInfo], title: str = "") -> Table:
                 _ratio(b.disk_ratio),
                 None
                 if b.commitlog_max_offset is None
-                else f"{b.commitlog_min_offset}-{b.commitlog_max_offset}",
+                else f"{size(b.commitlog_min_offset or 0)} - {size(b.commitlog_max_offset)}",
                 replication_text(b.ha),
                 "ok" if b.reachable else f"DOWN: {b.error}",
             )
@@ -167,11 +168,11 @@ def replication_text(ha: HAStatus | None) -> str | None:
     if ha.master:
         if not ha.slaves:
             return "no slave"
-        return f"{ha.in_sync_slaves}/{ha.slaves} in sync, lag {ha.lag_bytes or 0} B"
-    state = f"lag {ha.lag_bytes} B" if ha.lag_bytes is not None else "replicating"
+        return f"{ha.in_sync_slaves}/{ha.slaves} in sync, lag {size(ha.lag_bytes or 0)}"
+    state = f"lag {size(ha.lag_bytes)}" if ha.lag_bytes is not None else "replicating"
     if not ha.master_alive:
         state = "master away"
-    return state + (f", cut {ha.truncated_bytes} B" if ha.truncated_bytes else "")
+    return state + (f", cut {size(ha.truncated_bytes)}" if ha.truncated_bytes else "")
 
 
 def _status_sections(s: ClusterStatus) -> list[Section]:

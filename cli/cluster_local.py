@@ -4,6 +4,9 @@
 each with its own store folder, ports and log file under DIR, and writes ``DIR/cluster.json`` with
 their pids and ports; ``down`` stops what that file lists; ``ps`` shows it with liveness.
 Ports from --base-port: the NameServer gets N, broker k gets N+10(k+1) and its HA port N+10(k+1)+2.
+With ``--controllers 1|3`` the brokers run in controller mode (the controllers elect each set's
+master, and elect another when it dies); controller i listens on N+3+2i and replicates on the port
+after it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from cli.output import OutputFormat, OutputOption, Section, Table, emit
 
 STATE_FILE = "cluster.json"
 DEFAULT_DIR = Path("~/.rmqkit/cluster").expanduser()
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0  # a store recovering after a kill on a loaded machine
 STOP_TIMEOUT = 10.0
 
 DirOpt = Annotated[Path, typer.Option("--dir", help="Folder for stores, logs and the state file.")]
@@ -37,7 +40,7 @@ class Member:
     """One process of the local cluster."""
 
     name: str
-    role: str  # NAMESRV, ASYNC_MASTER, SYNC_MASTER or SLAVE
+    role: str  # NAMESRV, CONTROLLER, ASYNC_MASTER, SYNC_MASTER, SLAVE or AUTO (the controllers decide)
     broker_name: str
     broker_id: int
     port: int
@@ -46,6 +49,8 @@ class Member:
     store: str
     log: str
     config: str = ""  # a settings file every member reads (-c), e.g. access control; "" = none
+    controllers: str = ""  # controller mode: "id-host:port;..." of every controller
+    settings: tuple[str, ...] = ()  # KEY=VALUE broker settings of `up --set` (brokers only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +111,25 @@ def member_args(directory: Path, namesrv: str, member: Member) -> list[str]:
             str(directory / "namesrv"),
             *config,
         ]
+    if member.role == "CONTROLLER":
+        return [
+            "controller",
+            "--port",
+            str(member.port),
+            "--dir",
+            member.store,
+            "--log-level",
+            "INFO",
+            "--set",
+            f"controllerPeers={member.controllers}",
+            "--set",
+            f"controllerSelfId={member.name.rsplit('-', 1)[1]}",
+        ]
     return [*broker_args(namesrv, member), *config]
 
 
 def broker_args(namesrv: str, member: Member) -> list[str]:
-    settings = {
+    settings: dict[str, object] = {
         "brokerClusterName": "LocalCluster",
         "brokerName": member.broker_name,
         "brokerId": member.broker_id,
@@ -118,19 +137,46 @@ def broker_args(namesrv: str, member: Member) -> list[str]:
         "haListenPort": member.ha_port,
         "brokerIP1": "127.0.0.1",
     }
+    if member.role == "AUTO":
+        addrs = ";".join(peer.partition("-")[2] for peer in member.controllers.split(";"))
+        settings = {
+            **settings,
+            "brokerRole": "SLAVE",
+            "enableControllerMode": "true",
+            "controllerAddr": addrs,
+            "allAckInSyncStateSet": "true",
+            **CONTROLLER_MODE_TIMING,
+        }
     args = ["broker", "-n", namesrv, "--port", str(member.port), "--store", member.store]
     args += ["--no-http", "--grpc-port", "-1", "--log-level", "INFO"]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
+    for item in member.settings:  # the operator's own settings come last and win
+        args += ["--set", item]
     return args
 
 
 def plan(
-    directory: Path, masters: int, slaves: int, base_port: int, sync: bool, config: Path | None = None
+    directory: Path,
+    masters: int,
+    slaves: int,
+    base_port: int,
+    sync: bool,
+    config: Path | None = None,
+    controllers: int = 0,
+    settings: tuple[str, ...] = (),
 ) -> list[Member]:
-    """The processes to start (pids still 0), NameServer first, each master before its slaves."""
+    """The processes to start (pids still 0): NameServer, controllers, then each master before its
+    slaves (in controller mode every broker of a set starts alike and the controllers pick)."""
     conf = str(config.expanduser().resolve()) if config is not None else ""
     members = [Member("namesrv", "NAMESRV", "", 0, base_port, 0, 0, "", str(directory / "namesrv.log"), conf)]
+    peers = ";".join(f"n{i}-127.0.0.1:{base_port + 3 + 2 * i}" for i in range(controllers))
+    for i in range(controllers):
+        name, port = f"controller-n{i}", base_port + 3 + 2 * i
+        store = directory / name
+        members.append(
+            Member(name, "CONTROLLER", "", 0, port, port + 1, 0, str(store), f"{store}.log", conf, peers)
+        )
     k = 0
     for m in range(masters):
         broker_name = f"broker-{chr(ord('a') + m)}"
@@ -138,11 +184,24 @@ def plan(
             k += 1
             port = base_port + 10 * k
             role = "SLAVE" if broker_id else "SYNC_MASTER" if sync else "ASYNC_MASTER"
+            role = "AUTO" if controllers else role
             name = f"{broker_name}-{broker_id}"
             store = directory / name
+            log = f"{store}.log"
             members.append(
                 Member(
-                    name, role, broker_name, broker_id, port, port + 2, 0, str(store), f"{store}.log", conf
+                    name,
+                    role,
+                    broker_name,
+                    broker_id,
+                    port,
+                    port + 2,
+                    0,
+                    str(store),
+                    log,
+                    conf,
+                    peers,
+                    settings,
                 )
             )
     return members
@@ -152,7 +211,7 @@ def read_state(directory: Path) -> list[Member]:
     path = directory / STATE_FILE
     try:
         data = json.loads(path.read_text())
-        return [Member(**m) for m in data["members"]]
+        return [Member(**{**m, "settings": tuple(m.get("settings", ()))}) for m in data["members"]]
     except FileNotFoundError:
         raise NotFound(f"no local cluster in {directory} ({STATE_FILE} not found)") from None
     except (ValueError, KeyError, TypeError) as exc:
@@ -160,17 +219,29 @@ def read_state(directory: Path) -> list[Member]:
 
 
 def start(
-    directory: Path, masters: int, slaves: int, base_port: int, sync: bool, config: Path | None = None
+    directory: Path,
+    masters: int,
+    slaves: int,
+    base_port: int,
+    sync: bool,
+    config: Path | None = None,
+    controllers: int = 0,
+    settings: tuple[str, ...] = (),
 ) -> list[Member]:
     """Start every process, wait until each listens, and write the state file."""
     if masters < 1 or slaves < 0:
         raise BadInput("--masters must be at least 1 and --slaves-per-master at least 0")
+    if controllers not in (0, 1, 3):
+        raise BadInput("--controllers must be 1 or 3 (or 0: fixed roles, no controller)")
     if (directory / STATE_FILE).exists() and any(_alive(m.pid) for m in read_state(directory)):
         raise BadInput(f"a local cluster is already running from {directory}; `rmq cluster down` first")
     directory.mkdir(parents=True, exist_ok=True)
     if config is not None and not config.expanduser().is_file():
         raise BadInput(f"--config {config}: no such file")
-    members = plan(directory, masters, slaves, base_port, sync, config)
+    bad = [item for item in settings if "=" not in item]
+    if bad:
+        raise BadInput(f"--set {bad[0]!r}: expected KEY=VALUE")
+    members = plan(directory, masters, slaves, base_port, sync, config, controllers, tuple(settings))
     busy = [m.port for m in members if _listening(m.port)]
     if busy:
         raise BadInput(f"port(s) {', '.join(map(str, busy))} already in use; choose another --base-port")
@@ -222,7 +293,7 @@ def restart(directory: Path, name: str) -> Member:
 def stop(directory: Path) -> list[MemberState]:
     """SIGTERM brokers (slaves first), then the NameServer; SIGKILL what outlives the grace time."""
     members = read_state(directory)
-    order = sorted(members, key=lambda m: (m.role == "NAMESRV", -m.broker_id))
+    order = sorted(members, key=lambda m: (m.role == "NAMESRV", m.role == "CONTROLLER", -m.broker_id))
     for member in order:
         if _alive(member.pid):
             os.kill(member.pid, signal.SIGTERM)
@@ -245,6 +316,15 @@ def _state(m: Member) -> MemberState:
     )
 
 
+# controller mode of a local cluster: a dead master is noticed within 3 s (RocketMQ's default is 10 s)
+CONTROLLER_MODE_TIMING = {
+    "controllerHeartBeatTimeoutMills": 3000,
+    "brokerHeartbeatInterval": 500,
+    "syncBrokerMetadataPeriod": 500,
+    "haMaxTimeSlaveNotCatchup": 5000,
+}
+
+
 def _table(states: list[MemberState]) -> list[Section]:
     return [
         Table(
@@ -254,7 +334,7 @@ def _table(states: list[MemberState]) -> list[Section]:
                     s.name,
                     s.role,
                     s.broker_name,
-                    None if s.role == "NAMESRV" else s.broker_id,
+                    None if s.role in ("NAMESRV", "CONTROLLER") else s.broker_id,
                     s.pid,
                     s.port,
                     s.ha_port,
@@ -278,10 +358,32 @@ def up(
             "-c", "--config", help="Settings file every member reads (e.g. aclEnable, aclFile, TLS)."
         ),
     ] = None,
+    controllers: Annotated[
+        int,
+        typer.Option(
+            "--controllers",
+            help="1 or 3: controller mode, where controllers elect each set's master (automatic failover).",
+        ),
+    ] = 0,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="A setting of every broker (repeatable)."),
+    ] = None,
     output: OutputOption = OutputFormat.TABLE,
 ) -> None:
     """Start a local master/slave cluster: one NameServer and a process per broker."""
-    states = status(start(directory.expanduser(), masters, slaves_per_master, base_port, sync, config))
+    states = status(
+        start(
+            directory.expanduser(),
+            masters,
+            slaves_per_master,
+            base_port,
+            sync,
+            config,
+            controllers,
+            tuple(set_ or ()),
+        )
+    )
     emit(output, states, lambda: _table(states))
 
 

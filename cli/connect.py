@@ -31,10 +31,16 @@ NamesrvOpt = Annotated[
     ),
 ]
 ProfileOpt = Annotated[
-    str | None, typer.Option("--profile", help=r"Profile of ~/.config/rmq/config.toml \[env RMQ_PROFILE].")
+    str | None,
+    typer.Option(
+        "--profile", metavar="NAME", help=r"Profile of ~/.config/rmq/config.toml \[env RMQ_PROFILE]."
+    ),
 ]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help=r"Seconds to wait for each answer \[profile, default 5].")
+    float | None,
+    typer.Option(
+        "--timeout", metavar="SECONDS", help=r"Seconds to wait for each answer \[profile, default 5]."
+    ),
 ]
 OutOpt = Annotated[
     OutputFormat | None,

@@ -35,6 +35,17 @@ def check_refresh(refresh: float) -> float:
     return refresh
 
 
+def require_terminal() -> None:
+    """Refuse to start without a terminal on both ends: the dashboard would redraw for nobody, at full
+    speed, forever."""
+    import sys
+
+    from admin.errors import BadInput
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput("the dashboard needs a terminal (stdin and stdout); for scripts use the rmq commands")
+
+
 def launch(
     namesrv: list[str],
     timeout: float,
@@ -64,6 +75,7 @@ def dashboard(
     from admin.profiles import resolve
 
     check_refresh(refresh)
+    require_terminal()
     settings = resolve(namesrv=namesrv, timeout=timeout, profile=profile)
     launch(settings.namesrv, settings.timeout, refresh, read_only, settings.profile, settings.security)
 
@@ -88,6 +100,7 @@ def run_with_node(
     from broker.node import Node, NodeStartError
 
     check_refresh(refresh)
+    require_terminal()
     if plan.store is not None:
         _log_to_file(Path(plan.store.store_path) / "rmq-up.log")
     node = Node(plan)

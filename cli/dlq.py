@@ -1,5 +1,6 @@
 """``rmq dlq``: dead-letter topics (%DLQ%group): ``list`` and ``browse`` (shared with ``rmq retry``, built
-by :func:`special_topic_app`), ``resend`` back to the original topics, ``export`` to JSON lines."""
+by :func:`special_topic_app`), ``resend`` back to the failing group (or the original topics),
+``export`` to JSON lines."""
 
 from __future__ import annotations
 
@@ -98,6 +99,19 @@ def resend(
     broker: Annotated[
         str | None, typer.Option("-b", "--broker", metavar="ADDR", help="The broker the offsets belong to.")
     ] = None,
+    to_topic: Annotated[
+        bool,
+        typer.Option(
+            "--to-topic",
+            help="Send to the original topic instead: every group consuming it gets the message again.",
+        ),
+    ] = False,
+    again: Annotated[
+        bool, typer.Option("--again", help="Also resend the dead letters resent before.")
+    ] = False,
+    rate: Annotated[
+        float | None, typer.Option("--rate", metavar="N", help="At most N messages per second.")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would be resent.")] = False,
     yes: YesOpt = False,
     namesrv: NamesrvOpt = None,
@@ -105,26 +119,65 @@ def resend(
     timeout: TimeoutOpt = None,
     output: OutOpt = None,
 ) -> None:
-    """Send dead letters back to the topic they came from (they keep their UNIQ_KEY)."""
+    """Send dead letters back to the group that failed them, and to no other group: through the
+    group's retry topic, as RocketMQ redelivers, with the original topic restored for its listener.
+    Dead letters resent before are skipped (--again resends them)."""
+    import sys
+
     from admin.errors import BadInput
 
     if bool(offset) == all_:
         raise BadInput("give --offset N (repeatable) or --all")
+    negative = [o for o in offset or [] if o < 0]
+    if negative:
+        raise BadInput(f"--offset must be a queue offset (0 or more), not {negative[0]}")
     conn = connect(namesrv, profile, timeout, output)
-    if not dry_run:
-        confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)
-    with ProgressBar() as bar:
-        report = conn.run(lambda s: s.dlq_resend(group, None if all_ else offset, broker, dry_run, bar))
+    offsets = None if all_ else offset
+
+    def run(dry: bool, bar: ProgressBar | None = None) -> ResendReport:
+        return conn.run(
+            lambda s: s.dlq_resend(
+                group, offsets, broker, dry, bar, to_topic=to_topic, again=again, rate=rate
+            )
+        )
+
+    preview = run(True) if to_topic else None  # to say who else gets them before anything is sent
+    if preview is not None and preview.other_groups:
+        others = preview.other_groups
+        sys.stderr.write(
+            f"warning: --to-topic also delivers to {len(others)} other group(s): {', '.join(others)}\n"
+        )
+    if dry_run and preview is not None:
+        report = preview
+    else:
+        if not dry_run:
+            confirm(f"resend {'all' if all_ else len(offset or [])} dead letter(s) of {group}", yes)
+        with ProgressBar() as bar:
+            report = run(dry_run, bar)
     conn.emit(report, resend_sections)
+    if report.missing or report.failed:
+        from admin.errors import OperationFailed
+
+        raise OperationFailed(
+            f"{len(report.failed)} failed, {len(report.missing)} offset(s) not in {report.dlq_topic}"
+        )
 
 
 def resend_sections(report: ResendReport) -> list[Section]:
     verb = "would resend" if report.dry_run else "resent"
-    rows = [
-        (m.dlq_offset, m.msg_id, m.uniq_key, m.topic, m.new_msg_id, m.error or verb) for m in report.messages
-    ] + [(o, None, None, None, None, "not in the DLQ") for o in report.missing]
-    title = f"{report.dlq_topic}: {len(report.resent)} {verb}, {len(report.failed)} failed"
-    columns = ["dlq offset", "msg id", "uniq key", "topic", "new msg id", "result"]
+    rows = (
+        [
+            (m.dlq_offset, m.msg_id, m.uniq_key, m.topic, m.sent_to, m.new_msg_id, m.error or verb)
+            for m in report.messages
+        ]
+        + [(o, None, None, None, None, None, "skipped: resent before (--again)") for o in report.skipped]
+        + [(o, None, None, None, None, None, "not in the DLQ") for o in report.missing]
+    )
+    title = (
+        f"{report.dlq_topic}: {len(report.resent)} {verb}, {len(report.skipped)} skipped, "
+        f"{len(report.failed)} failed"
+    )
+    columns = ["dlq offset", "msg id", "uniq key", "topic", "sent to", "new msg id", "result"]
     return [Table(columns, rows, title=title)]
 
 

@@ -1,5 +1,5 @@
 """``rmq group``: create, update, list, describe, lag, connections, clients, delete, reset-offset,
-clone-offsets, consume-mode."""
+offsets (show or undo the last reset), clone-offsets, consume-mode."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.timeparse import parse_time
+from admin.units import duration
 from cli.connect import (
     ClusterOpt,
     GroupArg,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         GroupSpec,
         OffsetClone,
         OffsetReset,
+        OffsetSnapshot,
         ResetTarget,
     )
     from admin.models.broker_ops import ConsumeModes
@@ -123,7 +125,8 @@ def list_(
     timeout: TimeoutOpt = None,
     output: OutOpt = None,
 ) -> None:
-    """Subscription groups of every broker and whether they are online."""
+    """Subscription groups of every broker, whether they are online and how far behind they are
+    (messages, and how long the oldest unconsumed one has waited)."""
     connect(namesrv, profile, timeout, output).show(lambda s: s.group_list(all_), _list_sections)
 
 
@@ -141,17 +144,71 @@ def describe(
 
 @app.command("lag")
 def lag(
-    group: GroupArg,
+    group: Annotated[
+        str | None,
+        typer.Argument(metavar="[GROUP]", help="Consumer group name (or --all).", show_default=False),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Every group, one line each.")] = False,
     topic: TopicOpt = None,
+    max_lag: Annotated[
+        int | None,
+        typer.Option(
+            "--max-lag", metavar="N", min=0, help="Exit 1 when a group is more than N messages behind."
+        ),
+    ] = None,
+    max_lag_time: Annotated[
+        str | None,
+        typer.Option(
+            "--max-lag-time",
+            metavar="DURATION",
+            help="Exit 1 when a group's oldest unconsumed message has waited longer (e.g. 90s, 5m, 2h).",
+        ),
+    ] = None,
     watch: WatchOpt = None,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
     output: OutOpt = None,
 ) -> None:
-    """Per queue: broker offset, consumer offset, diff, inflight and last consumed time."""
+    """How far behind a group is, per queue (diff, inflight, last consumed, lag time), or every group
+    with --all. With --max-lag / --max-lag-time it is a check for CI and cron: exit 1 past a limit."""
+    from admin.errors import BadInput
+    from admin.timeparse import parse_duration
+
+    if (group is None) != all_:
+        raise BadInput("name a GROUP or give --all")
+    if all_ and topic is not None:
+        raise BadInput("--topic applies to one group, not to --all")
+    limit_ms = None if max_lag_time is None else parse_duration(max_lag_time)
     conn = connect(namesrv, profile, timeout, output)
-    conn.show(lambda s: s.group_lag(group, topic), _lag_sections, watch)
+    if group is not None:
+        name = group
+        if watch is not None:
+            conn.show(lambda s: s.group_lag(name, topic), _lag_sections, watch)
+            return
+        one = conn.run(lambda s: s.group_lag(name, topic))
+        conn.emit(one, _lag_sections)
+        _check_limits([(one.group, one.diff_total, one.lag_ms)], max_lag, limit_ms)
+        return
+    if watch is not None:
+        conn.show(lambda s: s.group_list(False), _lag_all_sections, watch)
+        return
+    every = conn.run(lambda s: s.group_list(False))
+    conn.emit(every, _lag_all_sections)
+    _check_limits([(g.name, g.lag, g.lag_ms) for g in every.groups], max_lag, limit_ms)
+
+
+def _check_limits(lags: list[tuple[str, int, int]], max_lag: int | None, max_ms: int | None) -> None:
+    """Fail (exit 1, one line naming them) when groups are past ``--max-lag`` or ``--max-lag-time``."""
+    from admin.errors import OperationFailed
+
+    over = [
+        f"{name} ({count:,} messages, {duration(ms)})"
+        for name, count, ms in lags
+        if (max_lag is not None and count > max_lag) or (max_ms is not None and ms > max_ms)
+    ]
+    if over:
+        raise OperationFailed(f"{len(over)} group(s) over the lag limit: {', '.join(over)}")
 
 
 @app.command("connections")
@@ -261,6 +318,38 @@ def reset_offset(
     conn.emit(result, _reset_sections)
 
 
+class OffsetsAction(StrEnum):
+    SHOW = "show"
+    UNDO = "undo"
+
+
+@app.command("offsets")
+def offsets(
+    action: Annotated[
+        OffsetsAction,
+        typer.Argument(
+            metavar="show|undo", case_sensitive=False, help="Show the saved offsets, or go back to them."
+        ),
+    ],
+    group: GroupArg,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="undo: show the moves, change nothing.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Every reset and skip first saves the offsets it moves; show them, or undo the last reset
+    (undo saves the offsets it leaves, so it can be undone too)."""
+    conn = connect(namesrv, profile, timeout, output)
+    if action is OffsetsAction.SHOW:
+        conn.emit(conn.run(lambda s: s.group_offsets_snapshot(group)), _snapshot_sections)
+        return
+    if not dry_run:
+        confirm(f"move the offsets of consumer group {group} back to before its last reset", yes)
+    conn.emit(conn.run(lambda s: s.group_offsets_undo(group, dry_run)), _reset_sections)
+
+
 @app.command("clone-offsets")
 def clone_offsets(
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="Group to copy from.", show_default=False)],
@@ -349,13 +438,27 @@ def _deleted_sections(d: GroupDeletion) -> list[Section]:
 def _list_sections(result: GroupList) -> list[Section]:
     return [
         Table(
-            ["group", "brokers", "online", "clients", "type", "model", "consume", "orderly", "retry max"],
+            [
+                "group",
+                "brokers",
+                "online",
+                "clients",
+                "lag",
+                "lag time",
+                "type",
+                "model",
+                "consume",
+                "orderly",
+                "retry max",
+            ],
             [
                 (
                     g.name,
                     len(g.brokers),
                     g.online,
                     g.clients,
+                    f"{g.lag:,}",
+                    duration(g.lag_ms),
                     g.consume_type,
                     g.message_model,
                     g.consume_enable,
@@ -368,10 +471,30 @@ def _list_sections(result: GroupList) -> list[Section]:
     ]
 
 
+def _lag_all_sections(result: GroupList) -> list[Section]:
+    worst_first = sorted(result.groups, key=lambda g: (-g.lag_ms, -g.lag, g.name))
+    return [
+        Table(
+            ["group", "online", "clients", "lag", "lag time"],
+            [(g.name, g.online, g.clients, f"{g.lag:,}", duration(g.lag_ms)) for g in worst_first],
+        )
+    ]
+
+
 def _lag_sections(lag: GroupLag) -> list[Section]:
     return [
         Table(
-            ["topic", "broker", "queue", "broker offset", "consumer offset", "diff", "inflight", "last time"],
+            [
+                "topic",
+                "broker",
+                "queue",
+                "broker offset",
+                "consumer offset",
+                "diff",
+                "inflight",
+                "last time",
+                "lag time",
+            ],
             [
                 (
                     q.topic,
@@ -382,6 +505,7 @@ def _lag_sections(lag: GroupLag) -> list[Section]:
                     q.diff,
                     q.inflight,
                     ms_time(q.last_timestamp),
+                    duration(q.lag_ms),
                 )
                 for q in lag.queues
             ],
@@ -392,6 +516,7 @@ def _lag_sections(lag: GroupLag) -> list[Section]:
                 ("consume TPS", lag.consume_tps),
                 ("diff total", lag.diff_total),
                 ("inflight total", lag.inflight_total),
+                ("lag time", duration(lag.lag_ms)),
             ]
         ),
     ]
@@ -523,15 +648,27 @@ def _describe_sections(d: GroupDescription) -> list[Section]:
 
 
 def _reset_sections(r: OffsetReset) -> list[Section]:
-    target = {"time": f"time {ms_time(r.target.value)}", "offset": f"offset {r.target.value}"}.get(
-        r.target.kind, str(r.target.kind)
-    )
+    target = {
+        "time": f"time {ms_time(r.target.value)}",
+        "offset": f"offset {r.target.value}",
+        "snapshot": f"the offsets saved at {ms_time(r.target.value)}",
+    }.get(r.target.kind, str(r.target.kind))
     title = f"Offsets of {r.group} {'would move (dry run)' if r.dry_run else 'moved'} to {target}"
     return [
         Table(
             ["topic", "broker", "queue", "current", "target"],
             [(q.topic, q.broker_name, q.queue_id, q.current, q.target) for q in r.queues],
             title=title,
+        )
+    ]
+
+
+def _snapshot_sections(snap: OffsetSnapshot) -> list[Section]:
+    return [
+        Table(
+            ["topic", "broker", "queue", "offset"],
+            [(q.topic, q.broker_name, q.queue_id, q.current) for q in snap.queues],
+            title=f"Offsets of {snap.group} before the {snap.reason} at {ms_time(snap.taken_ms)}",
         )
     ]
 

@@ -17,10 +17,12 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from cli import help_format
 from cli.errors import run
 from cli.lazy import LazyCommands, fast_coercion, noun_builders
 
 PROG = "rmq"
+help_format.install()
 
 
 @dataclass(slots=True)
@@ -39,12 +41,14 @@ COMMANDS = {
     "namesrv": "cli.namesrv_kv:app",
     "broker": "cli.broker_cmd:app",
     "cluster": "cli.cluster:app",
+    "controller": "cli.controller:app",
     "topic": "cli.topic:app",
     "group": "cli.group:app",
     "metadata": "cli.metadata:app",
     "message": "cli.message:app",
     "dlq": "cli.dlq:app",
     "retry": "cli.retry:app",
+    "transaction": "cli.transaction:app",
     "timer": "cli.timer:app",
     "spark": "cli.spark:app",
     "acl": "cli.acl:app",

@@ -1,4 +1,4 @@
-"""``rmq message``: send, consume, pop, get, query, print, track, trace, resend."""
+"""``rmq message``: send, consume, pop, get, query, print, track, trace, deliver, resend."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, TopicArg, co
 from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
 
 if TYPE_CHECKING:
-    from admin.models import MessageRange, Messages, MessageTracks, SendReceipt
+    from admin.models import DirectDelivery, MessageRange, Messages, MessageTracks, SendReceipt
     from admin.models.traces import MessageTrace
     from broker.protocol.message import MessageRecord
 
@@ -214,6 +214,52 @@ def trace(
     lo, hi = _window(begin, end)
     conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_trace(msg_id, trace_topic, lo, hi, max_num)), _trace_sections)
+
+
+@app.command("deliver")
+def deliver(
+    msg_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
+    ],
+    group: Annotated[str, typer.Option("-g", "--group", metavar="GROUP", help="The consumer group.")],
+    client: Annotated[
+        str, typer.Option("--client", metavar="ID", help="The online client (see 'rmq group connections').")
+    ],
+    topic: Annotated[
+        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Hand one message to one online client's listener and show what it answered (mqadmin's
+    consumeMessageDirectly): to try a fix, or to replay one message for one consumer. Nothing is
+    committed; exit 1 when the listener did not succeed."""
+    from admin.errors import OperationFailed
+
+    conn = connect(namesrv, profile, timeout, output)
+    result = conn.run(lambda s: s.message_deliver(msg_id, group, client, topic))
+    conn.emit(result, _delivery_sections)
+    if not result.ok:
+        raise OperationFailed(f"the listener of {client} answered {result.result}: {result.remark or '-'}")
+
+
+def _delivery_sections(d: DirectDelivery) -> list[Section]:
+    return [
+        Fields(
+            [
+                ("message", d.msg_id),
+                ("topic", d.topic),
+                ("group", d.group),
+                ("client", d.client_id),
+                ("result", d.result),
+                ("remark", d.remark),
+                ("spent", f"{d.spent_ms} ms"),
+            ],
+            title="Delivered",
+        )
+    ]
 
 
 @app.command("resend")

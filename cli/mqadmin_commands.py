@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from admin import render_mqadmin as R
 from admin.errors import BadInput, NotFound
-from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_trace
+from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_controller, mqadmin_trace
 from cli.mqadmin_args import (
     Command,
     Handler,
@@ -211,8 +211,6 @@ async def delete_sub_group(s: AdminService, v: Values) -> str:
 async def consumer_progress(s: AdminService, v: Values) -> str:
     import asyncio
 
-    from admin.models import RETRY_PREFIX, TopicKind
-
     group = opt(v, "groupName")
     if group is not None:
         lag = s.group_lag(group, opt(v, "topicName"))
@@ -221,17 +219,19 @@ async def consumer_progress(s: AdminService, v: Values) -> str:
         clients = s.group_clients(group)  # who owns each queue, as its client reports
         done, owners = await asyncio.gather(lag, clients)
         return R.consumer_progress(done, owners.queue_owner_ips())
-    retry = (await s.topic_list(kinds=frozenset({TopicKind.RETRY}))).topics
-    groups = [t.name[len(RETRY_PREFIX) :] for t in retry]
-    conns, lags = await asyncio.gather(
-        asyncio.gather(*(s.group_connections(g) for g in groups)),
-        asyncio.gather(*(s.group_lag(g) for g in groups)),
-    )
-    return R.consumer_progress_groups(zip(conns, lags, strict=True))
+    # every group, offline ones too (Java lists only groups with a retry topic, so never-started ones
+    # are missing there)
+    return R.consumer_progress_groups((p.connections, p.lag) for p in await s.group_progress())
 
 
 async def consumer_connection(s: AdminService, v: Values) -> str:
-    return R.consumer_connection(await s.group_connections(req(v, "consumerGroup")))
+    from admin.errors import OperationFailed
+
+    group = req(v, "consumerGroup")
+    conn = await s.group_connections(group)
+    if not conn.online:  # Java's examineConsumerConnectionInfo fails with the broker's code
+        raise OperationFailed(f"CODE: 206 DESC: the consumer group[{group}] not online")
+    return R.consumer_connection(conn)
 
 
 async def consumer_status(s: AdminService, v: Values) -> str:
@@ -381,9 +381,11 @@ async def query_msg_by_key(s: AdminService, v: Values) -> str:
     from admin.models import Messages
     from admin.service.messages import MAX_TIMESTAMP
 
+    topic = req(v, "topic")
+    await s.topic_route(topic)  # a topic that does not exist fails, as Java's route lookup does
     try:
         found = await s.message_query(
-            req(v, "topic"),
+            topic,
             key=req(v, "msgKey"),
             begin=integer(v, "beginTimestamp", 0) or 0,
             end=integer(v, "endTimestamp", MAX_TIMESTAMP) or MAX_TIMESTAMP,
@@ -1014,6 +1016,7 @@ COMMANDS = (
     + mqadmin_trace.COMMANDS
     + mqadmin_broker_ops.COMMANDS
     + mqadmin_auth.COMMANDS
+    + mqadmin_controller.COMMANDS
 )
 _BY_NAME = {c.name.lower(): c for c in COMMANDS}
 

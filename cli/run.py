@@ -61,7 +61,9 @@ def _namesrv_config(
 
     # kvConfigPath / configStorePath in the file or --set still win over the folder
     cfg = NamesrvConfig() if folder is None else NamesrvConfig.in_folder(folder.expanduser())
-    target = SettingsTarget(cfg)
+    target = SettingsTarget(
+        cfg.controller, cfg
+    )  # the embedded controller's keys too; shared ones: the NameServer's
     try:
         if config is not None:
             target.apply(read_settings_file(config), str(config))

@@ -22,7 +22,9 @@ def ready(
         str | None,
         typer.Option("--http", metavar="ADDR", help="Poll http://ADDR/readyz only (host:port or a URL)."),
     ] = None,
-    brokers: Annotated[int, typer.Option("--brokers", help="Wait for at least this many brokers.")] = 1,
+    brokers: Annotated[
+        int, typer.Option("--brokers", help="Wait for at least this many brokers, masters and slaves.")
+    ] = 1,
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     output: OutOpt = None,

@@ -2,7 +2,7 @@
 
 __rmq_cmds() {
     case "$1" in
-        "") echo "acl auth bench broker cluster completion dashboard dlq group message metadata namesrv profile retry spark store timer topic up wait" ;;
+        "") echo "acl auth bench broker cluster completion controller dashboard dlq group message metadata namesrv profile retry spark store timer topic transaction up wait" ;;
         "acl") echo "create delete get list update version white-list" ;;
         "auth") echo "acl user" ;;
         "auth acl") echo "copy create delete get list update" ;;
@@ -12,9 +12,10 @@ __rmq_cmds() {
         "broker config") echo "get set" ;;
         "cluster") echo "down list metrics ps status up" ;;
         "completion") echo "install show" ;;
+        "controller") echo "clean elect status" ;;
         "dlq") echo "browse export list resend" ;;
-        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list reset-offset update" ;;
-        "message") echo "consume get pop print query resend send trace track" ;;
+        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list offsets reset-offset update" ;;
+        "message") echo "consume deliver get pop print query resend send trace track" ;;
         "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
         "namesrv config") echo "get set" ;;
@@ -25,6 +26,7 @@ __rmq_cmds() {
         "store") echo "dump info lookup verify" ;;
         "timer") echo "cancel list" ;;
         "topic") echo "create delete describe list queue route status update" ;;
+        "transaction") echo "list resume" ;;
         "wait") echo "ready" ;;
     esac
 }
@@ -73,16 +75,20 @@ __rmq_opts() {
         "cluster metrics") echo "-h --help -c --cluster -f --file -n --namesrv --profile --timeout --output -o" ;;
         "cluster ps") echo "-h --help --dir --output -o" ;;
         "cluster status") echo "-h --help -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
-        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port -c --config --output -o" ;;
+        "cluster up") echo "--sync -h --help --masters --slaves-per-master --dir --base-port -c --config --controllers --set --output -o" ;;
         "completion") echo "-h --help" ;;
         "completion install") echo "-h --help" ;;
         "completion show") echo "-h --help" ;;
+        "controller") echo "-h --help --port -c --config --set --dir --log-level" ;;
+        "controller clean") echo "--living --yes -y -h --help -b --broker-name -c --cluster --ids -a --controller -n --namesrv --profile --timeout --output -o" ;;
+        "controller elect") echo "-h --help -b --broker-name -c --cluster --broker-id -a --controller -n --namesrv --profile --timeout --output -o" ;;
+        "controller status") echo "-h --help -a --controller -b --broker-name -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
         "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout" ;;
         "dlq") echo "-h --help" ;;
         "dlq browse") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "dlq export") echo "-h --help --file -f --limit -l -n --namesrv --profile --timeout" ;;
         "dlq list") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
-        "dlq resend") echo "--all --dry-run --yes -y -h --help --offset -b --broker -n --namesrv --profile --timeout --output -o" ;;
+        "dlq resend") echo "--all --to-topic --again --dry-run --yes -y -h --help --offset -b --broker --rate -n --namesrv --profile --timeout --output -o" ;;
         "group") echo "-h --help" ;;
         "group clients") echo "-h --help --client -n --namesrv --profile --timeout --output -o" ;;
         "group clone-offsets") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
@@ -91,12 +97,14 @@ __rmq_opts() {
         "group create") echo "--orderly --no-broadcast --disabled -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
         "group delete") echo "--keep-offsets --yes -y -h --help -c --cluster -b --broker -n --namesrv --profile --timeout --output -o" ;;
         "group describe") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
-        "group lag") echo "-h --help -t --topic --watch -n --namesrv --profile --timeout --output -o" ;;
+        "group lag") echo "--all -a -h --help -t --topic --max-lag --max-lag-time --watch -n --namesrv --profile --timeout --output -o" ;;
         "group list") echo "--all -a -h --help -n --namesrv --profile --timeout --output -o" ;;
+        "group offsets") echo "--dry-run --yes -y -h --help -n --namesrv --profile --timeout --output -o" ;;
         "group reset-offset") echo "--to-earliest --to-latest --dry-run --yes -y -h --help -t --topic --to-time --to-offset -n --namesrv --profile --timeout --output -o" ;;
         "group update") echo "--orderly --no-orderly --broadcast --no-broadcast --consume --no-consume --from-min --no-from-min -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
         "message") echo "-h --help" ;;
         "message consume") echo "-h --help -c --count -g --group -s --tags -n --namesrv --profile --timeout --output -o" ;;
+        "message deliver") echo "-h --help -g --group --client -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "message get") echo "-h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "message pop") echo "--no-ack -h --help -g --group -c --count -s --tags --invisible --wait -n --namesrv --profile --timeout --output -o" ;;
         "message print") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
@@ -145,6 +153,9 @@ __rmq_opts() {
         "topic route") echo "-h --help -n --namesrv --profile --timeout --output -o" ;;
         "topic status") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
         "topic update") echo "--order --no-order -h --help -c --cluster -b --broker -r --read-queues -w --write-queues -p --perm -a --attr -n --namesrv --profile --timeout --output -o" ;;
+        "transaction") echo "-h --help" ;;
+        "transaction list") echo "-h --help --watch -n --namesrv --profile --timeout --output -o" ;;
+        "transaction resume") echo "--all --yes -y -h --help -t --topic -n --namesrv --profile --timeout --output -o" ;;
         "up") echo "--no-http --dashboard -h --help --store --namesrv-port --broker-port --http-port --grpc-port -c --config --set --log-level --refresh" ;;
         "wait") echo "-h --help" ;;
         "wait ready") echo "-h --help --timeout --http --brokers -n --namesrv --profile --output -o" ;;
@@ -549,8 +560,55 @@ __rmq_kind() {
         "cluster up|--base-port") echo "-" ;;
         "cluster up|-c") echo "@files" ;;
         "cluster up|--config") echo "@files" ;;
+        "cluster up|--controllers") echo "-" ;;
+        "cluster up|--set") echo "-" ;;
         "cluster up|--output") echo "table json text" ;;
         "cluster up|-o") echo "table json text" ;;
+        "controller|--port") echo "-" ;;
+        "controller|-c") echo "@files" ;;
+        "controller|--config") echo "@files" ;;
+        "controller|--set") echo "-" ;;
+        "controller|--dir") echo "@files" ;;
+        "controller|--log-level") echo "-" ;;
+        "controller clean|-b") echo "-" ;;
+        "controller clean|--broker-name") echo "-" ;;
+        "controller clean|-c") echo "-" ;;
+        "controller clean|--cluster") echo "-" ;;
+        "controller clean|--ids") echo "-" ;;
+        "controller clean|-a") echo "-" ;;
+        "controller clean|--controller") echo "-" ;;
+        "controller clean|-n") echo "-" ;;
+        "controller clean|--namesrv") echo "-" ;;
+        "controller clean|--profile") echo "-" ;;
+        "controller clean|--timeout") echo "-" ;;
+        "controller clean|--output") echo "table json text" ;;
+        "controller clean|-o") echo "table json text" ;;
+        "controller elect|-b") echo "-" ;;
+        "controller elect|--broker-name") echo "-" ;;
+        "controller elect|-c") echo "-" ;;
+        "controller elect|--cluster") echo "-" ;;
+        "controller elect|--broker-id") echo "-" ;;
+        "controller elect|-a") echo "-" ;;
+        "controller elect|--controller") echo "-" ;;
+        "controller elect|-n") echo "-" ;;
+        "controller elect|--namesrv") echo "-" ;;
+        "controller elect|--profile") echo "-" ;;
+        "controller elect|--timeout") echo "-" ;;
+        "controller elect|--output") echo "table json text" ;;
+        "controller elect|-o") echo "table json text" ;;
+        "controller status|-a") echo "-" ;;
+        "controller status|--controller") echo "-" ;;
+        "controller status|-b") echo "-" ;;
+        "controller status|--broker-name") echo "-" ;;
+        "controller status|-c") echo "-" ;;
+        "controller status|--cluster") echo "-" ;;
+        "controller status|--watch") echo "-" ;;
+        "controller status|-n") echo "-" ;;
+        "controller status|--namesrv") echo "-" ;;
+        "controller status|--profile") echo "-" ;;
+        "controller status|--timeout") echo "-" ;;
+        "controller status|--output") echo "table json text" ;;
+        "controller status|-o") echo "table json text" ;;
         "dashboard|--refresh") echo "-" ;;
         "dashboard|-n") echo "-" ;;
         "dashboard|--namesrv") echo "-" ;;
@@ -590,6 +648,7 @@ __rmq_kind() {
         "dlq resend|--offset") echo "-" ;;
         "dlq resend|-b") echo "-" ;;
         "dlq resend|--broker") echo "-" ;;
+        "dlq resend|--rate") echo "-" ;;
         "dlq resend|-n") echo "-" ;;
         "dlq resend|--namesrv") echo "-" ;;
         "dlq resend|--profile") echo "-" ;;
@@ -662,6 +721,8 @@ __rmq_kind() {
         "group describe|-o") echo "table json text" ;;
         "group lag|-t") echo "@topics" ;;
         "group lag|--topic") echo "@topics" ;;
+        "group lag|--max-lag") echo "-" ;;
+        "group lag|--max-lag-time") echo "-" ;;
         "group lag|--watch") echo "-" ;;
         "group lag|-n") echo "-" ;;
         "group lag|--namesrv") echo "-" ;;
@@ -675,6 +736,12 @@ __rmq_kind() {
         "group list|--timeout") echo "-" ;;
         "group list|--output") echo "table json text" ;;
         "group list|-o") echo "table json text" ;;
+        "group offsets|-n") echo "-" ;;
+        "group offsets|--namesrv") echo "-" ;;
+        "group offsets|--profile") echo "-" ;;
+        "group offsets|--timeout") echo "-" ;;
+        "group offsets|--output") echo "table json text" ;;
+        "group offsets|-o") echo "table json text" ;;
         "group reset-offset|-t") echo "@topics" ;;
         "group reset-offset|--topic") echo "@topics" ;;
         "group reset-offset|--to-time") echo "-" ;;
@@ -709,6 +776,17 @@ __rmq_kind() {
         "message consume|--timeout") echo "-" ;;
         "message consume|--output") echo "table json text" ;;
         "message consume|-o") echo "table json text" ;;
+        "message deliver|-g") echo "@groups" ;;
+        "message deliver|--group") echo "@groups" ;;
+        "message deliver|--client") echo "-" ;;
+        "message deliver|-t") echo "@topics" ;;
+        "message deliver|--topic") echo "@topics" ;;
+        "message deliver|-n") echo "-" ;;
+        "message deliver|--namesrv") echo "-" ;;
+        "message deliver|--profile") echo "-" ;;
+        "message deliver|--timeout") echo "-" ;;
+        "message deliver|--output") echo "table json text" ;;
+        "message deliver|-o") echo "table json text" ;;
         "message get|-t") echo "@topics" ;;
         "message get|--topic") echo "@topics" ;;
         "message get|-n") echo "-" ;;
@@ -1068,6 +1146,21 @@ __rmq_kind() {
         "topic update|--timeout") echo "-" ;;
         "topic update|--output") echo "table json text" ;;
         "topic update|-o") echo "table json text" ;;
+        "transaction list|--watch") echo "-" ;;
+        "transaction list|-n") echo "-" ;;
+        "transaction list|--namesrv") echo "-" ;;
+        "transaction list|--profile") echo "-" ;;
+        "transaction list|--timeout") echo "-" ;;
+        "transaction list|--output") echo "table json text" ;;
+        "transaction list|-o") echo "table json text" ;;
+        "transaction resume|-t") echo "@topics" ;;
+        "transaction resume|--topic") echo "@topics" ;;
+        "transaction resume|-n") echo "-" ;;
+        "transaction resume|--namesrv") echo "-" ;;
+        "transaction resume|--profile") echo "-" ;;
+        "transaction resume|--timeout") echo "-" ;;
+        "transaction resume|--output") echo "table json text" ;;
+        "transaction resume|-o") echo "table json text" ;;
         "up|--store") echo "@files" ;;
         "up|--namesrv-port") echo "-" ;;
         "up|--broker-port") echo "-" ;;
@@ -1120,10 +1213,12 @@ __rmq_arg() {
         "group create") echo "@groups" ;;
         "group delete") echo "@groups" ;;
         "group describe") echo "@groups" ;;
-        "group lag") echo "@groups" ;;
+        "group lag") echo "-" ;;
+        "group offsets") echo "show undo" ;;
         "group reset-offset") echo "@groups" ;;
         "group update") echo "@groups" ;;
         "message consume") echo "@topics" ;;
+        "message deliver") echo "-" ;;
         "message get") echo "-" ;;
         "message pop") echo "@topics" ;;
         "message print") echo "@topics" ;;
@@ -1155,6 +1250,7 @@ __rmq_arg() {
         "topic route") echo "@topics" ;;
         "topic status") echo "@topics" ;;
         "topic update") echo "@topics" ;;
+        "transaction resume") echo "-" ;;
     esac
 }
 

@@ -157,11 +157,18 @@ def _reachable(edges: dict[str, frozenset[str]], start: str) -> set[str]:
     return seen
 
 
-def test_grpc_is_in_no_import_cycle() -> None:
-    """The gRPC service sits above the messaging core: nothing it reaches leads back to it."""
-    edges = graph()
-    looping = sorted(m for m in edges if _within(m, "broker.grpc") and m in _reachable(edges, m))
-    assert not looping, "gRPC modules in an import cycle: " + ", ".join(looping)
+def test_grpc_is_in_no_import_cycle_with_the_servers() -> None:
+    """The gRPC service sits above the messaging core: nothing it reaches outside broker/grpc leads
+    back to it (the package counted as one node)."""
+
+    def node(module: str) -> str:
+        return "broker.grpc" if _within(module, "broker.grpc") else module
+
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        edges.setdefault(node(module), set()).update(node(t) for t in targets if node(t) != node(module))
+    frozen = {k: frozenset(v) for k, v in edges.items()}
+    assert "broker.grpc" not in _reachable(frozen, "broker.grpc")
     assert _reachable({"a": frozenset({"b"}), "b": frozenset({"a"})}, "a") == {"a", "b"}
 
 

@@ -5,10 +5,10 @@ shows is computed here or in the service, never in a renderer. JSON writers turn
 camelCase (docs/cli-json.md).
 
 The classes live in one module per area (``names``, ``topics``, ``topic_details``, ``groups``,
-``cluster``, ``messages``, ``traces``, ``namesrv``, ``metadata``, ``broker_ops``). This package
-re-exports them all but imports an area only when one of its names is first asked for: creating
-dataclasses is most of the cost of importing them, and a command should pay only for the areas it
-shows (``rmq topic list`` imports ``names`` and ``topics``).
+``cluster``, ``messages``, ``traces``, ``namesrv``, ``metadata``, ``broker_ops``, ``transactions``,
+``timers``). This package re-exports them all but imports an area only when one of its names is
+first asked for: creating dataclasses is most of the cost of importing them, and a command should pay
+only for the areas it shows (``rmq topic list`` imports ``names`` and ``topics``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 _AREAS = (
     "names", "topics", "topic_details", "groups", "cluster", "messages", "traces", "namesrv", "metadata",
-    "broker_ops", "auth", "timers",
+    "broker_ops", "auth", "transactions", "timers",
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from admin.models.topic_details import *  # noqa: F403
     from admin.models.topics import *  # noqa: F403
     from admin.models.traces import *  # noqa: F403
+    from admin.models.transactions import *  # noqa: F403
 else:
 
     def __getattr__(name: str) -> object:

@@ -23,10 +23,12 @@ __all__ = [
     "GroupDescription",
     "GroupLag",
     "GroupList",
+    "GroupProgress",
     "GroupSpec",
     "GroupSummary",
     "OffsetClone",
     "OffsetReset",
+    "OffsetSnapshot",
     "ProblemKind",
     "ProducerInstance",
     "QueueLag",
@@ -52,6 +54,8 @@ class GroupSummary:
     consume_enable: bool
     orderly: bool
     retry_max_times: int
+    lag: int  # messages stored and not yet consumed, over every queue the group has offsets on
+    lag_ms: int  # how long the oldest of them has waited (now - its store time); 0 when caught up
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +231,7 @@ class QueueLag:
     diff: int
     inflight: int  # pulled but not yet committed
     last_timestamp: int  # store time of the last consumed message, ms; 0 = none
+    lag_ms: int = 0  # now - store time of the first message not consumed; 0 when caught up
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +241,15 @@ class GroupLag:
     diff_total: int
     inflight_total: int
     consume_tps: float
+    lag_ms: int = 0  # the largest of the queues' lag_ms: how long the oldest unconsumed message waited
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """One group's clients and lag, as ``consumerProgress`` lists every group."""
+
+    connections: GroupConnections
+    lag: GroupLag
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +294,7 @@ class ResetKind(StrEnum):
     OFFSET = "offset"
     EARLIEST = "earliest"
     LATEST = "latest"
+    SNAPSHOT = "snapshot"  # back to the offsets saved before the last reset (``group offsets undo``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +318,33 @@ class OffsetReset:
     target: ResetTarget
     dry_run: bool
     queues: list[QueueReset]  # sorted by topic, broker name, queue id
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSnapshot:
+    """A group's offsets as they were before a reset or skip moved them: what undo goes back to."""
+
+    group: str
+    taken_ms: int  # when, epoch ms
+    reason: str  # what moved them, e.g. "reset to earliest"
+    queues: list[QueueReset]  # ``current``: the offset saved; ``target``: the same (where undo moves it)
+
+    def to_kv(self) -> str:
+        """The NameServer KV value it is kept as."""
+        import json
+
+        rows = [[q.topic, q.broker_name, q.queue_id, q.current] for q in self.queues]
+        return json.dumps(
+            {"taken": self.taken_ms, "reason": self.reason, "queues": rows}, separators=(",", ":")
+        )
+
+    @classmethod
+    def from_kv(cls, group: str, text: str) -> OffsetSnapshot:
+        import json
+
+        doc = json.loads(text)
+        queues = [QueueReset(str(t), str(b), int(q), int(o), int(o)) for t, b, q, o in doc["queues"]]
+        return cls(group, int(doc["taken"]), str(doc["reason"]), queues)
 
 
 @dataclass(frozen=True, slots=True)

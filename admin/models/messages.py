@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from broker.protocol.message import MessageRecord
 
 __all__ = [
+    "DirectDelivery",
     "MessageRange",
     "MessageTracks",
     "Messages",
@@ -42,6 +43,23 @@ class OutgoingMessage:
     delay_level: int = 0
     broker_name: str | None = None
     queue_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DirectDelivery:
+    """One stored message handed to one client's listener (consumeMessageDirectly) and its answer."""
+
+    msg_id: str  # offset MessageId of the message
+    topic: str
+    group: str
+    client_id: str
+    result: str  # CR_SUCCESS, CR_LATER, CR_THROW_EXCEPTION, ... as RocketMQ's CMResult names it
+    remark: str | None  # what the client added (the listener's status, or its exception)
+    spent_ms: int  # how long the listener took
+
+    @property
+    def ok(self) -> bool:
+        return self.result == "CR_SUCCESS"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from admin.service.acl import AclOps
 from admin.service.auth import AuthOps
 from admin.service.base import Progress
 from admin.service.cluster import ClusterOps
+from admin.service.controller import ControllerOps
+from admin.service.dlq import DlqOps
 from admin.service.groups import GroupOps
 from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
@@ -24,20 +26,24 @@ from admin.service.namesrv import NamesrvOps
 from admin.service.timers import TimerOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
+from admin.service.transactions import TransactionOps
 
 
 class AdminService(
+    DlqOps,
     MetadataOps,
     ClusterOps,
     TopicOps,
     GroupOps,
     TraceOps,
+    TransactionOps,
     TimerOps,
     MessageOps,
     NamesrvOps,
     AuthOps,
     AclOps,
     MaintenanceOps,
+    ControllerOps,
 ):
     """Operate a RocketMQ cluster through its NameServers (``["host:9876", ...]``)."""
 

@@ -231,27 +231,31 @@ class ClusterOps(ServiceBase):
 
     # -- readiness --------------------------------------------------------------------------------
     async def _remoting_ready(self, min_brokers: int) -> tuple[bool, str, list[str]]:
-        """Ready when the NameServer and at least ``min_brokers`` masters answer; also returns the
-        /readyz URLs the masters' configurations announce (httpPort)."""
+        """Ready when the NameServer and at least ``min_brokers`` brokers (masters and slaves alike)
+        answer; also returns the /readyz URLs the brokers' configurations announce (httpPort)."""
         info = await self._cluster()
-        masters = self._masters(info)
-        if len(masters) < min_brokers:
-            return False, f"{len(masters)} of {min_brokers} broker(s) registered", []
-        answers = await gather(self._runtime_or_error(a) for a in masters.values())
+        members = {
+            f"{name}/{broker_id}": addr
+            for name, data in sorted(info.brokerAddrTable.items())
+            for broker_id, addr in sorted(data.brokerAddrs.items())
+        }
+        if len(members) < min_brokers:
+            return False, f"{len(members)} of {min_brokers} broker(s) registered", []
+        answers = await gather(self._runtime_or_error(a) for a in members.values())
         down = [
             name
-            for name, answer in zip(masters, answers, strict=True)
+            for name, answer in zip(members, answers, strict=True)
             if not isinstance(answer, dict) or answer.get("brokerActive", "true") != "true"
         ]
         if down:
             return False, f"broker(s) not answering: {', '.join(down)}", []
-        configs = await gather(self.api.broker_config(a) for a in masters.values())
+        configs = await gather(self.api.broker_config(a) for a in members.values())
         urls = [
             f"http://{addr.rpartition(':')[0]}:{port}/readyz"
-            for addr, config in zip(masters.values(), configs, strict=True)
+            for addr, config in zip(members.values(), configs, strict=True)
             if (port := _int_or_none(config.get("httpPort"))) and port > 0
         ]
-        return True, f"NameServer and {len(masters)} broker(s) answer", urls
+        return True, f"NameServer and {len(members)} broker(s) answer", urls
 
     @staticmethod
     async def _http_ready(url: str, timeout: float) -> bool | None:
@@ -294,8 +298,13 @@ class ClusterOps(ServiceBase):
         self, timeout: float, http: str | None = None, min_brokers: int = 1, interval: float = 0.25
     ) -> Readiness:
         """Poll until ready: ``http`` (an HTTP endpoint's ``host:port``) answers /readyz with 200, or
-        without it, the NameServer and ``min_brokers`` masters answer (and their /readyz, if any)."""
+        without it, the NameServer and ``min_brokers`` brokers answer (and their /readyz, if any)."""
         from admin.models.cluster import Readiness
+
+        if timeout <= 0:
+            raise BadInput(f"--timeout must be positive, not {timeout:g}")
+        if min_brokers < 1:
+            raise BadInput(f"--brokers must be at least 1, not {min_brokers}")
 
         began = time.monotonic()
         while True:

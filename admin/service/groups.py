@@ -11,6 +11,7 @@ from admin.errors import BadInput, NotFound, OperationFailed
 from admin.models.names import RETRY_PREFIX, is_system_group
 from admin.service.base import Progress, ServiceBase, admin_call, admin_error, gather
 from admin.service.topics import tracked
+from broker.client.admin_api import RemoteError
 from broker.protocol.bodies import MessageQueue
 
 if TYPE_CHECKING:
@@ -25,10 +26,13 @@ if TYPE_CHECKING:
         GroupDescription,
         GroupLag,
         GroupList,
+        GroupProgress,
         GroupSpec,
         OffsetClone,
         OffsetReset,
+        OffsetSnapshot,
         QueueProblem,
+        QueueReset,
         QueueRuntime,
         ResetTarget,
     )
@@ -55,6 +59,8 @@ def _config_view(c: SubscriptionGroupConfig) -> GroupConfig:
     )
 
 
+SNAPSHOT_NAMESPACE = "RMQ_OFFSET_SNAPSHOTS"  # NameServer KV: group -> its offsets before the last reset
+_STORE_TIME_LOOKUPS = 32  # one-message reads in flight at once while finding how old the lag is
 _CONSUME_TYPES = {"CONSUME_ACTIVELY": "PULL", "CONSUME_PASSIVELY": "PUSH", "CONSUME_POP": "POP"}
 _BLOCKED_AFTER_MS = 60_000  # cached messages and no consumption for this long: the listener is stuck
 _SETTLED_AFTER_MS = 120_000  # consumers started this long ago should agree on their subscriptions
@@ -252,10 +258,75 @@ class GroupOps(ServiceBase):
         answers = await gather(self.api.consumer_connection(a, group) for a in masters.values())
         return dict(zip(masters, answers, strict=True))
 
+    async def _lag_times(self, lags: list[GroupLag], masters: dict[str, str]) -> list[GroupLag]:
+        """``lags`` with how long each queue's first unconsumed message has waited (a one-message
+        read per lagging queue, a bounded number at once; queues that are caught up cost nothing)."""
+        wanted = {
+            (q.broker_name, q.topic, q.queue_id, q.consumer_offset)
+            for lag in lags
+            for q in lag.queues
+            if q.diff > 0 and q.broker_name in masters
+        }
+        limit = asyncio.Semaphore(_STORE_TIME_LOOKUPS)
+
+        async def store_time(key: tuple[str, str, int, int]) -> int | None:
+            name, topic, queue_id, offset = key
+            async with limit:
+                try:
+                    return await self.api.store_time_at(masters[name], topic, queue_id, offset)
+                except Exception as exc:  # a queue that cannot be read leaves its age unknown
+                    if admin_error(exc) is None:
+                        raise
+                    return None
+
+        keys = sorted(wanted)
+        times = dict(zip(keys, await gather(store_time(k) for k in keys), strict=True))
+        now = _now_ms()
+
+        def aged(lag: GroupLag) -> GroupLag:
+            queues = [
+                replace(q, lag_ms=max(0, now - stamp))
+                if q.diff > 0
+                and (stamp := times.get((q.broker_name, q.topic, q.queue_id, q.consumer_offset)))
+                else q
+                for q in lag.queues
+            ]
+            return replace(lag, queues=queues, lag_ms=max((q.lag_ms for q in queues), default=0))
+
+        return [aged(lag) for lag in lags]
+
+    async def _all_stats(self, names: list[str], masters: dict[str, str]) -> dict[str, list[ConsumeStats]]:
+        """Group -> its consume stats on every master: one GET_BROKER_CONSUME_STATS per broker; a broker
+        that does not serve it (older RocketMQ) is asked group by group."""
+        from broker.protocol.codes import ResponseCode
+
+        async def of_broker(addr: str) -> dict[str, list[ConsumeStats]]:
+            try:
+                answer = await self.api.broker_consume_stats(addr)
+            except RemoteError as exc:
+                if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                each = await gather(self.api.consume_stats(addr, g) for g in names)
+                return {g: [s] for g, s in zip(names, each, strict=True)}
+            return {g: s for entry in answer.consumeStatsList for g, s in entry.items()}
+
+        per_broker = await gather(of_broker(a) for a in masters.values())
+        return {g: [s for table in per_broker for s in table.get(g, [])] for g in names}
+
+    async def _progress(
+        self, names: list[str], masters: dict[str, str]
+    ) -> tuple[list[GroupConnections], list[GroupLag]]:
+        """Connections and lag (with its age) of every group named: each group's requests to every
+        master go out at once, all groups together (the protocol has no request for them all)."""
+        conns, stats = await asyncio.gather(
+            gather(self._group_connections(g, masters) for g in names), self._all_stats(names, masters)
+        )
+        lags = await self._lag_times([_lag(g, stats[g]) for g in names], masters)
+        return [_connections(g, a) for g, a in zip(names, conns, strict=True)], lags
+
     @admin_call
     async def group_list(self, include_system: bool = True) -> GroupList:
-        """Subscription groups of every broker, with whether each is online (connections of all groups
-        are asked concurrently: the protocol has no request for them all at once)."""
+        """Subscription groups of every broker, whether each is online, and how far behind it is."""
         from admin.models.groups import GroupList, GroupSummary
 
         masters = await self._all_masters()
@@ -263,12 +334,11 @@ class GroupOps(ServiceBase):
         names = sorted(
             {g for table in configs.values() for g in table if include_system or not is_system_group(g)}
         )
-        conns = await gather(self._group_connections(g, masters) for g in names)
+        conns, lags = await self._progress(names, masters)
         groups = []
-        for name, answers in zip(names, conns, strict=True):
+        for name, merged, lag in zip(names, conns, lags, strict=True):
             holders = [b for b, table in configs.items() if name in table]
             config = configs[holders[0]][name]
-            merged = _connections(name, answers)
             groups.append(
                 GroupSummary(
                     name=name,
@@ -281,9 +351,22 @@ class GroupOps(ServiceBase):
                     consume_enable=config.consumeEnable,
                     orderly=config.consumeMessageOrderly,
                     retry_max_times=config.retryMaxTimes,
+                    lag=lag.diff_total,
+                    lag_ms=lag.lag_ms,
                 )
             )
         return GroupList(groups)
+
+    @admin_call
+    async def group_progress(self) -> list[GroupProgress]:
+        """Clients and lag of every group that is not the brokers' own, online or not."""
+        from admin.models.groups import GroupProgress
+
+        masters = await self._all_masters()
+        configs = await self._group_configs(masters)
+        names = sorted({g for table in configs.values() for g in table if not is_system_group(g)})
+        conns, lags = await self._progress(names, masters)
+        return [GroupProgress(c, lag) for c, lag in zip(conns, lags, strict=True)]
 
     @admin_call
     async def group_names(self) -> list[str]:
@@ -378,7 +461,10 @@ class GroupOps(ServiceBase):
         )
         lag = _lag(group, stats)
         self._require(group, configs, bool(lag.queues))
-        return lag
+        if topic is not None and not lag.queues:
+            await self._route(topic)  # a topic that does not exist is an error, not an empty table
+        (aged,) = await self._lag_times([lag], masters)
+        return aged
 
     @admin_call
     async def group_describe(self, group: str) -> GroupDescription:
@@ -391,7 +477,7 @@ class GroupOps(ServiceBase):
             self._stats(group, None, masters),
         )
         connections = _connections(group, answers)
-        lag = _lag(group, stats)
+        (lag,) = await self._lag_times([_lag(group, stats)], masters)
         self._require(group, configs, connections.online or bool(lag.queues))
         holders = [b for b, t in configs.items() if group in t]
         return GroupDescription(
@@ -518,6 +604,14 @@ class GroupOps(ServiceBase):
                 (self._planned(addr, t, target) for t, _, addr in jobs), "planning", progress
             )
         else:
+            before = [
+                QueueReset(mq.topic, mq.brokerName, mq.queueId, offset, offset)
+                for mq, offset in sorted(
+                    current.items(), key=lambda i: (i[0].topic, i[0].brokerName, i[0].queueId)
+                )
+                if mq.topic in topics
+            ]
+            await self._save_snapshot(group, f"reset to {target.kind.value}", before)
             tables = await tracked(
                 (self._reset(addr, group, t, target) for t, _, addr in jobs), "resetting", progress
             )
@@ -530,6 +624,65 @@ class GroupOps(ServiceBase):
             key=lambda q: (q.topic, q.broker_name, q.queue_id),
         )
         return OffsetReset(group, target, dry_run, queues)
+
+    async def _save_snapshot(self, group: str, reason: str, queues: list[QueueReset]) -> None:
+        """Keep the offsets a reset is about to move, on every NameServer (one snapshot per group)."""
+        from admin.models.groups import OffsetSnapshot
+
+        value = OffsetSnapshot(group, _now_ms(), reason, queues).to_kv()
+        await gather(self.api.put_kv(addr, SNAPSHOT_NAMESPACE, group, value) for addr in self.namesrv)
+
+    @admin_call
+    async def group_offsets_snapshot(self, group: str) -> OffsetSnapshot:
+        """The offsets saved before the group's last reset or skip."""
+        from admin.models.groups import OffsetSnapshot
+
+        text = await self.api.get_kv(self.namesrv, SNAPSHOT_NAMESPACE, group)
+        if text is None:
+            raise NotFound(f"no offsets of {group} were saved: nothing reset them through rmq yet")
+        try:
+            return OffsetSnapshot.from_kv(group, text)
+        except (ValueError, KeyError, TypeError):
+            raise OperationFailed(f"the saved offsets of {group} are unreadable") from None
+
+    @admin_call
+    async def group_offsets_undo(self, group: str, dry_run: bool = False) -> OffsetReset:
+        """Move the group's offsets back to the snapshot taken before its last reset or skip (saving
+        the offsets it leaves, so an undo can be undone). Queues that had no offset are left alone."""
+        from admin.models.groups import OffsetReset, QueueReset, ResetKind, ResetTarget
+
+        snapshot = await self.group_offsets_snapshot(group)
+        masters = await self._all_masters()
+        wanted = [q for q in snapshot.queues if q.current >= 0]
+        stats = await self._stats(group, None, masters)
+        now = {
+            (mq.topic, mq.brokerName, mq.queueId): o.consumerOffset
+            for s in stats
+            for mq, o in s.offsetTable.items()
+        }
+        moves = [
+            QueueReset(
+                q.topic,
+                q.broker_name,
+                q.queue_id,
+                now.get((q.topic, q.broker_name, q.queue_id), -1),
+                q.current,
+            )
+            for q in wanted
+        ]
+        missing = sorted({q.broker_name for q in moves} - set(masters))
+        if missing:
+            raise NotFound(f"broker(s) {', '.join(missing)} of the saved offsets are not registered")
+        if not dry_run:
+            here = [QueueReset(q.topic, q.broker_name, q.queue_id, q.current, q.current) for q in moves]
+            await self._save_snapshot(group, "undo", here)
+            await gather(
+                self.api.reset_offset(
+                    masters[q.broker_name], group, q.topic, offset=q.target, queue_id=q.queue_id
+                )
+                for q in moves
+            )
+        return OffsetReset(group, ResetTarget(ResetKind.SNAPSHOT, snapshot.taken_ms), dry_run, moves)
 
     async def _reset(self, addr: str, group: str, topic: str, target: ResetTarget) -> dict[MessageQueue, int]:
         from admin.models.groups import ResetKind

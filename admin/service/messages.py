@@ -19,6 +19,7 @@ from broker.protocol.msgid import MessageIdError, UniqKeyGenerator, decode_offse
 
 if TYPE_CHECKING:
     from admin.models.messages import (
+        DirectDelivery,
         MessageRange,
         Messages,
         MessageTracks,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
         SendReceipt,
         SpecialTopics,
     )
-    from broker.client.dlq_ops import ResendReport
     from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
@@ -101,6 +101,24 @@ class MessageOps(ServiceBase):
         if not found:
             raise NotFound(f"message {msg_id} not found in topic {topic}")
         return Messages(found[:1])
+
+    @admin_call
+    async def message_deliver(
+        self, msg_id: str, group: str, client_id: str, topic: str | None = None
+    ) -> DirectDelivery:
+        """Hand one message (found as :meth:`message_get` finds it) to one online client of ``group``
+        and return what its listener answered; nothing is committed (consumeMessageDirectly)."""
+        from admin.models.messages import DirectDelivery
+
+        record = (await self.message_get(msg_id, topic)).messages[0]
+        where = decode_offset_msg_id(record.offset_msg_id)
+        answer = await self.api.consume_message_directly(
+            where.address, group, client_id, record.offset_msg_id, record.topic
+        )
+        result = answer.consumeResult.name if answer.consumeResult is not None else "CR_RETURN_NULL"
+        return DirectDelivery(
+            record.offset_msg_id, record.topic, group, client_id, result, answer.remark, answer.spentTimeMills
+        )
 
     @admin_call
     async def message_track(self, msg_id: str, topic: str | None = None) -> MessageTracks:
@@ -506,42 +524,6 @@ class MessageOps(ServiceBase):
 
     async def retry_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(RETRY_PREFIX + group, rng, progress)
-
-    @admin_call
-    async def dlq_resend(
-        self,
-        group: str,
-        offsets: list[int] | None = None,
-        broker: str | None = None,
-        dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> ResendReport:
-        """Send dead letters of ``group`` back to their original topics: those at ``offsets`` (queue
-        offsets of %DLQ%group on ``broker``, an address) or all of them (on every broker holding it)."""
-        from broker.client.dlq_ops import ResendReport, resend_dead_letters
-
-        addrs = (
-            [broker]
-            if broker is not None
-            else list(self._route_masters(await self._route(DLQ_PREFIX + group)).values())
-        )
-        if offsets is not None and len(addrs) > 1:
-            raise BadInput(
-                f"{DLQ_PREFIX}{group} is on {len(addrs)} brokers: name the one the offsets belong to"
-            )
-        merged = ResendReport(group, DLQ_PREFIX + group, dry_run)
-        for addr in addrs:
-
-            def report(done: int, total: int, addr: str = addr) -> None:
-                if progress is not None:
-                    progress(f"resending from {addr}", done, total)
-
-            part = await resend_dead_letters(
-                self.api, addr, group, offsets=offsets, dry_run=dry_run, progress=report
-            )
-            merged.messages.extend(part.messages)
-            merged.missing.extend(part.missing)
-        return merged
 
     @admin_call
     async def message_resend(

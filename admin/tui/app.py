@@ -50,6 +50,7 @@ class DashboardApp(App[None]):
     .hidden { display: none; }
     .title { background: $boost; text-style: bold; padding: 0 1; height: 1; }
     DataTable { height: 1fr; }
+    TabbedContent, TabbedContent > ContentSwitcher, TabPane { height: 1fr; }
     #filter { height: 3; }
     """
     MODES: ClassVar[dict[str, str | Callable[[], object]]] = {  # type: ignore[assignment]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from textual.app import ComposeResult
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from admin.tui.app import DashboardApp
 
 D = TypeVar("D")
+T = TypeVar("T")
 
 
 class StatusBar(Static):
@@ -40,6 +42,27 @@ class StatusBar(Static):
         self.update(text)
 
 
+SCREENS = (("1", "cluster", "Cluster"), ("2", "topics", "Topics"), ("3", "groups", "Groups"),
+           ("4", "dlq", "Retry/DLQ"), ("5", "lookup", "Lookup"))  # fmt: skip
+
+
+class ScreenBar(Static):
+    """The screens and their keys, the current one highlighted: what ``1``..``5`` open."""
+
+    DEFAULT_CSS = "ScreenBar { height: 1; background: $panel; padding: 0 1; }"
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "current_mode", self._changed)
+
+    def _changed(self, mode: str) -> None:
+        self.update(
+            "  ".join(
+                f"[reverse b] {key} {label} [/]" if name == mode else f"[b]{key}[/] {label}"
+                for key, name, label in SCREENS
+            )
+        )
+
+
 class LiveScreen(Screen[None], Generic[D]):
     """A screen whose data is fetched from the admin service and refreshed on a timer."""
 
@@ -48,6 +71,7 @@ class LiveScreen(Screen[None], Generic[D]):
         Binding("slash", "filter", "Filter"),
         Binding("escape", "back", "Back"),
     ]
+    mutations: ClassVar[frozenset[str]] = frozenset()  # actions that change the cluster: not read-only
     live: ClassVar[bool] = True  # refreshed by the timer (False: only on demand)
     pushed: ClassVar[bool] = False  # a drill-down screen: esc goes back to the one below
     AUTO_FOCUS = "DataTable"
@@ -68,6 +92,7 @@ class LiveScreen(Screen[None], Generic[D]):
         box = Input(placeholder="filter (esc clears)", id="filter")
         box.display = False
         yield box
+        yield ScreenBar()
         yield from self.body()
         yield StatusBar()
         yield Footer()
@@ -84,6 +109,24 @@ class LiveScreen(Screen[None], Generic[D]):
 
     def focus_object(self, name: str) -> None:
         """Put the cursor on an object named by the jump dialog (``:topic NAME``)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """With ``--read-only`` the actions that change the cluster are neither shown nor run."""
+        return not (action in self.mutations and self.dash.read_only)
+
+    def act(self, call: Callable[[AdminService], Awaitable[T]], done: Callable[[T], str]) -> None:
+        """Run ``call`` on the service's thread, then say ``done(result)`` (or the error) and refresh."""
+
+        async def run() -> None:
+            try:
+                result = await self.dash.backend.call(call)
+            except AdminError as exc:
+                self.notify(str(exc), severity="error", timeout=10)
+                return
+            self.notify(done(result))
+            self.action_refresh_now()
+
+        self.run_worker(run, group="action", exit_on_error=False)  # type: ignore[arg-type]
 
     # -- refreshing -------------------------------------------------------------------------------
     def on_mount(self) -> None:

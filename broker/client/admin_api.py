@@ -30,9 +30,11 @@ from broker.remoting.errors import RemotingConnectError
 if TYPE_CHECKING:
     from broker.protocol import group_bodies as G
     from broker.protocol import headers as H
+    from broker.protocol.consume_directly import ConsumeMessageDirectlyResult
     from broker.protocol.group_bodies import (
         ConsumerConnection,
         ConsumeStats,
+        ConsumeStatsList,
         ProducerConnection,
         ProducerTableInfo,
         QueryConsumeQueueResponseBody,
@@ -278,6 +280,11 @@ class AdminApi:
         header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
         return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)
 
+    async def broker_consume_stats(self, broker_addr: str, order_only: bool = False) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's consume stats on the broker, per topic, in one answer."""
+        header = H.GetConsumeStatsInBrokerHeader(isOrder=order_only)
+        return await self._body(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, G.ConsumeStatsList, header)
+
     async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection | None:
         """The group's online clients, or None when none is online (206 CONSUMER_NOT_ONLINE)."""
         header = H.GetConsumerConnectionListRequestHeader(consumerGroup=group)
@@ -296,6 +303,25 @@ class AdminApi:
         )
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
         return RI.ConsumerRunningInfo.from_json(r.body or b"{}")
+
+    async def consume_message_directly(
+        self, broker_addr: str, group: str, client_id: str, msg_id: str, topic: str
+    ) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY: the broker holding the message (``msg_id``, an offset MessageId)
+        hands it to one client's listener and relays what the listener answered."""
+        from broker.protocol import consume_directly as CD
+
+        header = CD.ConsumeMessageDirectlyResultRequestHeader(
+            consumerGroup=group, clientId=client_id, msgId=msg_id, topic=topic
+        )
+        r = await self.call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        return CD.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
+
+    async def resume_check_half_message(self, broker_addr: str, msg_id: str) -> None:
+        """RESUME_CHECK_HALF_MESSAGE: a half message the broker gave up checking (``msg_id``, its offset
+        MessageId in TRANS_CHECK_MAX_TIME_TOPIC) goes back to the half queue, checked again from zero."""
+        header = H.ResumeCheckHalfMessageRequestHeader(msgId=msg_id)
+        await self.call(broker_addr, RequestCode.RESUME_CHECK_HALF_MESSAGE, header)
 
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
         header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
@@ -402,6 +428,25 @@ class AdminApi:
         return await self._offset(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
 
     # == broker: messages ======================================================================
+    async def store_time_at(self, broker_addr: str, topic: str, queue_id: int, offset: int) -> int | None:
+        """When the message at ``offset`` of a queue was stored (epoch ms); None when there is none.
+        One PULL of one message as the tools group, committing nothing (RocketMQ has no request
+        for a store time at an offset)."""
+        from broker.protocol.message import decode_records
+
+        header = H.PullMessageRequestHeader(
+            consumerGroup="TOOLS_CONSUMER", topic=topic, queueId=queue_id, queueOffset=offset,
+            maxMsgNums=1, sysFlag=0x4, commitOffset=0, suspendTimeoutMillis=0, subVersion=0,
+            subscription="*",
+        )  # fmt: skip
+        ok = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+              ResponseCode.PULL_OFFSET_MOVED)  # fmt: skip
+        r = await self.call(broker_addr, RequestCode.PULL_MESSAGE, header, ok=ok)
+        if r.code != ResponseCode.SUCCESS:
+            return None
+        first = next(iter(decode_records(r.body or b"")), None)
+        return None if first is None else first.store_timestamp
+
     async def view_message(self, broker_addr: str, phys_offset: int) -> MessageRecord:
         r = await self.call(
             broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, H.ViewMessageRequestHeader(offset=phys_offset)

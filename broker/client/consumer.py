@@ -26,7 +26,7 @@ from broker.protocol import properties as P
 from broker.protocol import running_info as RI
 from broker.protocol.allocate import AllocateStrategy
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
-from broker.protocol.codes import RequestCode
+from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
@@ -167,6 +167,7 @@ class PushConsumer(ConsumerBase):
         remoting = self.instance.remoting
         remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        remoting.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         await self._connect(list(self.rebalancer.subscriptions))
         self.instance.spawn(self.rebalancer.run(self.rebalance_interval), "rebalance")
         self.instance.every(
@@ -222,6 +223,39 @@ class PushConsumer(ConsumerBase):
                 self._restart(mq, offset)
             await self.offsets.persist(table)
         return make_response(cmd)
+
+    async def _on_consume_directly(
+        self, cmd: RemotingCommand, channel: RemotingChannel
+    ) -> RemotingCommand | None:
+        """An operator hands one stored message (the body) to the listener, as Java's
+        consumeMessageDirectly does: nothing is committed or sent back, whatever the listener says."""
+        from broker.protocol.consume_directly import (
+            ConsumeMessageDirectlyResult,
+            ConsumeMessageDirectlyResultRequestHeader,
+            ConsumeResult,
+        )
+        from broker.protocol.message import scan_records
+
+        header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(cmd.ext_fields)
+        body = cmd.body or b""
+        msgs = MessageExt.received(body, scan_records(body), header.brokerName or "")
+        if header.consumerGroup != self.group or len(msgs) != 1:
+            return make_response(cmd, ResponseCode.SYSTEM_ERROR, "not one message of this consumer's group")
+        started = time.monotonic()
+        result = ConsumeMessageDirectlyResult(order=self._orderly)
+        try:
+            status = await self._call_listener(msgs)
+        except Exception as exc:  # the operator wants to see what the listener did, failures included
+            result.consumeResult, result.remark = (
+                ConsumeResult.CR_THROW_EXCEPTION,
+                f"{type(exc).__name__}: {exc}",
+            )
+        else:
+            ok = status in (ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeOrderlyStatus.SUCCESS)
+            result.consumeResult = ConsumeResult.CR_SUCCESS if ok else ConsumeResult.CR_LATER
+            result.remark = None if status is None else str(getattr(status, "value", status))
+        result.spentTimeMills = int((time.monotonic() - started) * 1000)
+        return make_response(cmd, body=result.to_json())
 
     # ---- running info
 

@@ -1,18 +1,24 @@
-"""Resending dead letters to the topic they came from (RocketMQ has no request for this; the
-dashboard's "resend" is built here from ordinary requests: GET_MIN/MAX_OFFSET, PULL_MESSAGE as the
-TOOLS_CONSUMER group without committing anything, and SEND_MESSAGE_V2).
+"""Resending dead letters (RocketMQ has no request for this; it is built here from ordinary requests:
+GET_MIN/MAX_OFFSET, PULL_MESSAGE as the TOOLS_CONSUMER group without committing anything, and
+SEND_MESSAGE_V2).
+
+By default a dead letter goes back to the group that failed it, and to no other: it is sent to the
+group's retry topic %RETRY%<group> with RETRY_TOPIC naming the original topic, the path RocketMQ's own
+redeliveries take, so the group's consumers (subscribed to their retry topic) hand it to the listener
+under its original topic. ``to_topic`` sends it to the original topic instead, where every group
+consuming that topic gets it again.
 
 A resent message is a fresh send (new born time, reconsumeTimes 0) with the dead letter's body, flag,
 tags, keys and user properties, minus the retry, delay, timer and DLQ bookkeeping. It keeps its
 UNIQ_KEY: consumers that de-duplicate by message id then see a resend as the same message, which it
-is; a message that was dead-lettered was never consumed successfully, so nothing is lost by that,
-and resending twice by mistake does not process it twice.
+is; a message that was dead-lettered was never consumed successfully, so nothing is lost by that.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 
 from broker.client.admin_api import AdminApi, RemoteError
@@ -25,7 +31,7 @@ from broker.protocol.headers import (
     SendMessageResponseHeader,
 )
 from broker.protocol.message import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, MessageRecord, decode_records
-from broker.protocol.names import dlq_topic
+from broker.protocol.names import dlq_topic, retry_topic
 
 TOOLS_GROUP = "TOOLS_CONSUMER"
 RESEND_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
@@ -59,6 +65,7 @@ class ResentMessage:
     msg_id: str  # offset MessageId of the dead letter (store host + CommitLog offset)
     uniq_key: str | None  # its UNIQ_KEY, kept by the resent copy; None when it has none
     topic: str | None  # the original topic; None when the dead letter does not say
+    sent_to: str | None = None  # where the copy goes: %RETRY%<group>, or the original topic
     new_msg_id: str | None = None  # offset MessageId of the resent copy; None in a dry run
     queue_id: int | None = None
     queue_offset: int | None = None
@@ -72,6 +79,8 @@ class ResendReport:
     dry_run: bool
     messages: list[ResentMessage] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # requested offsets not (or no longer) in the DLQ
+    skipped: list[int] = field(default_factory=list)  # offsets resent before (resend them with again)
+    other_groups: list[str] = field(default_factory=list)  # to_topic: the other groups it reaches
 
     @property
     def resent(self) -> list[ResentMessage]:
@@ -128,38 +137,57 @@ async def resend_dead_letters(
     offsets: list[int] | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    to_topic: bool = False,
+    skip: Container[int] = (),
+    rate: float | None = None,
 ) -> ResendReport:
     """Send the dead letters of ``group`` at ``offsets`` (queue offsets in %DLQ%<group>; None = all)
-    back to their original topic through ``broker_addr``; with ``dry_run`` only report what would go.
+    through ``broker_addr`` to the group's retry topic (or, ``to_topic``, to their original topic);
+    with ``dry_run`` only report what would go. Offsets in ``skip`` (resent before) are left alone
+    and listed as skipped; ``rate`` paces the sends (messages per second).
 
     A message whose send fails is reported with the broker's answer and the others still go.
     """
     records, missing = await read_dead_letters(admin, broker_addr, group, offsets)
     report = ResendReport(group, dlq_topic(group), dry_run, missing=missing)
-    for done, rec in enumerate(records, 1):
-        report.messages.append(await _resend_one(admin, broker_addr, rec, dry_run))
+    todo = [r for r in records if r.queue_offset not in skip]
+    report.skipped = [r.queue_offset for r in records if r.queue_offset in skip]
+    began = time.monotonic()
+    for done, rec in enumerate(todo, 1):
+        if rate is not None and not dry_run:
+            await asyncio.sleep(max(0.0, began + (done - 1) / rate - time.monotonic()))
+        report.messages.append(await _resend_one(admin, broker_addr, group, rec, dry_run, to_topic))
         if progress is not None:
-            progress(done, len(records))
+            progress(done, len(todo))
     return report
 
 
-async def _resend_one(admin: AdminApi, broker_addr: str, rec: MessageRecord, dry_run: bool) -> ResentMessage:
+async def _resend_one(
+    admin: AdminApi, broker_addr: str, group: str, rec: MessageRecord, dry_run: bool, to_topic: bool
+) -> ResentMessage:
     topic = origin_topic(rec)
     base = ResentMessage(rec.queue_offset, rec.offset_msg_id, rec.uniq_key, topic)
     if topic is None:
         return replace(base, error="the dead letter names no original topic (DLQ_ORIGIN_TOPIC, RETRY_TOPIC)")
+    properties = resend_properties(rec)
+    if to_topic:
+        target = topic
+    else:  # the consumer's retry path: only this group reads it, its listener sees the original topic
+        target = retry_topic(group)
+        properties[P.RETRY_TOPIC] = topic
+    base = replace(base, sent_to=target)
     if dry_run:
         return base
     header = SendMessageRequestHeader(
         producerGroup=RESEND_PRODUCER_GROUP,
-        topic=topic,
+        topic=target,
         defaultTopic="TBW102",
         defaultTopicQueueNums=4,
         queueId=-1,
         sysFlag=rec.sys_flag & (COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),
         bornTimestamp=int(time.time() * 1000),
         flag=rec.flag,
-        properties=P.encode_properties(resend_properties(rec)),
+        properties=P.encode_properties(properties),
         reconsumeTimes=0,
     )
     try:

@@ -332,6 +332,7 @@ class Producer:
                 if single or (isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES):
                     raise
                 log.info("send to %s failed (attempt %d): %s", mq, attempt + 1, exc)
+                await self.instance.routes.refresh_after_failure(payload.topic)
                 failed_broker, last_error = mq.brokerName, exc
                 continue
             self.selector.record(mq.brokerName, int((time.monotonic() - began) * 1000), failed=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import time
 from dataclasses import dataclass
 
 from broker.client.api import ClientAPI
@@ -27,6 +28,9 @@ class PublishInfo:
     queues: list[MessageQueue]
 
 
+FAILURE_REFRESH_SECONDS = 1.0
+
+
 class RouteCache:
     """Routes by topic plus the broker address book they imply."""
 
@@ -40,6 +44,7 @@ class RouteCache:
         self._wanted: set[str] = set()
         self._borrowed: dict[str, PublishInfo] = {}
         self._published: dict[str, tuple[TopicRouteData, PublishInfo]] = {}  # per route: built once
+        self._failure_refresh: dict[str, float] = {}  # topic -> when a failed send last refreshed it
 
     async def refresh(self, topic: str) -> TopicRouteData | None:
         """Ask the NameServers now; keeps the old route when the topic has none any more."""
@@ -51,6 +56,19 @@ class RouteCache:
                 if b.brokerName:
                     self._brokers[b.brokerName] = dict(b.brokerAddrs)
         return route
+
+    async def refresh_after_failure(self, topic: str) -> None:
+        """A broker of ``topic`` could not take a request: ask the NameServers again (at most once a
+        second per topic), so a master that moved to another broker is found within seconds rather
+        than at the next poll."""
+        now = time.monotonic()
+        if now - self._failure_refresh.get(topic, float("-inf")) < FAILURE_REFRESH_SECONDS:
+            return
+        self._failure_refresh[topic] = now
+        try:
+            await self.refresh(topic)
+        except MQClientError as exc:
+            log.info("route refresh of %s after a failed send failed: %s", topic, exc)
 
     async def refresh_all(self) -> None:
         """The periodic poll: every topic asked about so far, including those without a route yet."""

@@ -23,24 +23,29 @@ import ssl
 import struct
 import time
 import zlib
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, cast
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
-from broker.grpc.hpack_codec import RESPONSE_HEADERS, Header, literal
-from broker.grpc.http2 import CANCEL, Http2Connection, Stream
+from broker.grpc.http2 import ConnectionLimits, Http2Connection, Stream
+from broker.protocol.hpack_codec import RESPONSE_HEADERS, Header, literal
+from broker.protocol.http2 import CANCEL, StreamState
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE: Final = 16 * 1024 * 1024  # either way, as grpc.max_{receive,send}_message_length
+# request messages of a connection's streams waiting for their handlers: their bytes are held against
+# the connection window, and this bounds how many objects they are
+MAX_QUEUED_MESSAGES: Final = 4096
 MAX_STATUS_MESSAGE: Final = 4096
 _TIMEOUT_UNITS: Final = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
 _HIDDEN: Final = frozenset(
     {b"te", b"content-type", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding"}
 )
-_DECOMPRESS: Final = {b"gzip": lambda data: zlib.decompress(data, 31), b"deflate": zlib.decompress}
+_WBITS: Final = {b"gzip": 31, b"deflate": 15}  # zlib's window bits of each grpc-encoding
 _END: Final = object()  # ends a request stream
 _MESSAGE_HEAD: Final = struct.Struct(">BI")  # a gRPC message's compressed flag and length
 
@@ -113,22 +118,75 @@ def _timeout(value: bytes) -> float | None:
     return int(digits) * unit
 
 
+class Requests:
+    """The request messages of a streaming call (or of one whose interceptors still run), waiting for
+    its handler. Each holds its bytes against the connection window until the handler takes it, and
+    a connection holds at most MAX_QUEUED_MESSAGES of them: a call that would pass that is ended."""
+
+    def __init__(self, connection: Http2Connection) -> None:
+        self.connection = connection
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.held: deque[int] = deque()  # the wire size of each queued message
+
+    def put(self, message: bytes, size: int) -> bool:
+        connection = self.connection
+        if connection.queued_messages >= MAX_QUEUED_MESSAGES:
+            return False
+        connection.queued_messages += 1
+        self.held.append(size)
+        self.queue.put_nowait(message)
+        return True
+
+    def end(self) -> None:
+        self.queue.put_nowait(_END)
+
+    async def get(self) -> Any:
+        item = await self.queue.get()
+        if item is _END:
+            self.queue.put_nowait(_END)  # ended for good
+        elif self.held:
+            self._release(1)
+        return item
+
+    def drop(self) -> None:
+        """The call ended: what still waits is let go (and a handler still reading sees the end)."""
+        self._release(len(self.held))
+        queue = self.queue
+        while not queue.empty():
+            queue.get_nowait()
+        queue.put_nowait(_END)
+
+    def _release(self, count: int) -> None:
+        held = self.held
+        size = 0
+        for _ in range(count):
+            size += held.popleft()
+        self.connection.queued_messages -= count
+        if size:
+            self.connection.consumed(size)
+
+
 class Call(Stream):
     """One gRPC call on its stream, and the context its handler gets."""
 
-    def __init__(self, server: NativeGrpcServer, connection: Http2Connection, stream_id: int) -> None:
-        super().__init__(connection, stream_id)
+    def __init__(self, server: NativeGrpcServer, connection: Http2Connection, state: StreamState) -> None:
+        super().__init__(connection, state)
         self.server = server
         self.method = ""
         self.headers: list[Header] = []
         self.metadata: tuple[Metadatum, ...] | None = None  # built from the headers when first asked
         self.deadline: float | None = None
-        self.decompress: Any = None
+        self.wbits: int | bytes | None = None  # grpc-encoding: zlib's window bits, or what we lack
         self.handler: Any = None
         self.buffer = bytearray()
         self.request: bytes | None = None  # the one message of a unary request
-        self.requests: asyncio.Queue[Any] | None = None  # the messages of a streaming request
+        self.held = 0  # its wire size, held against the connection window until the handler runs
+        self.requests: Requests | None = None  # the messages of a streaming request
         self.task: asyncio.Task[None] | None = None
+        self.runner: Any = None  # what the task runs, and the answer it sends (see _spawn)
+        self.answer: bytes | None = None
+        self.started = False  # the handler runs, or waits for a place among the calls in flight
+        self.in_flight = False  # the handler's task holds a place among them
         self.headers_sent = False
         self.finished = False
 
@@ -149,23 +207,23 @@ class Call(Stream):
                 if timeout is not None:
                     self.deadline = time.monotonic() + timeout
             elif name == b"grpc-encoding" and value != b"identity":
-                self.decompress = _DECOMPRESS.get(value, value)
+                self.wbits = _WBITS.get(value, value)
         self.method = path.decode("utf-8", "replace")
         if method != b"POST" or not content_type.startswith(b"application/grpc"):
             self.finish(grpc.StatusCode.UNIMPLEMENTED, "not a gRPC request (POST, application/grpc)")
-        elif isinstance(self.decompress, bytes):
-            coding = self.decompress.decode("latin-1", "replace")
+        elif isinstance(self.wbits, bytes):
+            coding = self.wbits.decode("latin-1", "replace")
             self.finish(grpc.StatusCode.UNIMPLEMENTED, f"message compression {coding!r} is not supported")
         elif self.server.interceptors:  # the handler is known once they have run: queue the request
-            self.requests = asyncio.Queue()
-            self.task = self.connection.loop.create_task(self._intercepted())
+            self.requests = Requests(self.connection)
+            self._spawn(self._intercepted)
         else:
             self.handler = self.server.handler(self.method)
             if self.handler is None:
                 self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
             elif self.handler.request_streaming:
-                self.requests = asyncio.Queue()
-                self.task = self.connection.loop.create_task(self._run())
+                self.requests = Requests(self.connection)
+                self._spawn(self._run)
 
     def on_data(self, data: bytes) -> None:
         if self.finished:
@@ -198,58 +256,126 @@ class Call(Stream):
             compressed = data[pos]
             message = data[pos + 5 : pos + 5 + length]
             pos += 5 + length
-            self.connection.consumed(5 + length)
-            if not self._take(message, compressed):
+            if not self._take(message, compressed, 5 + length):
                 self.connection.consumed(end - pos)  # the rest goes with the ended call
                 return
         if pos < end:
             buffer += data[pos:]
 
-    def _take(self, message: bytes, compressed: int) -> bool:
-        """Hands a request message on; False when that ended the call instead."""
+    def _take(self, message: bytes, compressed: int, size: int) -> bool:
+        """Hands a request message on (``size`` bytes on the wire); False when that ended the call
+        instead."""
         if compressed:
-            if self.decompress is None:
+            if self.wbits is None:
+                self.connection.consumed(size)
                 self.finish(grpc.StatusCode.INTERNAL, "a compressed message without grpc-encoding")
                 return False
             try:
-                message = self.decompress(message)
-            except zlib.error as exc:
-                self.finish(grpc.StatusCode.INTERNAL, f"a message does not decompress: {exc}")
+                message = self._inflate(message)
+            except Abort as abort:
+                self.connection.consumed(size)
+                self.finish(abort.code, abort.details)
                 return False
-        if self.requests is not None:
-            self.requests.put_nowait(message)  # a streaming request, or one not yet intercepted
-        elif self.request is None:
-            self.request = message
-        else:
-            self.finish(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+        if self.requests is not None:  # a streaming request, or one not yet intercepted
+            if self.requests.put(message, size):
+                return True
+            self.connection.consumed(size)
+            self.finish(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"over {MAX_QUEUED_MESSAGES} request messages of the connection wait for their handlers",
+            )
+            self._cancel()
             return False
-        return True
+        if self.request is None:
+            self.request = message
+            self.held = size
+            return True
+        self.connection.consumed(size)
+        self.finish(grpc.StatusCode.UNIMPLEMENTED, "a unary call with more than one request message")
+        return False
+
+    def _inflate(self, message: bytes) -> bytes:
+        """The message decompressed, refused as soon as it passes MAX_MESSAGE (a zip bomb inflates
+        no further than that)."""
+        assert isinstance(self.wbits, int)
+        inflater = zlib.decompressobj(self.wbits)
+        try:
+            data = inflater.decompress(message, MAX_MESSAGE + 1)
+        except zlib.error as exc:
+            raise Abort(grpc.StatusCode.INTERNAL, f"a message does not decompress: {exc}") from None
+        if len(data) > MAX_MESSAGE:
+            raise Abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"a message decompresses to over the limit of {MAX_MESSAGE} bytes",
+            )
+        if not inflater.eof:
+            raise Abort(grpc.StatusCode.INTERNAL, "a message does not decompress: it ends early")
+        return data
 
     def on_end(self) -> None:
-        if self.finished or (self.task is not None and self.requests is None):
+        if self.finished or (self.started and self.requests is None):
             return
         if self.buffer:
             self.finish(grpc.StatusCode.INTERNAL, "the request ends inside a message")
         elif self.requests is not None:
-            self.requests.put_nowait(_END)
+            self.requests.end()
         elif self.handler is not None:  # a unary request, complete
             if getattr(self.handler.unary_unary, "answers_inline", False):
                 self._answer_inline()
             else:
-                self.task = self.connection.loop.create_task(self._run())
+                self._spawn(self._run)
 
     def on_reset(self) -> None:
         self.finished = True
-        self._drop_buffer()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
+        self._drop_held()
+        self._cancel()
+
+    def _cancel(self) -> None:
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            if self.in_flight:  # a task cancelled before its first step never runs its finally
+                task.add_done_callback(self._release)
 
     # == running the handler ===================================================================
+    def _spawn(self, run: Any, answer: bytes | None = None) -> None:
+        """Runs ``run`` (with the ``answer`` of an inline handler) as the call's task, as soon as the
+        connection has a place among its calls in flight."""
+        self.started = True
+        self.runner = run
+        self.answer = answer
+        self.connection.run_call(self)
+
+    def begin(self) -> None:
+        """The call's turn among the connection's calls in flight (see :meth:`_spawn`); the task
+        gives its place back as it ends (:meth:`_release`)."""
+        if self.finished:  # reset while it waited
+            self.connection.call_ended()
+            return
+        self.in_flight = True
+        run = self.runner
+        coroutine = run() if self.answer is None else run(self.answer)
+        self.task = self.connection.loop.create_task(coroutine)
+
+    def _release(self, _: object = None) -> None:
+        """The handler's place among the calls in flight is free (once, however it ended)."""
+        if self.in_flight:
+            self.in_flight = False
+            self.connection.call_ended()
+
+    def _handed_on(self) -> bytes | None:
+        """The unary request, now that its handler takes it: its bytes no longer count as held."""
+        if self.held:
+            self.connection.consumed(self.held)
+            self.held = 0
+        return self.request
+
     def _answer_inline(self) -> None:
         """A unary handler that answers without waiting (``answers_inline``) runs right here, as
         its request ends: no task to create and schedule, which costs more than many handlers."""
+        self.started = True
         try:
-            request = self._unary_request(self.handler, self.request)
+            request = self._unary_request(self.handler, self._handed_on())
             response = self._serialize(self.handler.unary_unary(request, self))
         except Abort as abort:
             self.finish(abort.code, abort.details)
@@ -259,24 +385,27 @@ class Call(Stream):
             self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
             return
         if not self._answer_now(response):  # the windows are full: the answer waits in a task
-            self.task = self.connection.loop.create_task(self._run(response))
+            self._spawn(self._run, response)
 
     async def _intercepted(self) -> None:
-        details = CallDetails(self.method, self.invocation_metadata())
         try:
-            self.handler = await self.server.intercepted(details)
-        except asyncio.CancelledError:
-            return
-        except Exception as error:
-            log.exception("gRPC interceptor of %s failed", self.method)
-            self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
-            return
-        if self.handler is None:
-            self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
-            return
-        if not self.handler.request_streaming:
-            self.handler = _UnaryFromQueue(self.handler)
-        await self._run()
+            details = CallDetails(self.method, self.invocation_metadata())
+            try:
+                self.handler = await self.server.intercepted(details)
+            except asyncio.CancelledError:
+                return
+            except Exception as error:
+                log.exception("gRPC interceptor of %s failed", self.method)
+                self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}: {error}")
+                return
+            if self.handler is None:
+                self.finish(grpc.StatusCode.UNIMPLEMENTED, f"method {self.method} is not served here")
+                return
+            if not self.handler.request_streaming:
+                self.handler = _UnaryFromQueue(self.handler)
+            await self._run()
+        finally:
+            self._release()
 
     async def _run(self, answer: bytes | None = None) -> None:
         """Runs the handler, or (``answer``) sends the serialized answer of one that ran inline."""
@@ -291,9 +420,10 @@ class Call(Stream):
                     assert self.requests is not None
                     request: Any = RequestStream(self.requests, handler.request_deserializer)
                 else:
-                    data = self.request
                     if isinstance(handler, _UnaryFromQueue):
                         data = await handler.take(self)
+                    else:
+                        data = self._handed_on()
                     request = self._unary_request(handler, data)
                 if handler.response_streaming:
                     fn = handler.stream_stream if handler.request_streaming else handler.unary_stream
@@ -327,6 +457,7 @@ class Call(Stream):
             self.finish(grpc.StatusCode.OK, "")
         finally:
             self.task = None
+            self._release()
 
     @staticmethod
     def _unary_request(handler: Any, data: bytes | None) -> Any:
@@ -373,17 +504,24 @@ class Call(Stream):
         else:
             await connection.send_data(self, data)
 
-    def _drop_buffer(self) -> None:
-        if self.buffer:
-            self.connection.consumed(len(self.buffer))
-            self.buffer.clear()
+    def _drop_held(self) -> None:
+        """Lets go of the request bytes still held: a partial message, a request never handed on, the
+        queued messages of a stream."""
+        held = len(self.buffer) + self.held
+        self.buffer.clear()
+        self.held = 0
+        self.request = None
+        if held:
+            self.connection.consumed(held)
+        if self.requests is not None:
+            self.requests.drop()
 
     def finish(self, code: grpc.StatusCode, details: str) -> None:
         """Ends the call with trailers (after the headers, or trailers only)."""
         if self.finished:
             return
         self.finished = True
-        self._drop_buffer()
+        self._drop_held()
         block = _status_block(code, details)
         if not self.headers_sent:
             self.headers_sent = True
@@ -420,17 +558,16 @@ class Call(Stream):
 class RequestStream:
     """The messages of a streaming request, as the handler iterates them."""
 
-    def __init__(self, queue: asyncio.Queue[Any], deserialize: Any) -> None:
-        self.queue = queue
+    def __init__(self, requests: Requests, deserialize: Any) -> None:
+        self.requests = requests
         self.deserialize = deserialize
 
     def __aiter__(self) -> RequestStream:
         return self
 
     async def __anext__(self) -> Any:
-        item = await self.queue.get()
+        item = await self.requests.get()
         if item is _END:
-            self.queue.put_nowait(_END)  # ended for good
             raise StopAsyncIteration
         return self.deserialize(item) if self.deserialize is not None else item
 
@@ -457,9 +594,15 @@ class _UnaryFromQueue:
 class NativeGrpcServer:
     """Listens for gRPC over HTTP/2 (with TLS and ALPN ``h2`` when given an SSL context)."""
 
-    def __init__(self, handlers: Sequence[Any], interceptors: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        handlers: Sequence[Any],
+        interceptors: Sequence[Any] = (),
+        limits: ConnectionLimits | None = None,
+    ) -> None:
         self.generic = list(handlers)
         self.interceptors = list(interceptors)
+        self.limits = limits or ConnectionLimits()
         self.connections: set[Http2Connection] = set()
         self._handlers: dict[str, Any] = {}
         self._listener: asyncio.Server | None = None
@@ -484,13 +627,13 @@ class NativeGrpcServer:
             continuation = _chain(interceptor, continuation)
         return await continuation(details)
 
-    def _open(self, connection: Http2Connection, stream_id: int, headers: list[Header]) -> Stream:
-        call = Call(self, connection, stream_id)
+    def _open(self, connection: Http2Connection, state: StreamState, headers: list[Header]) -> Stream:
+        call = Call(self, connection, state)
         call.start(headers)
         return call
 
     def _connection(self) -> Http2Connection:
-        connection = Http2Connection(self._open, self.connections.discard)
+        connection = Http2Connection(self._open, self.connections.discard, self.limits)
         self.connections.add(connection)
         return connection
 
@@ -514,8 +657,9 @@ class NativeGrpcServer:
         while any(c.streams for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for connection in list(self.connections):
-            for stream in list(connection.streams.values()):
-                connection.reset(stream.id, CANCEL)
+            for state in list(connection.streams.values()):
+                if state.owner is not None:
+                    connection.reset(state.owner, CANCEL)
             connection.close()
         await self._listener.wait_closed()
         self._listener = None

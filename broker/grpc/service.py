@@ -34,6 +34,7 @@ from broker.grpc.clients import (
     Session,
 )
 from broker.grpc.guard import Guarded, GuardedInline, GuardedStream
+from broker.grpc.http2 import connection_limits
 from broker.grpc.pop_rpc import (
     DEFAULT_LONG_POLLING_MS,
     MAX_BATCH,
@@ -77,6 +78,7 @@ from broker.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
+TELEMETRY_OUTBOX = 64  # a Telemetry stream's answers and commands waiting for the client to read them
 PRODUCER_BACKOFF = (10, 1000, 2.0)  # initial ms, max ms, multiplier
 # RocketMQ's default consumer retry delays: the delay levels from level 3 (10s 30s 1m ... 2h)
 DEFAULT_RETRY_LEVEL = 3
@@ -479,6 +481,8 @@ class MessagingService:
                     reply = self._on_telemetry(session, command)
                     if reply is not None:
                         outbox.put_nowait(reply)
+                        if outbox.qsize() >= TELEMETRY_OUTBOX:  # the client reads its answers too slowly:
+                            await outbox.join()  # read its commands no faster
             except Exception as exc:  # a broken stream ends this telemetry call only
                 log.debug("telemetry stream of %s ended: %s", session.client_id, exc)
             finally:
@@ -491,6 +495,7 @@ class MessagingService:
                 if item is None:
                     break
                 await context.write(item)
+                outbox.task_done()
         finally:
             reader.cancel()
             with contextlib.suppress(BaseException):
@@ -652,7 +657,8 @@ class GrpcServer:
 
     async def start(self) -> None:
         interceptors, tls = server_setup(self.service.broker)  # ACL and TLS when configured
-        server = NativeGrpcServer([self.service.generic_handler()], interceptors)
+        limits = connection_limits(self.service.broker.config)
+        server = NativeGrpcServer([self.service.generic_handler()], interceptors, limits)
         try:
             self.port = await server.start(self.host, self.requested_port, tls)
         except OSError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.acl.settings import SECRET_SETTINGS, SecuritySettings
+from broker.controller.config import ControllerConfig
 from broker.settings import SettingsError, SettingsTarget, camel, parse_properties
 from broker.store.config_files import ConfigFile
 
@@ -53,11 +54,22 @@ class NamesrvConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl
     enable_topic_list: bool = True
     server_channel_max_idle_time_seconds: int = 120
     config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
+    # a controller on this NameServer's port (RocketMQ's embedded mode); its settings (controllerPeers,
+    # controllerStorePath, enableElectUncleanMaster ...) come from the same file and flags
+    enable_controller_in_namesrv: bool = False
+    controller: ControllerConfig = dataclasses.field(
+        default_factory=lambda: ControllerConfig(controller_store_path=DEFAULT_HOME / "controller"),
+        metadata={"internal": True},
+    )
 
     @classmethod
     def in_folder(cls, folder: Path) -> NamesrvConfig:
         """Defaults, with kvConfig.json and namesrv.properties kept in ``folder``."""
-        return cls(kv_config_path=folder / KV_CONFIG_FILE, config_store_path=folder / CONFIG_STORE_FILE)
+        return cls(
+            kv_config_path=folder / KV_CONFIG_FILE,
+            config_store_path=folder / CONFIG_STORE_FILE,
+            controller=ControllerConfig(controller_store_path=folder / "controller"),
+        )
 
     def validate(self) -> None:
         self.validate_security()

@@ -87,7 +87,8 @@ class NamesrvProcessor:
         self.kv = kv
         self._watch_channel = watch_channel
 
-    def install(self, server: RemotingServer) -> None:
+    def install(self, server: RemotingServer) -> dict[int, Handler]:
+        """Register every handler on ``server``; returns them (an embedded controller shares one)."""
         handlers: dict[int, SyncHandler | AsyncHandler] = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
@@ -108,8 +109,10 @@ class NamesrvProcessor:
             RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
             RequestCode.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
         }
-        for code, handler in handlers.items():
-            server.register(code, _answering_bad_input(handler))
+        installed = {code: _answering_bad_input(handler) for code, handler in handlers.items()}
+        for code, answering in installed.items():
+            server.register(code, answering)
+        return installed
 
     # -- KV config ------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 
 from broker.acl.auth_store import AuthStore
 from broker.acl.remoting_hook import make_namesrv_server
@@ -14,7 +15,11 @@ from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.kv_config import KVConfigManager
 from broker.namesrv.processor import NamesrvProcessor
 from broker.namesrv.route_table import RouteTable
+from broker.protocol.codes import RequestCode
 from broker.remoting.channel import RemotingChannel
+
+if TYPE_CHECKING:
+    from broker.controller.server import Controller
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,15 @@ class NameServer:
             auth_store=auth_store,
             idle_timeout=float(config.server_channel_max_idle_time_seconds),
         )
-        NamesrvProcessor(config, self.route_table, self.kv_config, self._watch_channel).install(self._server)
+        handlers = NamesrvProcessor(config, self.route_table, self.kv_config, self._watch_channel).install(
+            self._server
+        )
+        self.controller: Controller | None = None
+        if config.enable_controller_in_namesrv:  # RocketMQ's embedded controller, on this port
+            from broker.controller.server import Controller
+
+            heartbeat = handlers[RequestCode.BROKER_HEARTBEAT]
+            self.controller = Controller(config.controller, server=self._server, on_heartbeat=heartbeat)
         self._scan_task: asyncio.Task[None] | None = None
         self._watchers: dict[RemotingChannel, asyncio.Task[None]] = {}
         self._ready = False
@@ -64,6 +77,8 @@ class NameServer:
     async def start(self) -> None:
         self.kv_config.load()
         await self._server.start()
+        if self.controller is not None:
+            await self.controller.start()
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan-not-active-broker")
         self._ready = True
         log.info("NameServer listening on %s:%d", self.host, self.port)
@@ -79,6 +94,8 @@ class NameServer:
                 await task
         self._scan_task = None
         self._watchers.clear()
+        if self.controller is not None:
+            await self.controller.stop()
         await self._server.stop(grace)
 
     async def _scan_loop(self) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "Connection",
     "ConsumeQueueData",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumerConnection",
     "ConsumerData",
     "GetConsumerListByGroupResponseBody",
@@ -148,6 +149,17 @@ class OffsetWrapper(JsonBody):
 class ConsumeStats(JsonBody):
     offsetTable: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
     consumeTps: float = 0.0
+
+
+@dataclass(slots=True)
+class ConsumeStatsList(JsonBody):
+    """GET_BROKER_CONSUME_STATS's answer: per group (one single-key object each, as Java lists them) the
+    consume stats of every topic it has offsets on."""
+
+    consumeStatsList: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    brokerAddr: str | None = None
+    totalDiff: int = 0
+    totalInflightDiff: int = 0
 
 
 @dataclass(slots=True)

@@ -1,8 +1,10 @@
 """The classic RocketMQ HA wire format (DefaultHAClient / HAConnection) and the HA status body.
 
 Slave -> master: 8-byte big-endian offset, the slave's CommitLog max offset (sent on connect,
-after every applied frame and as a heartbeat). Master -> slave: frames of an 8-byte physical
-offset, a 4-byte body size and that many CommitLog bytes; an empty body is a heartbeat.
+after every applied frame and as a heartbeat); in controller mode first a negative value, minus the
+replica's broker id, so that the master can tell its SyncStateSet members apart. Master -> slave:
+frames of an 8-byte physical offset, a 4-byte body size and that many CommitLog bytes; an empty
+body is a heartbeat.
 Pure functions on bytes: no sockets.
 """
 

@@ -411,6 +411,24 @@ class ConsumerSendMsgBackRequestHeader(RpcRequestHeader):
 
 
 @dataclass(kw_only=True, slots=True)
+class ConsumeMessageDirectlyResultRequestHeader(TopicRequestHeader):
+    consumerGroup: str
+    clientId: str | None = None
+    msgId: str | None = None  # the offset MessageId of the stored message
+    brokerName: str | None = None  # set by the broker that forwards it
+    topic: str | None = None
+    topicSysFlag: int | None = None
+    groupSysFlag: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResumeCheckHalfMessageRequestHeader(RpcRequestHeader):
+    """RESUME_CHECK_HALF_MESSAGE (323): put a half message that hit the check limit back to be checked."""
+
+    msgId: str  # its offset MessageId in TRANS_CHECK_MAX_TIME_TOPIC
+
+
+@dataclass(kw_only=True, slots=True)
 class EndTransactionRequestHeader(RpcRequestHeader):
     producerGroup: str
     tranStateTableOffset: int
@@ -490,6 +508,13 @@ class DeleteSubscriptionGroupRequestHeader(RpcRequestHeader):
     @property
     def clean_offsets(self) -> bool:
         return self.cleanOffset or self.removeOffset
+
+
+@dataclass(kw_only=True, slots=True)
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    """GET_BROKER_CONSUME_STATS (317): every group's consume stats on one broker, in one answer."""
+
+    isOrder: bool = False  # only the ordered topics
 
 
 @dataclass(kw_only=True, slots=True)
@@ -656,6 +681,8 @@ class SetCommitLogReadModeRequestHeader(CommandHeader):
 # The request header of each code the broker and NameServer serve (send codes: see
 # decode_send_message_header; codes without own fields are absent).
 REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
+    RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
+    RequestCode.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
     RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
     RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
     RequestCode.SEND_BATCH_MESSAGE: SendMessageRequestHeaderV2,
@@ -679,6 +706,7 @@ REQUEST_HEADERS: dict[int, type[CommandHeader]] = {
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
     RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
     RequestCode.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
+    RequestCode.GET_BROKER_CONSUME_STATS: GetConsumeStatsInBrokerHeader,
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
     RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,

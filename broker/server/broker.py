@@ -33,6 +33,7 @@ from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 from broker.server.consume_mode_processor import ConsumeModeProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.controller_mode import ReplicasManager
 from broker.server.end_transaction_processor import EndTransactionProcessor
 from broker.server.ha.ha_client import HAClient
 from broker.server.ha.ha_service import HAService
@@ -64,6 +65,11 @@ from broker.store.message_store import MessageStore, RecoveryReport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class _Processor(Protocol):
+    def handlers(self) -> dict[int, Handler]: ...
+
 
 READ_THREADS = 4
 MAX_INFLIGHT_PER_CONNECTION = 1024  # a consumer holds one suspended pull per queue on one connection
@@ -114,13 +120,14 @@ class Broker:
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
         self.ha_client: HAClient | None = None  # slaves: replication from the master
         self.slave_sync: SlaveSynchronize | None = None
-        if config.broker_role == "SLAVE":
-            self.ha_client = HAClient(self)
-            self.slave_sync = SlaveSynchronize(self)
+        # controller mode: the controller decides the role (broker/server/controller_mode.py)
+        self.replicas: ReplicasManager | None = None
+        if config.enable_controller_mode:
+            self.replicas = ReplicasManager(self)
+            config.broker_role = "SLAVE"  # until the controller names a master
             self.store.replica = True
-            self.registration.on_master = self.ha_client.set_master
-            self.ha_client.ask_master = self.registration.trigger
-            self.ha_client.on_connected = self.ha_client.on_new_topic = self.slave_sync.trigger
+        elif config.broker_role == "SLAVE":
+            self._attach_replication()
         self.recovery: RecoveryReport | None = None
         self.server: RemotingServer | None = None
         self._reader: ThreadPoolExecutor | None = None
@@ -134,9 +141,23 @@ class Broker:
         self.write = self._writes.write
         self.flush_waits = FlushWaits(self.store.flushed)  # SYNC_FLUSH answers wait for the disk here
         self._tasks: list[asyncio.Task[None]] = []
+        self._master_tasks: list[asyncio.Task[None]] = []
         self._topics_saver = Coalesced(lambda: self.read(self.topics.persist), "save-topics")
         self._groups_saver = Coalesced(lambda: self.read(self.groups.persist), "save-groups")
         self._started = False
+
+    def _attach_replication(self) -> None:
+        """This broker replicates from its group's master (found through the NameServer)."""
+        self.ha_client = HAClient(self)
+        self.slave_sync = SlaveSynchronize(self)
+        self.store.replica = True
+        if self.replicas is None:
+            self.registration.on_master = self.ha_client.set_master
+            self.ha_client.ask_master = self.registration.trigger
+        else:  # the controller names the master; the NameServer may still list the old one
+            self.ha_client.identity = self.replicas.broker_id
+            self.ha_client.ask_master = self.replicas.trigger
+        self.ha_client.on_connected = self.ha_client.on_new_topic = self.slave_sync.trigger
 
     # == properties ============================================================================
     @property
@@ -208,7 +229,7 @@ class Broker:
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
         )
-        for processor in (
+        processors: list[_Processor] = [
             SendProcessor(self.messaging.sends, self.config),
             SendBackProcessor(self),
             PullProcessor(self),
@@ -224,7 +245,10 @@ class Broker:
             self.timer,
             TimerAdminProcessor(self),
             self.auth,
-        ):
+        ]
+        if self.replicas is not None:
+            processors.append(self.replicas)
+        for processor in processors:
             for code, handler in processor.handlers().items():
                 self.handlers[code] = Instrumented(code, handler, self.stats.record_latency)
                 self.server.register(code, self.handlers[code])
@@ -233,7 +257,7 @@ class Broker:
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
         self.topics.on_change = self.registration.topics_changed
-        if self.ha_client is None:
+        if self.ha_client is None:  # masters, and controller-mode brokers (any may become master)
             try:
                 await self.ha_service.start()
             except OSError as exc:
@@ -246,6 +270,8 @@ class Broker:
             await self.ha_client.start()
             assert self.slave_sync is not None
             await self.slave_sync.start()
+        if self.replicas is not None:
+            await self.replicas.start()  # broker id, then the role the controller gives
         await self.registration.start()
         self._tasks = [
             self._every(1.0, self.stats.tick),
@@ -253,17 +279,54 @@ class Broker:
             self._every(CLIENT_SCAN_SECONDS, self.clients.scan_expired),
             self._every(self.config.flush_consumer_offset_interval / 1000, self._persist_offsets),
         ]
-        if self.ha_client is None:  # a slave's store takes no writes: no deliveries, no checks
-            await self.schedule.start()
-            await self.timer.start()
-            self._tasks += [
-                self._every(1.0, self.pop.revive),
-                self._every(self.config.flush_delay_offset_interval / 1000, self.schedule.persist),
-                self._every(self.config.flush_delay_offset_interval / 1000, self.timer.persist),
-                self._every(self.config.transaction_check_interval / 1000, self.transactions.check),
-            ]
+        if self.config.broker_role != "SLAVE":  # a slave's store takes no writes: no deliveries, no checks
+            await self._start_master_work()
         self._started = True
         log.info("broker %s listening on %s", self.config.broker_name, self.address)
+
+    async def _start_master_work(self) -> None:
+        await self.schedule.start()
+        await self.timer.start()
+        self._master_tasks = [
+            self._every(1.0, self.pop.revive),
+            self._every(self.config.flush_delay_offset_interval / 1000, self.schedule.persist),
+            self._every(self.config.flush_delay_offset_interval / 1000, self.timer.persist),
+            self._every(self.config.transaction_check_interval / 1000, self.transactions.check),
+        ]
+
+    async def _stop_master_work(self) -> None:
+        for task in self._master_tasks:
+            task.cancel()
+        await asyncio.gather(*self._master_tasks, return_exceptions=True)
+        self._master_tasks = []
+        await self.schedule.stop()
+        await self.timer.stop()
+
+    # == role changes (controller mode) ========================================================
+    async def become_master(self) -> int:
+        """Stop replicating and take writes; returns where the CommitLog ends (the epoch's start)."""
+        if self.ha_client is not None and self.slave_sync is not None:
+            await self.ha_client.stop()
+            await self.slave_sync.stop()
+            self.ha_client = self.slave_sync = None
+        end = await self.write(self.store.promote)
+        was_slave = self.config.broker_role == "SLAVE"
+        self.config.broker_role = "SYNC_MASTER" if self.config.all_ack_in_sync_state_set else "ASYNC_MASTER"
+        if was_slave and self._started:
+            await self._start_master_work()
+        return end
+
+    async def become_replica(self) -> None:
+        """Stop taking writes and replicate from the master the NameServer names."""
+        if self.config.broker_role != "SLAVE" and self._started:
+            await self._stop_master_work()
+        self.config.broker_role = "SLAVE"
+        await self.write(self.store.demote)
+        if self.ha_client is None:
+            self._attach_replication()
+            assert self.ha_client is not None and self.slave_sync is not None
+            await self.ha_client.start()
+            await self.slave_sync.start()
 
     def _load_metadata(self) -> None:
         self.topics.load()
@@ -285,10 +348,12 @@ class Broker:
         if self.server is not None:
             await self.server.stop(STOP_GRACE_SECONDS)
             self.server = None
-        for task in self._tasks:
+        for task in self._tasks + self._master_tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        await asyncio.gather(*self._tasks, *self._master_tasks, return_exceptions=True)
+        self._tasks = self._master_tasks = []
+        if self.replicas is not None:
+            await self.replicas.stop()
         await self.clients.close()
         await self.ha_service.stop()
         if self.ha_client is not None and self.slave_sync is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from broker.acl.settings import SecuritySettings
 from broker.protocol.request_mode import MessageRequestMode
-from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
+from broker.settings import SettingsError, SettingsTarget, camel, parse_overrides, read_settings_file
 from broker.store.config import StoreConfig
 
 DEFAULT_STORE = Path("~/.rmqkit/store").expanduser()
@@ -43,6 +43,14 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
     ha_verify_window_bytes: int = 1024 * 1024  # resent on connect so a diverged slave notices
     slave_read_enable: bool = False
+    # controller mode: the controller picks the master of the group and its broker ids
+    enable_controller_mode: bool = False
+    controller_addr: str = ""  # every controller, "host:port;host:port"
+    controller_heart_beat_timeout_mills: int = 10_000  # the controller elects after this much silence
+    broker_heartbeat_interval: int = 1000  # ms between heartbeats to every controller
+    sync_broker_metadata_period: int = 1000  # ms between asking the controller for the group's master
+    all_ack_in_sync_state_set: bool = False  # a send is acknowledged once every in-sync replica has it
+    ha_max_time_slave_not_catchup: int = 15_000  # ms a replica may lag before it leaves the SyncStateSet
     slave_read_threshold_bytes: int = 0  # a pull further behind goes to the slave; 0 = 40% of RAM
     slave_sync_interval_ms: int = 10_000  # metadata sync master -> slave (SlaveSynchronize)
     default_topic_queue_nums: int = 8
@@ -86,6 +94,13 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     serialize_type: str = "JSON"
     http_port: int = 10914  # Prometheus /metrics, /healthz, /readyz; 0 turns it off
     grpc_port: int = 8081  # RocketMQ 5 gRPC MessagingService; 0 = any free port, -1 = off
+    # what one gRPC connection may make the broker hold or do (docs/grpc.md, "Limits")
+    grpc_client_idle_time_mills: int = 120_000  # a connection silent both ways this long is closed
+    grpc_max_concurrent_streams: int = 256  # announced; more streams get REFUSED_STREAM
+    grpc_max_calls_in_flight: int = 128  # handlers running at once; further calls wait their turn
+    grpc_max_header_list_size: int = 16 * 1024  # announced; a longer request header list ends the connection
+    grpc_control_frame_burst: int = 1000  # PING, SETTINGS, WINDOW_UPDATE, RST_STREAM ... each, at once
+    grpc_control_frames_per_second: int = 100  # and each one's steady rate, beyond 4 per stream opened
 
     @property
     def broker_addr(self) -> str:
@@ -97,6 +112,10 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
         return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_listen_port}"
 
     @property
+    def controller_addrs(self) -> list[str]:
+        return [a.strip() for a in self.controller_addr.replace(",", ";").split(";") if a.strip()]
+
+    @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
 
@@ -106,6 +125,8 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
                 f"setting brokerRole: {self.broker_role!r} is not one of {', '.join(BROKER_ROLES)}"
             )
         self.broker_role = self.broker_role.upper()
+        if self.enable_controller_mode and not self.controller_addrs:
+            raise SettingsError("setting enableControllerMode: controllerAddr names no controller")
         if not 0 <= self.broker_permission <= 7:
             raise SettingsError(f"setting brokerPermission: {self.broker_permission} is not within 0..7")
         self.validate_security()
@@ -116,6 +137,16 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
                 f"setting defaultMessageRequestMode: {self.default_message_request_mode!r} is not PULL or POP"
             )
         self.default_message_request_mode = self.default_message_request_mode.upper()
+        for key in (
+            "grpc_client_idle_time_mills",
+            "grpc_max_concurrent_streams",
+            "grpc_max_calls_in_flight",
+            "grpc_max_header_list_size",
+            "grpc_control_frame_burst",
+            "grpc_control_frames_per_second",
+        ):
+            if getattr(self, key) < 1:
+                raise SettingsError(f"setting {camel(key)}: {getattr(self, key)} is not a positive number")
         if self.serialize_type.upper() not in ("JSON", "ROCKETMQ"):
             raise SettingsError(f"setting serializeType: {self.serialize_type!r} is not JSON or ROCKETMQ")
 

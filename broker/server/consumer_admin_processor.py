@@ -11,6 +11,7 @@ from broker.protocol.bodies import (
     Connection,
     ConsumerConnection,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     MessageQueue,
     OffsetWrapper,
@@ -22,15 +23,18 @@ from broker.protocol.bodies import (
     TopicStatsTable,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
+from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand, make_request, make_response
 from broker.protocol.running_info import GetConsumerRunningInfoRequestHeader
 from broker.remoting.channel import Handler, RemotingChannel
@@ -65,6 +69,8 @@ class ConsumerAdminProcessor:
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.CLONE_GROUP_OFFSET: self.clone_offsets,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_directly,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.all_consume_stats,
         }
 
     def _mq(self, topic: str, queue_id: int) -> MessageQueue:
@@ -98,16 +104,53 @@ class ConsumerAdminProcessor:
         group = h.consumerGroup
         topics = h.topics
         if not topics:
-            online = broker.clients.consumer_group(group)
-            topics = [
-                t
-                for t in broker.offsets.topics_of_group(group)
-                if online is None or not online.subscriptions or t in online.subscriptions
-            ]
+            topics = self._group_topics(group)
         wanted = [(t, cfg.writeQueueNums) for t in topics if (cfg := broker.topics.get(t)) is not None]
         table = await broker.read(self._consume_offsets, group, wanted)
         tps = sum(broker.stats.group_get_rates(group, t).tps60 for t, _ in wanted)
         return make_response(request, body=ConsumeStats(offsetTable=table, consumeTps=tps).to_json())
+
+    def _group_topics(self, group: str) -> list[str]:
+        """The topics a group has offsets on, less those its online clients no longer subscribe."""
+        online = self.broker.clients.consumer_group(group)
+        return [
+            t
+            for t in self.broker.offsets.topics_of_group(group)
+            if online is None or not online.subscriptions or t in online.subscriptions
+        ]
+
+    async def all_consume_stats(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Every subscription group's consume stats, one ConsumeStats per topic, in one answer
+        (fetchAllConsumeStatsInBroker): the admin's lag overview costs one request per broker."""
+        h = GetConsumeStatsInBrokerHeader.parse(request.ext_fields)
+        broker = self.broker
+        plans = []
+        for group in list(broker.groups.table):
+            topics = [
+                (t, cfg.writeQueueNums)
+                for t in self._group_topics(group)
+                if (cfg := broker.topics.get(t)) is not None and (cfg.order or not h.isOrder)
+            ]
+            plans.append((group, topics))
+        tables = await broker.read(self._all_offsets, plans)
+        body = ConsumeStatsList(brokerAddr=broker.address)
+        for (group, topics), per_topic in zip(plans, tables, strict=True):
+            stats = [
+                ConsumeStats(offsetTable=table, consumeTps=broker.stats.group_get_rates(group, topic).tps60)
+                for (topic, _), table in zip(topics, per_topic, strict=True)
+            ]
+            for s in stats:
+                for o in s.offsetTable.values():
+                    body.totalDiff += o.brokerOffset - o.consumerOffset
+                    body.totalInflightDiff += o.pullOffset - o.consumerOffset
+            body.consumeStatsList.append({group: stats})
+        return make_response(request, body=body.to_json())
+
+    def _all_offsets(
+        self, plans: list[tuple[str, list[tuple[str, int]]]]
+    ) -> list[list[dict[MessageQueue, OffsetWrapper]]]:
+        """Per group, per topic: its queues' offsets (one pass on the store thread)."""
+        return [[self._consume_offsets(group, [topic]) for topic in topics] for group, topics in plans]
 
     def _consume_offsets(
         self, group: str, topics: list[tuple[str, int]]
@@ -214,7 +257,9 @@ class ConsumerAdminProcessor:
             else:
                 broker.offsets.commit(h.group, h.topic, qid, offset)
         body = ResetOffsetBody(offsetTable={self._mq(h.topic, q): o for q, o in targets.items()}).to_json()
-        if not server_side and online is not None:
+        # online clients are told at once either way, as Broker2Client.resetOffset does: waiting for
+        # their held pulls to return would move them only after the long-polling timeout
+        if online is not None:
             for client in online.channels:
                 broker.clients.push(
                     client, make_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, h, body=body)
@@ -252,15 +297,42 @@ class ConsumerAdminProcessor:
         h = GetConsumerRunningInfoRequestHeader.parse(request.ext_fields)
         return await self._call_consumer(request, h.consumerGroup, h.clientId)
 
-    async def _call_consumer(self, request: RemotingCommand, group: str, client_id: str) -> RemotingCommand:
-        """Forward ``request`` (same code, extFields and body) over the client's connection and answer
-        with the client's code, remark and body."""
+    async def consume_directly(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        """Hand one stored message (named by its offset MessageId) to one client's listener, as
+        AdminBrokerProcessor.consumeMessageDirectly does: the record travels as the request's body."""
+        h = ConsumeMessageDirectlyResultRequestHeader.parse(request.ext_fields)
+        try:
+            offset = decode_offset_msg_id(h.msgId or "").offset
+        except MessageIdError as exc:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, f"bad msgId {h.msgId!r}: {exc}")
+        record = await self.broker.read(self.broker.store.record_at, offset)
+        if record is None:
+            return make_response(
+                request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
+            )
+        extra = {"brokerName": self.broker.config.broker_name}
+        return await self._call_consumer(request, h.consumerGroup, h.clientId or "", record, extra)
+
+    async def _call_consumer(
+        self,
+        request: RemotingCommand,
+        group: str,
+        client_id: str,
+        body: bytes | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> RemotingCommand:
+        """Forward ``request`` (same code, extFields and body, or ``body`` and the ``extra`` fields)
+        over the client's connection and answer with the client's code, remark and body."""
         info = self.broker.clients.find_consumer(group, client_id)
         if info is None:
             return make_response(
                 request, ResponseCode.CONSUMER_NOT_ONLINE, f"The Consumer <{group}> <{client_id}> not online"
             )
-        forwarded = make_request(request.code, ext_fields=request.ext_fields, body=request.body)
+        forwarded = make_request(
+            request.code,
+            ext_fields={**request.ext_fields, **(extra or {})},
+            body=request.body if body is None else body,
+        )
         try:
             answer = await info.channel.invoke(forwarded, CLIENT_ANSWER_TIMEOUT)
         except RemotingTimeoutError:

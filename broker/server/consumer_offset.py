@@ -71,10 +71,13 @@ class ConsumerOffsetManager:
     def has_reset(self, group: str, topic: str, queue_id: int) -> bool:
         return queue_id in self._reset.get(_key(topic, group), {})
 
-    def take_reset(self, group: str, topic: str, queue_id: int) -> int | None:
-        """The pending reset of the queue, erased by reading it (the pull that delivers it)."""
+    def take_reset(self, group: str, topic: str, queue_id: int, pulled_at: int = -1) -> int | None:
+        """The pending reset of the queue, erased by reading it (the pull that delivers it). A pull
+        already at the reset offset (a client told by RESET_CONSUMER_CLIENT_OFFSET) just erases it:
+        None, nothing to move."""
         queues = self._reset.get(_key(topic, group))
-        return None if queues is None else queues.pop(queue_id, None)
+        offset = None if queues is None else queues.pop(queue_id, None)
+        return None if offset == pulled_at else offset
 
     # == bulk changes ==========================================================================
     def clone(self, src_group: str, dest_group: str, topic: str) -> bool:

@@ -1,4 +1,5 @@
-"""END_TRANSACTION (37): a producer's commit or rollback of a half message.
+"""END_TRANSACTION (37): a producer's commit or rollback of a half message; RESUME_CHECK_HALF_MESSAGE
+(323): an operator puts a half message that hit the check limit back to be checked.
 
 Java producers send it one-way, so the answer mostly matters to tools and tests; an unknown state
 (NOT_TYPE) is only logged and, like upstream, gets no answer at all. The half is picked by its CommitLog
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from broker.protocol.codes import RequestCode
-from broker.protocol.headers import EndTransactionRequestHeader
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import EndTransactionRequestHeader, ResumeCheckHalfMessageRequestHeader
+from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.names import real_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
@@ -30,7 +32,21 @@ class EndTransactionProcessor:
         self.guard = guard
 
     def handlers(self) -> dict[int, Handler]:
-        return {RequestCode.END_TRANSACTION: self.end_transaction}
+        return {
+            RequestCode.END_TRANSACTION: self.end_transaction,
+            RequestCode.RESUME_CHECK_HALF_MESSAGE: self.resume_check,
+        }
+
+    async def resume_check(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
+        header = ResumeCheckHalfMessageRequestHeader.parse(request.ext_fields)
+        try:
+            offset = decode_offset_msg_id(header.msgId).offset
+        except MessageIdError as exc:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        problem = await self.core.resume_transaction_check(offset)
+        if problem is not None:
+            return make_response(request, ResponseCode.SYSTEM_ERROR, problem)
+        return make_response(request)
 
     async def end_transaction(
         self, request: RemotingCommand, channel: RemotingChannel

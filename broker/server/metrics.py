@@ -5,6 +5,7 @@ Runs in a worker thread (it reads store files); it only reads counters, tables a
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from broker.server.prometheus import MetricsText
@@ -61,12 +62,27 @@ def _broker_metrics(out: MetricsText, broker: Broker) -> None:
     for (topic, queue_id), cq in sorted(store.queues.queues.items()):
         q = {**labels, "topic": topic, "queue": str(queue_id)}
         out.gauge("queue_min_offset", "First ConsumeQueue offset still kept, by queue.", cq.min_offset, q)
+    behind: dict[str, tuple[int, int | None]] = {}  # group -> (messages, oldest unconsumed store time)
     for key, queues in sorted(broker.offsets.table.items()):
         topic, _, group = key.rpartition("@")
         for queue_id, committed in sorted(queues.items()):
             lag = max(0, store.max_offset(topic, queue_id) - max(committed, 0))
             q = {**labels, "group": group, "topic": topic, "queue": str(queue_id)}
             out.gauge("consumer_lag", "Messages not yet consumed (max offset - committed), by queue.", lag, q)
+            first = max(committed, store.min_offset(topic, queue_id))
+            stamp = store.store_time_at(topic, queue_id, first) if lag > 0 else None
+            count, oldest = behind.get(group, (0, None))
+            if stamp is not None and (oldest is None or stamp < oldest):
+                oldest = stamp
+            behind[group] = (count + lag, oldest)
+    now_ms = time.time() * 1000
+    for group, (count, _) in sorted(behind.items()):
+        out.gauge("group_lag", "Messages not yet consumed, by group (every topic and queue).", count,
+                  {**labels, "group": group})  # fmt: skip
+    for group, (_, oldest) in sorted(behind.items()):
+        age = 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
+        out.gauge("group_lag_seconds", "How long the oldest unconsumed message of a group has waited.", age,
+                  {**labels, "group": group})  # fmt: skip
 
 
 def _namesrv_metrics(out: MetricsText, namesrv: NameServer) -> None:

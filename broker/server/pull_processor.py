@@ -158,7 +158,7 @@ class PullProcessor:
             return make_response(
                 request, ResponseCode.PULL_RETRY_IMMEDIATELY, "read from the master", header=header
             )
-        reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId)
+        reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId, h.queueOffset)
         if reset is not None:
             lo, hi = await broker.read(_bounds, broker, h.topic, h.queueId)
             header = PullMessageResponseHeader(

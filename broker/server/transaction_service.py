@@ -271,6 +271,19 @@ class TransactionService:
         log.warning("half message %s discarded after %d checks", half.uniq_key, times)
         return result.ok
 
+    def resume(self, commitlog_offset: int) -> str | None:
+        """Put a half message that hit the check limit (in TRANS_CHECK_MAX_TIME_TOPIC) back in the half
+        queue with its check count at 0, as RESUME_CHECK_HALF_MESSAGE does upstream; None when done,
+        else why not (writer thread)."""
+        store = self.broker.store
+        msg = store.message_at(commitlog_offset)
+        if msg is None or msg.topic != TRANS_CHECK_MAX_TIME_TOPIC:
+            return f"no half message that hit the check limit at offset {commitlog_offset}"
+        props = dict(msg.properties)
+        props[P.TRANSACTION_CHECK_TIMES] = "0"
+        result = store.append([_copy(msg, TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)])
+        return None if result.ok else f"put back to {TRANS_HALF_TOPIC} failed: {result.remark}"
+
     def _send_check(self, half: MessageRecord) -> None:
         """CHECK_TRANSACTION_STATE to one online producer of the group (round robin)."""
         group = half.properties.get(P.PGROUP, "")

@@ -22,7 +22,7 @@ from broker.protocol.message import (
     read_layout,
 )
 from broker.protocol.properties import PROPERTY_SEP
-from broker.store.mapped_file import MappedFile, MappedFileQueue
+from broker.store.mapped_file import DEFAULT_MAX_ZERO_RUN, MappedFile, MappedFileQueue
 
 DEFAULT_FILE_SIZE: Final = 1 << 30
 _BLANK: Final = struct.Struct(">ii")
@@ -49,9 +49,17 @@ class ScanResult:
 
 class CommitLog:
     def __init__(
-        self, directory: Path, file_size: int = DEFAULT_FILE_SIZE, *, read_only: bool = False
+        self,
+        directory: Path,
+        file_size: int = DEFAULT_FILE_SIZE,
+        *,
+        read_only: bool = False,
+        max_body_size: int = 4 << 20,
     ) -> None:
-        self.files = MappedFileQueue(directory, file_size, read_only=read_only)
+        # a torn record's body may be zeros: the search for written bytes past a cut looks further
+        self.files = MappedFileQueue(
+            directory, file_size, read_only=read_only, max_zero_run=max_body_size + DEFAULT_MAX_ZERO_RUN
+        )
 
     @property
     def file_size(self) -> int:

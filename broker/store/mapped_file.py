@@ -27,6 +27,12 @@ _PWRITE_MIN = 64  # CommitLog records and batches; not 20-byte ConsumeQueue unit
 ADVICE_NORMAL = getattr(mmap, "MADV_NORMAL", 0)
 ADVICE_RANDOM = getattr(mmap, "MADV_RANDOM", 1)
 _PAGE = mmap.PAGESIZE
+_PROBE_STEP = 1 << 16  # bytes read at a time when looking for the end of written data
+_ZEROS = memoryview(bytes(1 << 20))  # zeroing goes in chunks of this, never one giant buffer
+# After a crash, written bytes past the last whole record are the interrupted append: contiguous,
+# and a zero run inside them is shorter than this (ConsumeQueue units are never all zero). A
+# CommitLog sets its own bound, as a record's body may be zeros.
+DEFAULT_MAX_ZERO_RUN = 1 << 16
 
 
 def offset_to_name(offset: int) -> str:
@@ -269,13 +275,23 @@ class MappedFileQueue:
     mapped on use (:class:`LazyMappedFile`)."""
 
     def __init__(
-        self, directory: Path, file_size: int, *, read_only: bool = False, budget: MapBudget | None = None
+        self,
+        directory: Path,
+        file_size: int,
+        *,
+        read_only: bool = False,
+        budget: MapBudget | None = None,
+        max_zero_run: int = DEFAULT_MAX_ZERO_RUN,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.read_only = read_only
         self.budget = budget
+        self.max_zero_run = max_zero_run
         self.files: list[MappedFile] = []
+        # starts of files loaded from disk: their ``wrote`` is the file size, as their real end is
+        # unknown until recovery truncates them
+        self._end_unknown: set[int] = set()
         self._starts: list[int] = []
         self.advice: int | None = None  # madvise'd on every file, those mapped later included
         self.cached_from = 0  # bytes before this absolute offset were taken out of the page cache
@@ -306,6 +322,7 @@ class MappedFileQueue:
                 mf.advise(self.advice)
             files.append(mf)
         self._set(files)
+        self._end_unknown = {mf.file_from for mf in files}
 
     def _open(self, path: Path, *, create: bool) -> MappedFile:
         if self.budget is None:
@@ -388,8 +405,33 @@ class MappedFileQueue:
                 mf.drop_cached(lo - mf.file_from, hi - lo)
         self.cached_from = below
 
+    def _data_end(self, mf: MappedFile, pos: int) -> int:
+        """Where written bytes at or after ``pos`` end in ``mf`` (relative): exactly ``wrote`` when
+        this process wrote the file; for a file loaded from disk, the end of the non-zero bytes that
+        follow ``pos`` with no zero run longer than ``max_zero_run`` (so a restart reads the torn
+        tail and that much more, never the rest of a preallocated file)."""
+        if mf.file_from not in self._end_unknown:
+            return max(pos, mf.wrote)
+        mm = mf.mm
+        end = at = pos
+        while at < mf.wrote and at - end <= self.max_zero_run:
+            stop = min(mf.wrote, at + _PROBE_STEP)
+            nonzero = len(mm[at:stop].rstrip(b"\0"))
+            if nonzero:
+                end = at + nonzero
+            at = stop
+        return end
+
+    def written_end(self, offset: int) -> int:
+        """The absolute end of the bytes written at or after ``offset`` in the last file."""
+        last = self.last
+        if last is None:
+            return offset
+        return last.file_from + self._data_end(last, max(0, min(offset - last.file_from, last.size)))
+
     def truncate(self, offset: int) -> None:
-        """Forget everything at or after ``offset``: later files are deleted, the tail is zeroed.
+        """Forget everything at or after ``offset``: later files are deleted, the written bytes of
+        the tail are zeroed (a chunk at a time).
 
         A read-only queue only moves its positions; nothing on disk changes.
         """
@@ -397,6 +439,7 @@ class MappedFileQueue:
         keep: list[MappedFile] = []
         for mf in self.files:
             if mf.file_from >= offset:
+                self._end_unknown.discard(mf.file_from)
                 if self.read_only:
                     mf.close()
                 else:
@@ -405,11 +448,16 @@ class MappedFileQueue:
             if offset < mf.file_end:
                 pos = offset - mf.file_from
                 if mf.wrote > pos and not self.read_only:
-                    mf.mm[pos : mf.wrote] = bytes(mf.wrote - pos)
-                    mf.flushed = 0
-                    mf.wrote = pos
-                    mf.flush()
+                    end = self._data_end(mf, pos)
+                    if end > pos:
+                        mm = mf.mm
+                        for at in range(pos, end, len(_ZEROS)):
+                            n = min(len(_ZEROS), end - at)
+                            mm[at : at + n] = _ZEROS[:n]
+                        mf.wrote, mf.flushed = end, pos
+                        mf.flush()
                 mf.wrote = mf.flushed = pos
+                self._end_unknown.discard(mf.file_from)
             keep.append(mf)
         self._set(keep)
 

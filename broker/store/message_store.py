@@ -274,7 +274,10 @@ class MessageStore:
         self.clock = clock
         self.store_host_raw = pack_host(store_host)
         self.commitlog = CommitLog(
-            self.root / "commitlog", config.mapped_file_size_commit_log, read_only=read_only
+            self.root / "commitlog",
+            config.mapped_file_size_commit_log,
+            read_only=read_only,
+            max_body_size=config.max_message_size,
         )
         if not config.data_read_ahead_enable:
             self.commitlog.files.advice = ADVICE_RANDOM
@@ -414,12 +417,13 @@ class MessageStore:
             scan_from = max([scan_from, *ends])
         scan: ScanResult = self.commitlog.scan(scan_from, check_body_crc=self.config.check_crc_on_recover)
         end = scan.end if files else 0
-        # Bytes past a clean end can only be a crash's out-of-order page flushes, which a writer
-        # reports after a crash; a read-only open (a live broker's store, Spark) skips the slow scan
-        # of the preallocated tail (~2 s per GiB) unless the scan stopped at a broken record (which,
-        # trusting the queues of a running broker, is the append it is making).
+        # Bytes written past the valid end are a crash's interrupted append, which a writer reports
+        # after a crash (reading only them and a bounded run of zeros after, never the rest of the
+        # preallocated file); a read-only open (a live broker's store, Spark) looks only when the scan
+        # stopped at a broken record (which, trusting the queues of a running broker, is the append
+        # it is making).
         needs_tail = not trust_queues and (scan.problem is not None or not (clean or self.read_only))
-        written_end = self._written_end() if needs_tail else end
+        written_end = self.commitlog.files.written_end(end) if needs_tail else end
         self.commitlog.truncate(end)
         for cq in list(self.queues.queues.values()):
             cq.recover(self.commitlog.min_offset, end)
@@ -447,22 +451,6 @@ class MessageStore:
         if report.problem and not self.read_only:
             log.warning("recovery truncated the CommitLog at %d (%s)", end, report.problem)
         return report
-
-    def _written_end(self) -> int:
-        """Where non-zero bytes end in the last CommitLog file (to report what recovery cut)."""
-        last = self.commitlog.files.last
-        if last is None:
-            return 0
-        mm = last.mm
-        end = last.size
-        step = 1 << 16
-        while end > 0:
-            start = max(0, end - step)
-            tail = mm[start:end].rstrip(b"\0")
-            if tail:
-                return last.file_from + start + len(tail)
-            end = start
-        return last.file_from
 
     def _dispatched_upto(self, scan_from: int) -> int:
         """After a clean shutdown: where dispatch stopped (re-dispatch is idempotent from earlier)."""
@@ -710,6 +698,23 @@ class MessageStore:
                 cq.recover(self.commitlog.min_offset, offset)
             self._replica_end = min(self._replica_end, offset)
         return cut
+
+    def promote(self) -> int:
+        """A replica becomes the writer (controller mode): a record cut short at the tail goes, the next
+        queue offsets come from the queues; returns where the CommitLog ends."""
+        with self._write_lock:
+            if 0 <= self._replica_end < self.commitlog.max_offset:
+                self.commitlog.truncate(self._replica_end)
+            self._queue_offsets = {key: cq.max_offset for key, cq in self.queues.queues.items()}
+            self.replica = False
+            self._replica_end = -1
+            return self.commitlog.max_offset
+
+    def demote(self) -> None:
+        """The writer becomes a replica: from now on only replicated bytes are appended."""
+        with self._write_lock:
+            self.replica = True
+            self._replica_end = -1
 
     # == flushing and housekeeping =============================================================
     def _flush_commitlog(self) -> int:

@@ -25,7 +25,7 @@ def test_list_describe_connections(cluster: Cluster, rmq: Rmq) -> None:
     assert groups[GROUP]["online"] is True and groups[GROUP]["clients"] == 1
     assert set(groups[GROUP]) == {
         "name", "system", "brokers", "online", "clients", "consumeType", "messageModel",
-        "consumeEnable", "orderly", "retryMaxTimes",
+        "consumeEnable", "orderly", "retryMaxTimes", "lag", "lagMs",
     }  # fmt: skip
     assert "TOOLS_CONSUMER" not in groups
     every = _json(rmq("group", "list", "--all", *ns))["groups"]
@@ -46,11 +46,11 @@ def test_lag(cluster: Cluster, rmq: Rmq) -> None:
     q0 = queues[0]  # type: ignore[index]
     assert set(q0) == {
         "topic", "brokerName", "queueId", "brokerOffset", "consumerOffset", "diff", "inflight",
-        "lastTimestamp",
+        "lastTimestamp", "lagMs",
     }  # fmt: skip
     assert q0["consumerOffset"] == 2 and q0["diff"] == q0["brokerOffset"] - 2
     assert lag["diffTotal"] == sum(q["diff"] for q in queues)  # type: ignore[attr-defined]
-    assert set(lag) == {"group", "queues", "diffTotal", "inflightTotal", "consumeTps"}
+    assert set(lag) == {"group", "queues", "diffTotal", "inflightTotal", "consumeTps", "lagMs"}
     text = rmq("group", "lag", GROUP, "-n", cluster.namesrv, "-o", "text")
     assert "diff total" in text.stdout
     missing = rmq("group", "lag", "no-such-group", "-n", cluster.namesrv)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.grpc.http2 import connection_limits
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CreateTopicRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
@@ -77,7 +78,14 @@ ELSEWHERE: dict[str, str] = {
     "enableMixedMessageType": "tests/broker/test_topic_attributes.py",
     "recallMessageEnable": "tests/grpc/test_recall.py",
     "timerMaxDelaySec": "tests/features/test_timer.py",
+    "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
+    "transactionCheckMax": "tests/cli_online/test_transactions.py",
     "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
+    "enableControllerMode": "tests/controller/test_commands.py",
+    "controllerAddr": "tests/controller/test_failover.py",
+    "allAckInSyncStateSet": "tests/controller/test_failover.py",
+    "controllerHeartBeatTimeoutMills": "tests/controller/test_failover.py",
+    "haMaxTimeSlaveNotCatchup": "tests/controller/test_failover.py",
 }
 # where a file proves a setting without naming it: what it uses instead
 EVIDENCE = {"fileReservedTime": "_age_files"}  # files older than the default 72 hours go
@@ -99,6 +107,11 @@ PROVED_HERE = {
     "lenientHeaderMaxBytes",
     "compressedRegister",
     "timerPrecisionMs",
+    "grpcMaxConcurrentStreams",
+    "grpcMaxHeaderListSize",
+    "grpcControlFrameBurst",
+    "grpcControlFramesPerSecond",
+    "grpcMaxCallsInFlight",
 }
 # how a file may spell a setting: RocketMQ's key, the field name, or a --set/attribute text
 _SNAKE = {
@@ -298,3 +311,20 @@ async def test_compressed_register_compresses_every_full_registration(tmp_path: 
     assert plain.ext_fields.get("compressed") != "true"
     packed = await _first_registration(tmp_path / "packed", True)
     assert packed.ext_fields.get("compressed") == "true"
+
+
+def test_grpc_settings_become_the_limits_of_each_connection() -> None:
+    # what each limit does to a connection is proved in tests/protocol/test_http2.py and
+    # tests/grpc/test_http2_server.py; here, that the broker's settings are the limits it serves with
+    config = BrokerConfig(
+        grpc_max_concurrent_streams=7,
+        grpc_max_header_list_size=2048,
+        grpc_control_frame_burst=30,
+        grpc_control_frames_per_second=5,
+        grpc_max_calls_in_flight=3,
+        grpc_client_idle_time_mills=1500,
+    )
+    limits = connection_limits(config)
+    assert (limits.protocol.max_concurrent_streams, limits.protocol.max_header_list_size) == (7, 2048)
+    assert (limits.protocol.control_frame_burst, limits.protocol.control_frames_per_second) == (30, 5.0)
+    assert (limits.max_calls_in_flight, limits.idle_timeout) == (3, 1.5)

@@ -25,9 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.grpc import calls
-from broker.grpc.calls import NativeGrpcServer
-from broker.grpc.hpack_codec import encode_int, literal
-from broker.grpc.http2 import (
+from broker.grpc.calls import MAX_MESSAGE, NativeGrpcServer
+from broker.grpc.http2 import ConnectionLimits
+from broker.protocol.hpack_codec import encode_int, literal
+from broker.protocol.http2 import (
     ACK,
     COMPRESSION_ERROR,
     CONTINUATION,
@@ -83,6 +84,8 @@ class Service:
     def __init__(self) -> None:
         self.once_runs = 0
         self.stream_ends = 0
+        self.running = 0  # Once handlers running now, and the most at any time
+        self.most_running = 0
 
     async def echo(self, request: bytes, context: Any) -> bytes:
         return request
@@ -104,7 +107,12 @@ class Service:
 
     async def once(self, request: bytes, context: Any) -> bytes:
         self.once_runs += 1
-        await asyncio.sleep(0.05)
+        self.running += 1
+        self.most_running = max(self.most_running, self.running)
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            self.running -= 1
         return request
 
     async def count(self, request: bytes, context: Any) -> AsyncIterator[bytes]:
@@ -184,6 +192,9 @@ def served() -> Iterator[Served]:
     servers = {
         "plain": NativeGrpcServer([service.generic()]),
         "intercepted": NativeGrpcServer([service.generic()], [interceptor]),
+        "two_in_flight": NativeGrpcServer(
+            [service.generic()], limits=ConnectionLimits(max_calls_in_flight=2)
+        ),
     }
     ports = {name: loop.run(server.start("127.0.0.1", 0)) for name, server in servers.items()}
     channels = {name: grpc.insecure_channel(f"127.0.0.1:{port}") for name, port in ports.items()}
@@ -264,6 +275,27 @@ def test_calls_beyond_the_connection_window_in_total(channel: Any) -> None:
     payload = os.urandom(2 << 20)
     for _ in range(RECEIVE_WINDOW // len(payload) + 8):
         assert echo(payload, timeout=TIMEOUT) == payload
+
+
+def test_calls_beyond_the_calls_in_flight_wait_their_turn(served: Served) -> None:
+    once = served.channels["two_in_flight"].unary_unary(f"/{SERVICE}/Once")
+    served.service.most_running = 0
+    calls = [once.future(b"%d" % i, timeout=TIMEOUT) for i in range(8)]
+    assert [call.result() for call in calls] == [b"%d" % i for i in range(8)]
+    assert served.service.most_running == 2
+
+
+@pytest.mark.parametrize(
+    "compression", [grpc.Compression.Gzip, grpc.Compression.Deflate], ids=["gzip", "deflate"]
+)
+def test_a_message_that_inflates_past_the_limit_is_refused(served: Served, compression: Any) -> None:
+    """A few KiB on the wire, over 16 MiB once inflated: refused while inflating, and the connection
+    serves on."""
+    echo = served.channels["plain"].unary_unary(ECHO)
+    error = rpc_error(lambda: echo(b"\0" * (MAX_MESSAGE + 1), timeout=TIMEOUT, compression=compression))
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "decompresses to over the limit" in error.details()
+    assert echo(b"after", timeout=TIMEOUT) == b"after"
 
 
 def test_partial_messages_hold_the_connection_window(served: Served) -> None:

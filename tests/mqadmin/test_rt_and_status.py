@@ -279,3 +279,13 @@ def test_ctrl_c_ends_an_interval_loop_quietly(mqadmin: Mq, monkeypatch: pytest.M
     run = mqadmin("clusterList", "-i", "1")
     assert run.code == 0 and run.err == ""
     assert run.out.count("#Cluster Name") == 2  # a round, a pause, a round, then Ctrl-C
+
+
+def test_wait_ready_counts_slaves(node: Cluster, slave: Broker, tmp_path: Path) -> None:
+    """A master and its slave are two brokers, as ``clusterList`` counts them."""
+    result = CliRunner().invoke(
+        app, ["wait", "ready", "--brokers", "2", "--timeout", "10", "-n", node.namesrv, "-o", "json"],
+        env={"RMQ_CONFIG": str(tmp_path / "config.toml")},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "2 broker(s) answer" in json.loads(result.stdout)["detail"]

@@ -1,6 +1,7 @@
 """Writer process for the crash test: appends under SYNC_FLUSH and prints each acknowledged seq.
 
-Run as ``python -m tests.store.crash_writer STORE FIRST_SEQ``; it writes until killed.
+Run as ``python -m tests.store.crash_writer STORE FIRST_SEQ [SETTING=INT ...]``; it writes until
+killed. The settings override the small store geometry of the tests.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from tests.store.helpers import message_for, open_store
 
 def main() -> None:
     root, seq = Path(sys.argv[1]), int(sys.argv[2])
-    store = open_store(root, flush_disk_type="SYNC_FLUSH")
+    overrides = {k: int(v) for k, v in (arg.split("=", 1) for arg in sys.argv[3:])}
+    store = open_store(root, flush_disk_type="SYNC_FLUSH", **overrides)
     rng = random.Random(seq)
     out = sys.stdout
     print("ready", flush=True)

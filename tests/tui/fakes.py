@@ -12,6 +12,7 @@ from admin.models import (
     ClusterStatus,
     ClusterSummary,
     ConfigValues,
+    GroupClients,
     GroupConfig,
     GroupConnections,
     GroupDescription,
@@ -187,6 +188,8 @@ class FakeService:
                 True,
                 False,
                 16,
+                46 if online else 0,
+                95_000 if online else 0,
             )
 
         return GroupList([g("TOOLS_CONSUMER", False, True), g("audit-cg", False), g("orders-cg", True)])
@@ -211,6 +214,9 @@ class FakeService:
             ),
             GroupLag(group, lag, sum(q.diff for q in lag), 4, 7.5),
         )
+
+    async def group_clients(self, group: str) -> GroupClients:
+        return GroupClients(group, [], True)  # nobody to ask: no rebalances to show
 
     async def retry_list(self) -> SpecialTopics:
         return SpecialTopics([SpecialTopic("orders-cg", "%RETRY%orders-cg", 5, ["broker-a"], T0)])

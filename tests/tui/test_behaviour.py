@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from admin.errors import NotFound
 from admin.models import TopicSpec
 from admin.service import AdminService
 from admin.tui.screens.confirm import ConfirmScreen
@@ -27,8 +28,11 @@ from tests.tui.conftest import (
 from tests.tui.helpers import app_for, rows
 
 
-def test_resend_all_dead_letters_after_typing_the_group(tui_cluster: TuiCluster) -> None:
+def test_resend_dead_letters_to_the_group_after_typing_its_name(tui_cluster: TuiCluster) -> None:
+    """A marked dead letter goes back to its group's retry topic (not the original topic); "resend all"
+    then sends only the other one: the first was resent before."""
     group, topic = "refund-cg", "Refunds"
+    retry = f"%RETRY%{group}"
 
     async def prepare() -> None:
         async with AdminService([tui_cluster.namesrv], 5) as service:
@@ -36,6 +40,15 @@ def test_resend_all_dead_letters_after_typing_the_group(tui_cluster: TuiCluster)
         await dead_letters(tui_cluster.client, tui_cluster.broker, topic, group, 2)
 
     tui_cluster.call(prepare())
+
+    async def counts() -> tuple[int, int]:
+        async with AdminService([tui_cluster.namesrv], 5) as service:
+            original = (await service.topic_status(topic)).total_messages
+            try:
+                retried = (await service.topic_status(retry)).total_messages
+            except NotFound:
+                retried = 0
+        return original, retried
 
     async def scenario() -> None:
         app = app_for(tui_cluster.namesrv)
@@ -48,30 +61,27 @@ def test_resend_all_dead_letters_after_typing_the_group(tui_cluster: TuiCluster)
                 pilot,
             )
             assert len(rows(app, "browse")) == 2
-            async with AdminService([tui_cluster.namesrv], 5) as service:
-                before = (await service.topic_status(topic)).total_messages
-            await pilot.press("a")
+            original, retried = await counts()
+            # one marked message: space marks, s resends it
+            await pilot.press("space", "s")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press(*"wrong", "enter")
             assert isinstance(app.screen, ConfirmScreen)  # the name must match
             app.screen.query_one("#confirm").value = ""
             await pilot.press(*group, "enter")
-            async with AdminService([tui_cluster.namesrv], 5) as service:
-                for _ in range(100):
-                    after = (await service.topic_status(topic)).total_messages
-                    if after == before + 2:
-                        break
-                    await pilot.pause(0.1)
-            assert after == before + 2
-            # one marked message: space marks, s resends it
-            await pilot.press("space", "s")
+            for _ in range(100):
+                if (await counts())[1] == retried + 1:
+                    break
+                await pilot.pause(0.1)
+            assert await counts() == (original, retried + 1)
+            await pilot.press("a")
             await pilot.press(*group, "enter")
-            async with AdminService([tui_cluster.namesrv], 5) as service:
-                for _ in range(100):
-                    if (await service.topic_status(topic)).total_messages == before + 3:
-                        break
-                    await pilot.pause(0.1)
-                assert (await service.topic_status(topic)).total_messages == before + 3
+            for _ in range(100):
+                if (await counts())[1] == retried + 2:
+                    break
+                await pilot.pause(0.1)
+            await pilot.pause(0.3)
+            assert await counts() == (original, retried + 2)  # the first one was skipped
 
     run(scenario())
 

@@ -25,8 +25,8 @@ def _ha(master: bool, lag: int | None, alive: bool | None) -> HAStatus:
 
 
 def test_slave_lag_and_a_lost_master_are_shown() -> None:
-    assert replication_lag(_broker(_ha(False, 4096, True))) == "4,096 B"
-    assert replication_lag(_broker(_ha(False, 4096, False))) == "4,096 B (master lost)"
+    assert replication_lag(_broker(_ha(False, 4096, True))) == "4.0 KiB"
+    assert replication_lag(_broker(_ha(False, 4096, False))) == "4.0 KiB (master lost)"
     assert replication_lag(_broker(_ha(True, 0, None), broker_id=0)) == "0 B"
 
 

@@ -6,6 +6,8 @@ from admin.models import MessageRange, TopicKind
 from admin.service import AdminService
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.message import MessageScreen
+from admin.units import size
+from tests.cli_online.conftest import heartbeat
 from tests.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
 from tests.tui.helpers import app_for, column, rows
 
@@ -23,12 +25,14 @@ def test_cluster_screen_shows_the_brokers_as_the_service_does(tui_cluster: TuiCl
                 row = shown[b.address]
                 assert row[0] == "UP"
                 assert row[1:7] == [b.cluster, b.broker_name, str(b.broker_id), b.role, b.address, b.version]
-                assert row[10] == f"{b.commitlog_min_offset:,}"
+                assert row[10] == size(b.commitlog_min_offset or 0)
             assert rows(app, "namesrvs")[tui_cluster.namesrv][1] == "UP"
             assert "connected" in app.status
             await pilot.press("enter")
             await until(lambda: isinstance(app.screen, BrokerScreen) and app.screen.latest is not None, pilot)
-            assert column(app, "runtime", "value")["brokerActive"] == "true"
+            runtime = column(app, "runtime", "value")
+            assert runtime["brokerActive"] == "true"
+            assert runtime["commitLogMaxOffset"].endswith(("B", "KiB", "MiB"))  # bytes in units
             assert column(app, "config", "value")["brokerName"] == "broker-a"
             await pilot.press("escape")
             assert not isinstance(app.screen, BrokerScreen)
@@ -74,6 +78,9 @@ def test_topics_screen_list_filter_and_detail(tui_cluster: TuiCluster) -> None:
 
 
 def test_groups_screen_lag_per_queue_and_clients(tui_cluster: TuiCluster) -> None:
+    # the session's client heartbeats once; after a long session the broker would have let it go
+    tui_cluster.call(heartbeat(tui_cluster.client, tui_cluster.broker, "10.0.0.9@tui", GROUP, TOPIC))
+
     async def scenario() -> None:
         app = app_for(tui_cluster.namesrv)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -89,7 +96,9 @@ def test_groups_screen_lag_per_queue_and_clients(tui_cluster: TuiCluster) -> Non
                 groups = (await service.group_list(include_system=False)).groups
                 lag = await service.group_lag(GROUP)
                 conns = await service.group_connections(GROUP)
-            assert list(rows(app, "groups")) == [g.name for g in groups]
+            assert sorted(rows(app, "groups")) == [g.name for g in groups]  # the screen: worst lag first
+            shown_lag = column(app, "groups", "lag")
+            assert shown_lag[GROUP] == f"{lag.diff_total:,}"
             assert rows(app, "groups")[GROUP][1:3] == ["online", "1"]
             shown = rows(app, "lag")
             for q in lag.queues:

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from admin.models import BrokerRuntime, ConfigValues
 from admin.tui.live import LiveScreen
 from admin.tui.table import LiveTable, Row
+from admin.units import runtime_value
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -54,10 +55,10 @@ class BrokerScreen(LiveScreen[tuple[BrokerRuntime, ConfigValues]]):
 
     def show(self, data: tuple[BrokerRuntime, ConfigValues]) -> None:
         runtime, config = data
-        for table_id, values in (
-            ("runtime", runtime.values),
-            ("store", store_keys(runtime.values)),
-            ("config", config.values),
+        for table_id, values, shown in (
+            ("runtime", runtime.values, runtime_value),
+            ("store", store_keys(runtime.values), runtime_value),
+            ("config", config.values, lambda _k, v: v),  # settings as they are set
         ):
-            rows: list[Row] = [(k, (k, v)) for k, v in values.items() if self.matches(k, v)]
+            rows: list[Row] = [(k, (k, shown(k, v))) for k, v in values.items() if self.matches(k, v)]
             self.query_one(f"#{table_id}", LiveTable).fill(rows)

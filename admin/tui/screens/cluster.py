@@ -14,12 +14,13 @@ from admin.tui.fmt import num, ratio, state
 from admin.tui.live import LiveScreen
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.table import LiveTable, Row
+from admin.units import size
 
 if TYPE_CHECKING:
     from admin.service import AdminService
 
 BROKER_COLUMNS = ("state", "cluster", "broker", "id", "role", "address", "version", "put TPS", "get TPS",
-                  "disk", "CommitLog min", "CommitLog max", "repl lag")  # fmt: skip
+                  "disk", "CommitLog min", "CommitLog max", "repl lag", "error")  # fmt: skip
 
 
 def replication_lag(broker: BrokerInfo) -> str:
@@ -28,7 +29,12 @@ def replication_lag(broker: BrokerInfo) -> str:
     if ha is None or ha.lag_bytes is None:
         return "-"
     suffix = "" if ha.master else ("" if ha.master_alive else " (master lost)")
-    return f"{ha.lag_bytes:,} B{suffix}"
+    return f"{size(ha.lag_bytes)}{suffix}"
+
+
+def _position(offset: int | None) -> Text:
+    """A CommitLog byte position in binary units."""
+    return Text("-" if offset is None else size(offset), justify="right")
 
 
 class ClusterScreen(LiveScreen[ClusterStatus]):
@@ -75,13 +81,14 @@ class ClusterScreen(LiveScreen[ClusterStatus]):
                         str(b.broker_id),
                         b.role,
                         b.address,
-                        (b.version or "-") if live else Text((b.error or "not registered")[:40], style="red"),
+                        (b.version or "-") if live else "-",
                         num(b.put_tps if live else None),
                         num(b.get_tps if live else None),
                         ratio(b.disk_ratio if live else None),
-                        num(b.commitlog_min_offset),
-                        num(b.commitlog_max_offset),
+                        _position(b.commitlog_min_offset),
+                        _position(b.commitlog_max_offset),
                         replication_lag(b),
+                        "" if live else Text(b.error or "not registered", style="red"),
                     ),
                 )
             )

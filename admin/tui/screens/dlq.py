@@ -1,6 +1,7 @@
 """Retry & DLQ: per group the depth of %RETRY%group and %DLQ%group; enter browses a group's dead
-letters (or retries); resend one, the marked ones or all to their original topic (after typing the
-group's name), with a progress bar; export to a JSON-lines file."""
+letters (or retries); resend one, the marked ones or all back to that group only, through its retry
+topic (after typing the group's name; ones resent before are skipped), with a progress bar; export to
+a JSON-lines file."""
 
 from __future__ import annotations
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 BROWSE_LIMIT = 500
 EXPORT_LIMIT = 100_000
-MUTATIONS = frozenset({"resend", "resend_all"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,7 @@ def message_key(rec: MessageRecord) -> str:
 
 
 class DlqScreen(LiveScreen[DlqView]):
+    mutations = frozenset({"resend", "resend_all"})
     DEFAULT_CSS = """
     DlqScreen #special { height: 1fr; }
     DlqScreen #browse { height: 2fr; }
@@ -82,9 +83,6 @@ class DlqScreen(LiveScreen[DlqView]):
             "", "offset", "msg id", "origin topic", "origin msg id", "reconsumed", "stored", "tags", "keys"
         )
         special.focus()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action in MUTATIONS and self.dash.read_only)
 
     async def fetch(self, service: AdminService) -> DlqView:
         retry, dlq, browse = await asyncio.gather(
@@ -235,7 +233,11 @@ class DlqScreen(LiveScreen[DlqView]):
                 self.run_worker(self._resend(group, targets), group="resend", exit_on_error=False)
 
         self.app.push_screen(
-            ConfirmScreen(f"Resend {count} of {group} to the original topic.", group), confirmed
+            ConfirmScreen(
+                f"Resend {count} of {group} to {group} only (its retry topic; no other group gets them).",
+                group,
+            ),
+            confirmed,
         )
 
     async def _resend(self, group: str, targets: dict[str, list[int]] | None) -> None:
@@ -250,20 +252,25 @@ class DlqScreen(LiveScreen[DlqView]):
 
         jobs = [(None, None)] if targets is None else [(a, o) for a, o in targets.items()]
 
-        async def resend(service: AdminService) -> tuple[int, int]:
-            resent = failed = 0
+        async def resend(service: AdminService) -> tuple[int, int, int]:
+            resent = failed = skipped = 0
             for addr, offsets in jobs:
                 report = await service.dlq_resend(group, offsets, addr, progress=progress)
                 resent += len(report.resent)
                 failed += len(report.failed)
-            return resent, failed
+                skipped += len(report.skipped)
+            return resent, failed, skipped
 
         try:
-            resent, failed = await self.dash.backend.call(resend)
+            resent, failed, skipped = await self.dash.backend.call(resend)
         except AdminError as exc:
             self.notify(f"resend failed: {exc}", severity="error")
         else:
-            self.notify(f"resent {resent} message(s) of {group}" + (f", {failed} failed" if failed else ""))
+            self.notify(
+                f"resent {resent} message(s) to {group}"
+                + (f", {skipped} skipped (resent before)" if skipped else "")
+                + (f", {failed} failed" if failed else "")
+            )
         finally:
             bar.add_class("hidden")
             self.marked.clear()

@@ -15,12 +15,19 @@ KEYS = """[b]Everywhere[/]
   :         jump: topic NAME, group NAME, broker ADDR, msg ID, or a screen name
   /         filter the list        r  refresh now        ?  this help
   enter     drill down             esc  back / clear     q  quit
-[b]Topics[/]   s system  t retry  x DLQ topics (show/hide)
-[b]Groups[/]   s system groups (show/hide)  c the selected group's clients: queues, rates
-[b]Retry & DLQ[/]   enter browse  k DLQ/retry  space mark  e export{mutations}
-[b]Message[/]  b body as text / JSON / hex  t trace (send, consumptions, transaction end)
+[b]Topics[/]   s system  t retry  x DLQ topics (show/hide){topics}
+[b]Groups[/]   s system groups (show/hide)  o order: lag time, lag, name  c clients: queues, rates{groups}
+[b]Retry & DLQ[/]   enter browse  k DLQ/retry  space mark  e export{dlq}
+[b]Message[/]  b body as text / JSON / hex  t trace (send, consumptions, transaction end){message}
 """
-MUTATIONS = "\n  s resend marked (or the current) message   a resend all"
+# what changes the cluster; left out with --read-only
+ACTIONS = {
+    "topics": "\n  n new  u update  d delete  m send a test message",
+    "groups": "\n  f reset offsets  k skip the backlog  z undo the last reset (a preview first)"
+    "\n  n new  u update  d delete",
+    "dlq": "\n  s resend marked (or the current) message   a resend all (to the failing group only)",
+    "message": "\n  v deliver it to one client of a group (consumeMessageDirectly)",
+}
 
 
 class HelpScreen(ModalScreen[None]):
@@ -42,7 +49,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(KEYS.format(mutations="" if self.read_only else MUTATIONS))
+            yield Static(KEYS.format(**{k: "" if self.read_only else v for k, v in ACTIONS.items()}))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,5 +1,6 @@
 """One message: where it is stored, its properties, its body as text, JSON or hex, and whether each
-group consuming its topic consumed it; ``t`` opens its trace."""
+group consuming its topic consumed it; ``t`` opens its trace; ``v`` (unless read-only) hands it to one
+online client of a group (consumeMessageDirectly) and shows what the listener answered."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from admin.models import MessageTracks
+from admin.errors import NotFound
+from admin.models import DirectDelivery, MessageTracks
 from admin.tui.fmt import body_view, ms_time
 from admin.tui.live import LiveScreen
+from admin.tui.screens.form import FormScreen
 from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
@@ -32,7 +35,9 @@ class MessageScreen(LiveScreen[MessageTracks]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("b", "body_mode", "Body text/JSON/hex"),
         Binding("t", "trace", "Trace"),
+        Binding("v", "deliver", "Deliver to a client"),
     ]
+    mutations = frozenset({"deliver"})
     live: ClassVar[bool] = False
     pushed: ClassVar[bool] = True
 
@@ -83,6 +88,35 @@ class MessageScreen(LiveScreen[MessageTracks]):
         if self.latest is not None:
             m = self.latest.message
             self.app.push_screen(TraceScreen(m.uniq_key or m.offset_msg_id))
+
+    def action_deliver(self) -> None:
+        if self.latest is None:
+            return
+        m = self.latest.message
+        msg_id, topic = m.offset_msg_id, m.topic
+        groups = [t.group for t in self.latest.tracks]
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None or not values["group"]:
+                return
+            group, client = values["group"], values["client"]
+
+            async def deliver(s: AdminService) -> DirectDelivery:
+                cid = client
+                if not cid:  # the first online client of the group
+                    online = (await s.group_connections(group)).clients
+                    if not online:
+                        raise NotFound(f"no client of {group} is online")
+                    cid = online[0].client_id
+                return await s.message_deliver(msg_id, group, cid, topic)
+
+            self.act(deliver, lambda d: f"{d.client_id}: {d.result} in {d.spent_ms} ms ({d.remark or '-'})")
+
+        fields = [
+            ("group", "Consumer group", groups[0] if groups else ""),
+            ("client", "Client id (empty: the group's first online client)", ""),
+        ]
+        self.app.push_screen(FormScreen("Deliver this message to one client", fields), chosen)
 
     def action_body_mode(self) -> None:
         self.body_mode = BODY_MODES[(BODY_MODES.index(self.body_mode) + 1) % len(BODY_MODES)]

@@ -1,5 +1,6 @@
 """Topics: a filterable list (system, retry and DLQ topics shown on demand); enter shows a topic's
-route, its queues' offsets and the groups consuming it."""
+route, its queues' offsets and the groups consuming it. Unless read-only: create (``n``), update
+(``u``) and delete (``d``) topics, and send a test message to one (``m``)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from admin.errors import NotFound
-from admin.models import TopicDescription, TopicKind, TopicList, perm_text
+from admin.errors import AdminError, NotFound
+from admin.models import OutgoingMessage, TopicDescription, TopicKind, TopicList, TopicSpec, perm_text
 from admin.tui.fmt import ms_time, num
 from admin.tui.live import LiveScreen
-from admin.tui.table import LiveTable, Row
+from admin.tui.screens.confirm import ConfirmScreen
+from admin.tui.screens.form import FormScreen
+from admin.tui.screens.groups import number
+from admin.tui.table import LiveTable, Row, selected_key
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -40,7 +44,12 @@ class TopicsScreen(LiveScreen[TopicsView]):
         Binding("s", "toggle_kind('system')", "System"),
         Binding("t", "toggle_kind('retry')", "Retry"),
         Binding("x", "toggle_kind('dlq')", "DLQ"),
+        Binding("n", "new", "New"),
+        Binding("u", "update", "Update"),
+        Binding("d", "delete", "Delete"),
+        Binding("m", "send", "Send message"),
     ]
+    mutations = frozenset({"new", "update", "delete", "send"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -155,6 +164,92 @@ class TopicsScreen(LiveScreen[TopicsView]):
         self.query_one("#topic-groups", Static).update(groups)
         self.query_one("#route", LiveTable).fill(route_rows)
         self.query_one("#queues", LiveTable).fill(queue_rows)
+
+    # -- actions (hidden with --read-only) ----------------------------------------------------------
+    def _topic(self) -> str | None:
+        """The topic chosen (enter or a jump), else the one under the cursor; None, with a word why."""
+        topic = self.selected or selected_key(self.query_one("#topics", DataTable))
+        if topic is None:
+            self.notify("select a topic first", severity="warning")
+        return topic
+
+    def action_new(self) -> None:
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None or not values["name"]:
+                return
+            try:
+                queues = number(values["queues"], "queues")
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            spec = TopicSpec(values["name"], queues, queues)
+            self.act(lambda s: s.topic_create(spec), lambda c: f"topic {c.topic} created")
+
+        fields = [("name", "Topic name", ""), ("queues", "Queues per broker (read and write)", "8")]
+        self.app.push_screen(FormScreen("New topic", fields), chosen)
+
+    def action_update(self) -> None:
+        topic = self._topic()
+        if topic is None:
+            return
+        current = (
+            next((t for t in self.latest.topics.topics if t.name == topic), None) if self.latest else None
+        )
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            try:
+                spec = TopicSpec(
+                    topic,
+                    number(values["read"], "read queues"),
+                    number(values["write"], "write queues"),
+                    number(values["perm"], "perm"),
+                )
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.act(lambda s: s.topic_update(spec), lambda c: f"topic {c.topic} updated")
+
+        brokers = max(1, len(current.brokers)) if current else 1  # the list sums queues over brokers
+        fields = [
+            ("read", "Read queues per broker", str(current.read_queues // brokers if current else 8)),
+            ("write", "Write queues per broker", str(current.write_queues // brokers if current else 8)),
+            ("perm", "Permission: 6 read+write, 4 read, 2 write", str(current.perm or 6 if current else 6)),
+        ]
+        self.app.push_screen(FormScreen(f"Update topic {topic}", fields), chosen)
+
+    def action_delete(self) -> None:
+        topic = self._topic()
+        if topic is None:
+            return
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.act(lambda s: s.topic_delete(topic), lambda d: f"topic {topic} deleted")
+
+        text = f"Delete topic {topic} from its brokers and the NameServers (its messages become unreachable)."
+        self.app.push_screen(ConfirmScreen(text, topic), confirmed)
+
+    def action_send(self) -> None:
+        topic = self._topic()
+        if topic is None:
+            return
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            msg = OutgoingMessage(
+                topic, values["body"].encode(), values["tags"] or None, values["keys"].split()
+            )
+            self.act(lambda s: s.message_send(msg), lambda r: f"sent to {topic}: {r.msg_id} ({r.status})")
+
+        fields = [
+            ("body", "Body", "hello from rmq dashboard"),
+            ("tags", "Tags", ""),
+            ("keys", "Keys (space separated)", ""),
+        ]
+        self.app.push_screen(FormScreen(f"Send a test message to {topic}", fields), chosen)
 
     def action_toggle_kind(self, kind: str) -> None:
         self.kinds ^= {TopicKind(kind)}

@@ -55,6 +55,7 @@ class HAClient:
         self.on_connected: Callable[[], None] = lambda: None
         self.on_new_topic: Callable[[], None] = lambda: None
         self.ask_master: Callable[[], None] = lambda: None  # re-register now to hear of a master
+        self.identity = 0  # controller mode: the broker id told to the master before the first report
         self.connected = False
         self.last_read = 0.0
         self.last_write = 0.0
@@ -115,6 +116,8 @@ class HAClient:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT)
         heartbeat: asyncio.Task[None] | None = None
         try:
+            if self.identity:
+                writer.write(pack_report(-self.identity))
             await self._report(writer)
             self.connected = True
             self.last_read = time.monotonic()

@@ -62,6 +62,8 @@ class HAConnection:
         peer = writer.get_extra_info("peername")
         self.addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.reported = -1  # the slave's last reported max offset
+        self.broker_id = 0  # controller mode: the replica's controller-assigned id (0: not told)
+        self.caught_up_at = time.monotonic()  # when its acks last reached the master's end
         self.sent_end = -1  # where the bytes sent on this connection end (transferFromWhere)
         self.wake = asyncio.Event()
         self.rate = ByteRate()
@@ -91,7 +93,13 @@ class HAConnection:
         idle = self.service.broker.config.ha_housekeeping_interval / 1000
         while True:
             data = await asyncio.wait_for(self.reader.readexactly(REPORT.size), idle)
-            self.reported = REPORT.unpack(data)[0]
+            reported = REPORT.unpack(data)[0]
+            if reported < 0:  # controller mode: the replica says which broker id it is first
+                self.broker_id = -reported
+                continue
+            self.reported = reported
+            if self.ack >= self.service.broker.store.commitlog.max_offset:
+                self.caught_up_at = time.monotonic()
             self._first_report.set()
             self.service.on_ack(self.ack)
 
@@ -150,6 +158,9 @@ class HAService:
         self._waiters = OffsetWaits()  # SYNC_MASTER answers waiting for a slave's ack
         self._tasks: set[asyncio.Task[None]] = set()
         self.access = SlaveAccess(broker.config)
+        # controller mode: the replicas (ids) that must hold a message before its send is answered
+        # (allAckInSyncStateSet); None: the classic rule, any one slave
+        self.sync_members: set[int] | None = None
 
     @property
     def port(self) -> int:
@@ -205,10 +216,27 @@ class HAService:
             conn.wake.set()
 
     def on_ack(self, offset: int) -> None:
+        if self.sync_members is not None:
+            self._waiters.release(self.confirmed(), True)
+            return
         if offset <= self.acked:
             return
         self.acked = offset
         self._waiters.release(offset, True)
+
+    def confirmed(self) -> int:
+        """Controller mode: what every SyncStateSet replica holds (-1 while one is not connected)."""
+        members = self.sync_members or set()
+        acks = {c.broker_id: c.ack for c in self.connections if c.broker_id in members}
+        if len(acks) < len(members):
+            return -1
+        return min(acks.values(), default=self.broker.store.commitlog.max_offset)
+
+    def set_sync_members(self, members: set[int] | None) -> None:
+        """A new SyncStateSet (without the master): waiting sends re-check against it."""
+        self.sync_members = members
+        if members is not None:
+            self._waiters.release(self.confirmed(), True)
 
     def slave_ok(self, end: int) -> bool:
         """A slave is connected and not too far behind (HAService.isSlaveOK)."""
@@ -218,11 +246,14 @@ class HAService:
     async def wait_slave(self, result: PutResult) -> None:
         """SYNC_MASTER: hold the answer until a slave has the bytes (GroupTransferService)."""
         end = result.offsets[-1] + result.sizes[-1]
-        if not self.slave_ok(end):
+        if self.sync_members is not None:
+            if not self.sync_members or self.confirmed() >= end:
+                return
+        elif not self.slave_ok(end):
             result.status = PutStatus.SLAVE_NOT_AVAILABLE
             result.remark = "no slave in sync to replicate to"
             return
-        if self.acked >= end:
+        elif self.acked >= end:
             return
         self.wake()
         timeout_ms = self.broker.store_config.sync_flush_timeout_ms

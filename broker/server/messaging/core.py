@@ -42,6 +42,8 @@ class Answer(Protocol):
 class Transactions(Protocol):
     async def end(self, header: EndTransactionRequestHeader) -> Answer: ...
 
+    def resume(self, offset: int) -> str | None: ...
+
 
 class BrokerParts(Protocol):
     """The parts of the broker the core uses."""
@@ -68,6 +70,8 @@ class BrokerParts(Protocol):
     def transactions(self) -> Transactions: ...
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     async def read_queue(
         self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
@@ -211,6 +215,10 @@ class MessagingCore:
         return await self.broker.read(self.broker.store.earliest_store_time, topic, queue_id)
 
     # == transactions ==========================================================================
+    async def resume_transaction_check(self, commitlog_offset: int) -> str | None:
+        """Put a half message that hit the check limit back to be checked; why not, or None."""
+        return await self.broker.write(self.broker.transactions.resume, commitlog_offset)
+
     async def message_at(self, commitlog_offset: int) -> MessageRecord | None:
         """The stored message at a CommitLog offset, if a whole one starts there."""
         return await self.broker.read(self.broker.store.message_at, commitlog_offset)

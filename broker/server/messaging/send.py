@@ -210,6 +210,10 @@ class SendService:
             raise SendRejected(
                 ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"
             )
+        replicas = self.broker.replicas
+        fenced = replicas.write_refusal() if replicas is not None else None
+        if fenced is not None:  # controller mode: a master whose role the controller no longer confirms
+            raise SendRejected(ResponseCode.SERVICE_NOT_AVAILABLE, fenced)
         if not cfg.broker_permission & PERM_WRITE:
             raise SendRejected(
                 ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip1}] sending message is forbidden"

@@ -2,10 +2,11 @@
 
     python cpp_producer.py <namesrv host:port> <topic> [--group G] [--count N] [--tags A,B]
         [--key-prefix K] [--body TEXT] [--body-size BYTES] [--delay-level L] [--property K=V ...]
-        [--batch] [--timeout S]
+        [--batch] [--interval-ms MS] [--timeout S]
 
 Message i (0-based) gets tags[i % len(tags)], keys "<key-prefix>-<i>" and the body "<body>-<i>"
-padded with '.' up to --body-size bytes. --batch sends all of them in one SEND_BATCH_MESSAGE.
+padded with '.' up to --body-size bytes. --batch sends all of them in one SEND_BATCH_MESSAGE;
+--interval-ms waits that long between two sends (a steady load), failed or not.
 Events: ready, sent {index,msgId,queueOffset,status,tags,keys} (the C API gives no queue id),
 send_error {index,error,name}, client_log, error, summary {sent,failed,count,elapsedMs,ok}.
 Run it with the peer venv's python and HOME pointing at a scratch folder (the client logs there).
@@ -36,6 +37,7 @@ def main() -> None:
     p.add_argument("--property", action="append", default=[], metavar="K=V")
     p.add_argument("--batch", action="store_true")
     p.add_argument("--send-timeout-ms", type=kit.positive_count, default=3000)
+    p.add_argument("--interval-ms", type=kit.count, default=0)
     args = p.parse_args()
     extra: list[tuple[str, str]] = []
     for item in args.property:
@@ -134,6 +136,8 @@ def main() -> None:
                 kit.emit("send_error", index=index, name=type(exc).__name__, error=str(exc))
             else:
                 report(index, result, tag, key)
+            if args.interval_ms:
+                time.sleep(args.interval_ms / 1000)
     try:
         producer.shutdown()
     except Exception as exc:

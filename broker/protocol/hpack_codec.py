@@ -1,11 +1,13 @@
 """HPACK (RFC 7541) for the gRPC port: the decoder of the header blocks clients send, and the few
-fixed blocks the broker answers with.
+fixed blocks the broker answers with (sans-IO, under :mod:`broker.protocol.http2`).
 
 Requests are decoded here rather than by ``hpack.Decoder`` because a gRPC call carries a dozen headers
 and the generic decoder's per-field validation costs more than the call itself. The static table and
 Huffman code come from the ``hpack`` package. Huffman-coded strings repeat from call to call (paths,
-client ids), so their decodings are remembered. Answers use no dynamic table and no Huffman coding,
-which RFC 7541 always allows.
+client ids), so the decodings of short ones are remembered, within a budget of bytes per connection.
+What a block may cost is checked as it decodes: a string longer than the whole list may be is refused
+before it is decoded, and the list's size after each field. Answers use no dynamic table and no
+Huffman coding, which RFC 7541 always allows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from hpack.table import HeaderTable
 STATIC: Final[tuple[tuple[bytes, bytes], ...]] = HeaderTable.STATIC_TABLE
 STATIC_LEN: Final = len(STATIC)  # 61
 ENTRY_OVERHEAD: Final = 32  # RFC 7541 4.1: an entry's size is its name and value lengths plus 32
-HUFFMAN_CACHE_MAX: Final = 4096  # distinct decoded strings remembered before the memory starts over
+HUFFMAN_CACHED_MAX: Final = 256  # longer Huffman strings are decoded each time (ids, signatures vary)
+HUFFMAN_CACHE_BYTES: Final = 32 * 1024  # coded + decoded bytes remembered before the memory starts over
 MAX_INT: Final = 1 << 28  # far above any length or index a sane encoder sends
 
 Header = tuple[bytes, bytes]
@@ -39,6 +42,7 @@ class HeaderDecoder:
         self.entries: list[Header] = []  # the dynamic table, newest last
         self.size = 0
         self.huffman: dict[bytes, bytes] = {}
+        self.huffman_bytes = 0  # what the remembered decodings hold
 
     def decode(self, block: bytes) -> list[Header]:
         headers: list[Header] = []
@@ -110,6 +114,8 @@ class HeaderDecoder:
         end = pos + length
         if end > len(block):
             raise HpackError(f"a string of {length} bytes runs past the block's end")
+        if length > self.max_list_size:  # before decoding: encoders use Huffman only where it is shorter
+            raise HpackError(f"a string of {length} bytes in a header list of at most {self.max_list_size}")
         raw = block[pos:end]
         if not coded:
             return raw, end
@@ -119,9 +125,12 @@ class HeaderDecoder:
                 decoded = bytes(decode_huffman(raw))
             except HPACKDecodingError as exc:
                 raise HpackError(f"a Huffman string does not decode: {exc}") from None
-            if len(self.huffman) >= HUFFMAN_CACHE_MAX:
-                self.huffman.clear()
-            self.huffman[raw] = decoded
+            if length <= HUFFMAN_CACHED_MAX:
+                if self.huffman_bytes + length + len(decoded) > HUFFMAN_CACHE_BYTES:
+                    self.huffman.clear()
+                    self.huffman_bytes = 0
+                self.huffman[raw] = decoded
+                self.huffman_bytes += length + len(decoded)
         return decoded, end
 
     def _name(self, block: bytes, pos: int, index: int) -> tuple[bytes, int]:

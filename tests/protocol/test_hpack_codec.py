@@ -6,6 +6,7 @@ another exception; and the fixed answer blocks decode with the reference decoder
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import hpack
 import pytest
@@ -16,7 +17,8 @@ from hpack.table import HeaderTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.grpc.hpack_codec import (
+from broker.protocol.hpack_codec import (
+    HUFFMAN_CACHE_BYTES,
     RESPONSE_HEADERS,
     STATIC_LEN,
     Header,
@@ -258,3 +260,26 @@ def test_response_headers_decode() -> None:
     assert hpack.Decoder().decode(RESPONSE_HEADERS, raw=True) == expected
     assert HeaderDecoder().decode(RESPONSE_HEADERS) == expected
     assert hpack.Decoder().decode(literal(b"name", b"value"), raw=True) == [(b"name", b"value")]
+
+
+def test_remembered_huffman_decodings_stay_within_their_bytes() -> None:
+    """Unique Huffman strings (a client sending a new id with every call) cost at most the cache's
+    bytes, which then start over; long ones are not remembered at all."""
+    decoder = HeaderDecoder()
+    encoder = hpack.Encoder()
+    held = []
+    for i in range(1000):
+        name = f"x-id-{i}"
+        block = encoder.encode([(name, f"{i:08d}" * 4), ("x-long", f"{i:08d}" * 100)], huffman=True)
+        assert dict(decoder.decode(block))[name.encode()] == f"{i:08d}".encode() * 4
+        held.append(decoder.huffman_bytes)
+    assert max(held) <= HUFFMAN_CACHE_BYTES
+    assert any(later < earlier for earlier, later in pairwise(held))  # started over
+    assert all(len(raw) <= 256 for raw in decoder.huffman)
+
+
+def test_a_string_longer_than_the_list_may_be_is_refused_before_it_decodes() -> None:
+    decoder = HeaderDecoder(max_list_size=1024)
+    block = b"\x00" + encode_int(4, 7) + b"name" + encode_int(2000, 7, 0x80) + b"\xff" * 2000
+    with pytest.raises(HpackError, match="a string of 2000 bytes in a header list of at most 1024"):
+        decoder.decode(block)
