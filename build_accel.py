@@ -3,8 +3,9 @@
     python build_accel.py [--out build/accel] [--if-stale]
 
 ``make install`` runs it; ``broker.compiled`` then loads the compiled modules in place of their
-sources for as long as the manifest's digests match the sources (an edit falls back to the source
-until the next ``make install``). The same source is compiled: there is no second implementation.
+sources for as long as the sources keep the size and modification time the manifest recorded (an
+edit falls back to the source until the next ``make install``). The same source is compiled: there is
+no second implementation.
 The folder holds only the extension files and ``manifest.json``: a ``.so`` next to its ``.py`` would
 shadow every later edit of it, the trap of an editable install.
 
@@ -23,7 +24,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, module_name, source_digest
+from broker.compiled import BUILD_DIR, MANIFEST, ROOT, ext_suffix, fresh_build, module_name, source_key
 
 # Hot paths: store append, dispatch, index and recovery scan; remoting frames, connections and sends;
 # gRPC's HTTP/2 frames, header blocks and calls, and its sends.
@@ -42,8 +43,12 @@ ACCEL_MODULES = (
     "broker/store/dispatch.py",
     "broker/store/message_store.py",
     "broker/protocol/remoting.py",
-    "broker/client/remoting_client.py",
-    "broker/server/send_processor.py",
+    "broker/remoting/channel.py",
+    "broker/remoting/client.py",
+    "broker/remoting/errors.py",
+    "broker/remoting/server.py",
+    "broker/server/messaging/send.py",
+    "broker/server/send_message_processor.py",
     "broker/server/write_bursts.py",
     "broker/server/instrument.py",
     "broker/server/header_limits.py",
@@ -93,7 +98,7 @@ def build(out: Path) -> int:
     staging = out.with_name(out.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    digests = {source: source_digest(ROOT / source) for source in ACCEL_MODULES}
+    keys = {source: source_key(ROOT / source) for source in ACCEL_MODULES}
     try:
         failure = _compile(staging)
         if failure is not None:
@@ -108,7 +113,7 @@ def build(out: Path) -> int:
         groups = [p.name.removesuffix(ext_suffix()) for p in staging.glob(f"*__mypyc{ext_suffix()}")]
         if len(groups) != 1:
             return _skip(f"expected one shared mypyc library in the build, found {len(groups)}")
-        manifest = {"ext_suffix": ext_suffix(), "group": groups[0], "sources": digests}
+        manifest = {"ext_suffix": ext_suffix(), "group": groups[0], "sources": keys}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         shutil.rmtree(out, ignore_errors=True)
         staging.rename(out)

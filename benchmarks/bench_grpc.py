@@ -55,7 +55,7 @@ from broker.client.remoting_client import RemotingClient
 from broker.client.simple_consumer import SimpleConsumer
 from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
-from broker.server.transport import install_uvloop
+from broker.remoting.server import install_uvloop
 from tests.grpc.attacks import Node, rmq_up
 
 Result = dict[str, object]

@@ -13,9 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+from broker.node import settle_gc
 from broker.protocol.message import body_crc
 from broker.protocol.msgid import UniqKeyGenerator
-from broker.server.node import settle_gc
 from broker.store import message_store
 from broker.store.config import StoreConfig
 from broker.store.message_store import GetStatus, MessageStore, PutMessage

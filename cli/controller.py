@@ -45,7 +45,7 @@ def serve(
 ) -> None:
     """Run a controller (one alone, or one of three with controllerPeers)."""
     from broker.controller.config import ControllerConfig
-    from broker.server.node import NodePlan
+    from broker.node import NodePlan
     from broker.settings import SettingsError, SettingsTarget, parse_overrides, read_settings_file
 
     run._logging(log_level)

@@ -16,7 +16,7 @@ from cli.connect import NamesrvOpt, ProfileOpt, TimeoutOpt
 
 if TYPE_CHECKING:
     from broker.acl.client import ClientSecurity
-    from broker.server.node import Node, NodePlan
+    from broker.node import Node, NodePlan
 
 RefreshOpt = Annotated[
     float,
@@ -97,7 +97,7 @@ def run_with_node(
     """Start ``plan`` in a background thread, run the dashboard against its NameServer, and stop the
     node when the dashboard quits (``rmq up --dashboard``). Logs go to ``rmq-up.log`` in the store."""
     from admin.errors import OperationFailed
-    from broker.server.node import Node, NodeStartError
+    from broker.node import Node, NodeStartError
 
     check_refresh(refresh)
     require_terminal()

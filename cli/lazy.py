@@ -9,6 +9,9 @@
   them) a converter of their own. typer >= 0.28 converts every given option with a pydantic
   TypeAdapter built on first use, which costs ~100 ms of imports plus ~70 ms of schema building per
   run; the converters here behave the same for these types. Other types keep typer's conversion.
+
+Both lean on typer internals (its vendored click, ``typer._coercion``, ``typer.core._TyperParameter``), so
+pyproject.toml pins typer to the range ``tests/cli/test_typer_pin.py`` checks; that test names what moved.
 """
 
 from __future__ import annotations

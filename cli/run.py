@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.namesrv.config import NamesrvConfig
+    from broker.node import Node, NodePlan
     from broker.server.config import BrokerConfig
-    from broker.server.node import Node, NodePlan
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("-c", "--config", help="TOML file or RocketMQ broker.conf properties file.")
@@ -77,8 +77,8 @@ def _namesrv_config(
 
 
 def _run(plan: NodePlan, banner: list[str], after_start: Callable[[Node], None] | None = None) -> None:
-    from broker.server.node import Node, NodeStartError, run_until_signal
-    from broker.server.transport import install_uvloop
+    from broker.node import Node, NodeStartError, run_until_signal
+    from broker.remoting.server import install_uvloop
     from broker.store.errors import StoreError
 
     install_uvloop()
@@ -112,7 +112,7 @@ def namesrv(
     ] = None,
 ) -> None:
     """Run a NameServer."""
-    from broker.server.node import NodePlan
+    from broker.node import NodePlan
 
     _logging(log_level)
     cfg = _namesrv_config(config, set_ or [], port, folder)
@@ -128,8 +128,8 @@ def _broker_plan(
     namesrv_addr: str | None,
     env: dict[str, str],
 ) -> NodePlan:
+    from broker.node import NodePlan
     from broker.server.config import load_broker_settings
-    from broker.server.node import NodePlan
     from broker.settings import SettingsError
 
     try:

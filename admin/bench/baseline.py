@@ -13,12 +13,12 @@ import argparse
 import asyncio
 import sys
 
-from broker.client.remoting_client import RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageResponseHeader, SendMessageResponseHeader
 from broker.protocol.remoting import RemotingCommand, make_response
-from broker.server.transport import RemotingServer, install_uvloop
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.server import RemotingServer, install_uvloop
 
 _MSG_ID = "7F00000100002A9F0000000000000000"
 

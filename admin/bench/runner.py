@@ -23,14 +23,10 @@ from admin.bench.sdk_load import SdkLoad
 from admin.bench.stats import Rates, Recorder
 from admin.errors import AdminError, BadInput, ConnectFailed, OperationFailed, Timeout
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.client.remoting_client import (
-    RemotingClient,
-    RemotingConnectError,
-    RemotingError,
-    RemotingTimeoutError,
-)
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
 from broker.protocol.codes import ResponseCode
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 OnTick = Callable[[str, Rates], None]
 """Called once a second with the phase ("broker", "sdk" or "baseline") and the last second's rates."""
@@ -143,7 +139,7 @@ def bench_consume(opts: BenchOptions, on_tick: OnTick) -> BenchResult:
 
 
 def _run_loop(coro: Awaitable[BenchResult]) -> BenchResult:
-    from broker.server.transport import install_uvloop
+    from broker.remoting.server import install_uvloop
 
     async def main() -> BenchResult:
         with _admin_errors():
@@ -172,8 +168,8 @@ def _admin_errors() -> Iterator[None]:
 async def embedded_cluster(flush: Flush) -> AsyncIterator[str]:
     """A NameServer and a broker in this process on a temporary store; yields the NameServer address."""
     from broker.namesrv.config import NamesrvConfig
+    from broker.node import Node, NodePlan
     from broker.server.config import BrokerConfig
-    from broker.server.node import Node, NodePlan
     from broker.store.config import StoreConfig
 
     with tempfile.TemporaryDirectory(prefix="rmq-bench-") as tmp:

@@ -2,6 +2,6 @@
 group permissions, IP white lists) and TLS contexts.
 
 Sans-IO except :mod:`broker.acl.config` (reads and writes the ACL file) and :mod:`broker.acl.tls`
-(loads certificates). Servers hook it in through :mod:`broker.server.acl_hook`; clients sign with
+(loads certificates). Servers hook it in through :mod:`broker.acl.remoting_hook`; clients sign with
 :mod:`broker.acl.signer`.
 """

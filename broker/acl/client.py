@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.acl.signer import Credentials, sign_request
-from broker.client.remoting_client import RemotingClient
 from broker.protocol.remoting import RemotingCommand
+from broker.remoting.client import RemotingClient
 
 
 @dataclass(frozen=True, slots=True)

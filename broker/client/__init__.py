@@ -11,12 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "AllocateAveragely": "broker.client.allocate",
-    "AllocateAveragelyByCircle": "broker.client.allocate",
-    "AllocateConsistentHash": "broker.client.allocate",
-    "AllocateMachineRoomNearby": "broker.client.allocate",
-    "AllocateStrategy": "broker.client.allocate",
-    "MachineRoomResolver": "broker.client.allocate",
+    "AllocateAveragely": "broker.protocol.allocate",
+    "AllocateAveragelyByCircle": "broker.protocol.allocate",
+    "AllocateConsistentHash": "broker.protocol.allocate",
+    "AllocateMachineRoomNearby": "broker.protocol.allocate",
+    "AllocateStrategy": "broker.protocol.allocate",
+    "MachineRoomResolver": "broker.protocol.allocate",
     "BlockingLitePullConsumer": "broker.client.blocking",
     "BlockingProducer": "broker.client.blocking",
     "BlockingPushConsumer": "broker.client.blocking",
@@ -80,14 +80,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from broker.acl.signer import Credentials
-    from broker.client.allocate import (
-        AllocateAveragely,
-        AllocateAveragelyByCircle,
-        AllocateConsistentHash,
-        AllocateMachineRoomNearby,
-        AllocateStrategy,
-        MachineRoomResolver,
-    )
     from broker.client.blocking import (
         BlockingLitePullConsumer,
         BlockingProducer,
@@ -114,6 +106,14 @@ if TYPE_CHECKING:
         hash_selector,
     )
     from broker.client.simple_consumer import SimpleConsumer
+    from broker.protocol.allocate import (
+        AllocateAveragely,
+        AllocateAveragelyByCircle,
+        AllocateConsistentHash,
+        AllocateMachineRoomNearby,
+        AllocateStrategy,
+        MachineRoomResolver,
+    )
     from broker.protocol.bodies import MessageModel, MessageQueue
 
 

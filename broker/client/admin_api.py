@@ -11,7 +11,6 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from broker.client.remoting_client import RemotingClient, RemotingConnectError
 from broker.protocol.bodies import (
     ClusterInfo,
     CreateTopicListRequestBody,
@@ -25,6 +24,8 @@ from broker.protocol.bodies import (
 )
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_request
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingConnectError
 
 if TYPE_CHECKING:
     from broker.protocol import group_bodies as G

@@ -4,7 +4,6 @@ the response code, decode the answer. Nothing here keeps state besides the conne
 from __future__ import annotations
 
 from broker.client.message import MQBrokerError, MQClientError
-from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol import headers as H
 from broker.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
@@ -16,6 +15,8 @@ from broker.protocol.bodies import (
 )
 from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from broker.protocol.remoting import ExtFieldsHeader, RemotingCommand, make_request
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 
 
 def request(

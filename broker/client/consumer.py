@@ -13,7 +13,6 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from broker.client.allocate import AllocateStrategy
 from broker.client.callbacks import as_async
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import Message, MessageExt, MQClientError
@@ -22,14 +21,16 @@ from broker.client.process_queue import ProcessQueue
 from broker.client.producer import Producer
 from broker.client.pull import PullRequest, PullStatus, pull
 from broker.client.rebalance import REBALANCE_INTERVAL
-from broker.client.remoting_client import RemotingChannel, RemotingError
 from broker.protocol import headers as H
 from broker.protocol import properties as P
 from broker.protocol import running_info as RI
+from broker.protocol.allocate import AllocateStrategy
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     import ssl

@@ -16,7 +16,6 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.client.allocate import AllocateAveragely, AllocateStrategy
 from broker.client.consume_stats import ConsumeStatsRecorder
 from broker.client.instance import ClientInstance, parse_namesrv_addr
 from broker.client.message import MQClientError
@@ -29,9 +28,9 @@ from broker.client.offset_store import (
 from broker.client.process_queue import ProcessQueue, now_ms
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
-from broker.client.remoting_client import RemotingChannel, RemotingError
 from broker.client.trace_dispatch import tracer_for
 from broker.protocol import running_info as RI
+from broker.protocol.allocate import AllocateAveragely, AllocateStrategy
 from broker.protocol.bodies import (
     ConsumeFromWhere,
     ConsumerData,
@@ -43,6 +42,8 @@ from broker.protocol.bodies import (
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     import ssl

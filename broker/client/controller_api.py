@@ -9,10 +9,10 @@ import json
 from collections.abc import Sequence
 
 from broker.client.admin_api import AdminApi
-from broker.client.remoting_client import RemotingConnectError
 from broker.protocol import controller as C
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand
+from broker.remoting.errors import RemotingConnectError
 
 
 async def metadata(api: AdminApi, addrs: Sequence[str]) -> tuple[str, C.GetMetaDataResponseHeader]:

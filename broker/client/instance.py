@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
-from broker.client.remoting_client import RemotingClient, RemotingError
-from broker.client.route import MASTER_ID, RouteCache
+from broker.client.route import RouteCache
 from broker.protocol.bodies import HeartbeatData, MessageQueue
 from broker.protocol.msgid import local_ip
+from broker.protocol.route import MASTER_ID
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     import ssl

@@ -10,15 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from broker.client.allocate import AllocateStrategy
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
 from broker.client.process_queue import ProcessQueue
 from broker.client.pull import PullRequest, PullStatus, build_subscription, pull
 from broker.client.rebalance import REBALANCE_INTERVAL
-from broker.client.remoting_client import RemotingError
+from broker.protocol.allocate import AllocateStrategy
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     import ssl

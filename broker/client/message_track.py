@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.client.remoting_client import RemotingError
 from broker.protocol.bodies import ConsumerConnection, ConsumeType, MessageModel, TopicRouteData
 from broker.protocol.codes import ResponseCode
 from broker.protocol.message import MessageRecord
 from broker.protocol.names import retry_topic
+from broker.remoting.errors import RemotingError
 
 MASTER_ID = 0
 

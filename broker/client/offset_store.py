@@ -15,8 +15,8 @@ from typing import Protocol
 
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
-from broker.client.remoting_client import RemotingError
 from broker.protocol.bodies import MessageQueue
+from broker.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,6 @@ from broker.client.message import (
     SendResult,
     SendStatus,
 )
-from broker.client.remoting_client import RemotingChannel, RemotingError
 from broker.client.route import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from broker.protocol import headers as H
 from broker.protocol import properties as P
@@ -43,6 +42,8 @@ from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     import ssl

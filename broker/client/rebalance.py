@@ -14,12 +14,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Protocol
 
-from broker.client.allocate import AllocateStrategy
 from broker.client.instance import ClientInstance
 from broker.client.message import MQClientError
 from broker.client.process_queue import ProcessQueue
-from broker.client.remoting_client import RemotingError
+from broker.protocol.allocate import AllocateStrategy
 from broker.protocol.bodies import LockBatchRequestBody, MessageModel, MessageQueue, SubscriptionData
+from broker.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
 

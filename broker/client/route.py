@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
 from broker.protocol.bodies import MessageQueue, TopicRouteData
+from broker.protocol.route import MASTER_ID, publish_queues, subscribe_queues
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TOPIC = "TBW102"  # the broker's template for topics auto-created on first send
 DEFAULT_TOPIC_QUEUE_NUMS = 4
-MASTER_ID = 0
-PERM_READ = 4
-PERM_WRITE = 2
 
 
 @dataclass(slots=True)
@@ -28,25 +26,6 @@ class PublishInfo:
 
     topic: str
     queues: list[MessageQueue]
-
-
-def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
-    """The write queues of brokers that have a master, brokers in name order (Java's order)."""
-    masters = {b.brokerName for b in route.brokerDatas if MASTER_ID in b.brokerAddrs}
-    queues = []
-    for qd in sorted(route.queueDatas, key=lambda q: q.brokerName or ""):
-        if qd.perm & PERM_WRITE and qd.brokerName in masters:
-            queues += [MessageQueue(topic, qd.brokerName or "", i) for i in range(qd.writeQueueNums)]
-    return queues
-
-
-def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
-    return sorted(
-        MessageQueue(topic, qd.brokerName or "", i)
-        for qd in route.queueDatas
-        if qd.perm & PERM_READ
-        for i in range(qd.readQueueNums)
-    )
 
 
 FAILURE_REFRESH_SECONDS = 1.0

@@ -21,7 +21,6 @@ from broker.client.consumer_base import ConsumeFrom, running_info_answer, runnin
 from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
 from broker.client.pull import build_subscription
-from broker.client.route import subscribe_queues
 from broker.protocol import properties as P
 from broker.protocol import running_info as RI
 from broker.protocol.bodies import ConsumerData, ConsumeType, HeartbeatData, MessageModel, MessageQueue
@@ -38,14 +37,15 @@ from broker.protocol.pop import (
     add_receipts,
     tag_strays,
 )
+from broker.protocol.route import subscribe_queues
 
 if TYPE_CHECKING:
     import ssl
 
     from broker.acl.signer import Credentials
-    from broker.client.remoting_client import RemotingChannel
     from broker.protocol.bodies import SubscriptionData
     from broker.protocol.remoting import RemotingCommand
+    from broker.remoting.channel import RemotingChannel
 
 log = logging.getLogger(__name__)
 

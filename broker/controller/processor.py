@@ -12,7 +12,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.controller import replicas as R
 from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, BrokerLiveInfo
 from broker.controller.journal import NotLeader
@@ -21,7 +20,8 @@ from broker.protocol import controller as C
 from broker.protocol import headers as H
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import ProtocolError, RemotingCommand, make_response
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.server import RemotingServer
 from broker.settings import SettingsError
 
 if TYPE_CHECKING:

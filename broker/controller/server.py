@@ -12,13 +12,13 @@ import asyncio
 import logging
 import time
 
-from broker.client.remoting_client import Handler
 from broker.controller import replicas as R
 from broker.controller.config import ControllerConfig
 from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, HeartbeatTable
 from broker.controller.journal import Journal, LocalJournal, NotLeader
 from broker.controller.processor import ControllerProcessor
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import Handler
+from broker.remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
 

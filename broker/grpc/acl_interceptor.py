@@ -255,7 +255,8 @@ class _SerialWrites:
 
 def server_setup(broker: Any) -> tuple[list[AclInterceptor], ssl.SSLContext | None]:
     """(interceptors, TLS context or None) for the broker's gRPC port, from its settings."""
-    from broker.server.acl_hook import AclHook, AuthHook, GuardedServer
+    from broker.acl.remoting_hook import AclHook, AuthHook
+    from broker.remoting.hooks import GuardedServer
 
     interceptors = []
     if isinstance(broker.server, GuardedServer):

@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from broker.client.remoting_client import wake
 from broker.protocol.hpack_codec import Header
 from broker.protocol.http2 import (
     NO_ERROR,
@@ -43,6 +42,7 @@ from broker.protocol.http2 import (
     StreamReset,
     StreamState,
 )
+from broker.remoting.channel import wake
 
 if TYPE_CHECKING:
     from broker.grpc.calls import Call

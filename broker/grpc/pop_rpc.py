@@ -19,9 +19,8 @@ from broker.grpc.send_rpc import code_of
 from broker.protocol.message import RecordError
 from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
-from broker.server.pop_processor import PopRejected, check_consume
+from broker.server.messaging.core import ConsumeRejected, tag_filter_of
 from broker.server.pop_service import AckStatus
-from broker.server.pull_processor import tag_filter_of
 
 MAX_BATCH: Final = 32
 DEFAULT_INVISIBLE_MS: Final = 60_000
@@ -33,7 +32,7 @@ _OK_CODE: Final = int(Code.OK)  # the codes of the answers encoded here
 _INVALID_CODE: Final = int(Code.INVALID_RECEIPT_HANDLE)
 
 
-def rejected(exc: PopRejected) -> GrpcError:
+def rejected(exc: ConsumeRejected) -> GrpcError:
     return GrpcError(code_of(exc.code), exc.remark)
 
 
@@ -88,8 +87,8 @@ class PopRpc:
         group: str = service._group(request.group.name)
         topic: str = service._topic(request.message_queue.topic.name).topicName
         try:
-            queues: list[int] = check_consume(broker, group, topic)
-        except PopRejected as exc:
+            queues: list[int] = broker.messaging.check_consume(group, topic)
+        except ConsumeRejected as exc:
             raise rejected(exc) from None
         size: int = request.batch_size
         if size <= 0:

@@ -1,7 +1,7 @@
 """SendMessage of the gRPC API: v2 messages into the broker's send processor.
 
 Each message becomes a SEND_MESSAGE header built here (not extFields to be decoded again) and goes
-through :meth:`broker.server.send_processor.SendProcessor.put`, so checks, delay and timer
+through :meth:`broker.server.messaging.send.SendService.put`, so checks, delay and timer
 routing, transaction half messages, flow control and statistics are the remoting ones. It is the
 busiest RPC, so this module is compiled by ``make install``.
 """
@@ -26,7 +26,7 @@ from broker.server.message_type import (
     sent_message_type,
     topic_message_type,
 )
-from broker.server.send_processor import SendProcessor
+from broker.server.messaging.send import SendService
 from broker.server.stats import BrokerStats
 from broker.server.topic_config import DEFAULT_TOPIC
 
@@ -60,7 +60,7 @@ class SendRpc:
     def __init__(self, service: Any) -> None:
         self.service = service
         self.broker: Any = service.broker
-        self.processor: SendProcessor = service.broker.sends  # typed: called natively
+        self.sends: SendService = service.broker.messaging.sends  # typed: called natively
         self.stats: BrokerStats = service.broker.stats
 
     async def send_message(self, request: Any, context: Any) -> Any:
@@ -151,7 +151,7 @@ class SendRpc:
             batch=False,
         )
         started = time.monotonic()
-        sent = await self.processor.put(header, body, False, session.channel, started, props)
+        sent = await self.sends.put(header, body, False, session.channel, started, props)
         self.stats.record_latency(RequestCode.SEND_MESSAGE, time.monotonic() - started)
         code = code_of(sent.code)
         if code is not Code.OK or sent.result is None:
@@ -162,7 +162,7 @@ class SendRpc:
         status.message = "OK"
         entry.message_id = props[P.UNIQ_KEY]
         entry.offset = offset
-        recall = self.processor.recall_handle(sent.msgs)
+        recall = self.sends.recall_handle(sent.msgs)
         if recall:  # parked in the timer queue
             entry.recall_handle = recall
         if transactional:  # where the half message is, for EndTransaction to find it

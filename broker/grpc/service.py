@@ -19,11 +19,10 @@ import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 
-from broker.client.remoting_client import RemotingChannel
 from broker.grpc import convert
 from broker.grpc.acl_interceptor import server_setup
 from broker.grpc.calls import NativeGrpcServer
@@ -57,17 +56,25 @@ from broker.protocol.message import (
     RecordError,
     decode_record,
 )
-from broker.protocol.remoting import RemotingCommand, make_request
-from broker.server.client_registry import ClientChannelInfo
+from broker.protocol.remoting import RemotingCommand
+from broker.remoting.channel import Handler
+from broker.remoting.server import RemotingServer
+from broker.server.client_registry import ClientChannelInfo, ClientRegistry
+from broker.server.config import BrokerConfig
 from broker.server.message_type import TopicMessageType, topic_message_type
-from broker.server.pop_processor import PopRejected, check_consume
-from broker.server.pull_processor import tag_filter_of
-from broker.server.subscription_group import group_name_problem
+from broker.server.messaging.core import ConsumeRejected, MessagingCore, PullQuery, caught_up, tag_filter_of
+from broker.server.pop_service import PopService
+from broker.server.stats import BrokerStats
+from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.timer_service import RecallProblem, RecallRefused
-from broker.server.topic_config import DEFAULT_TOPIC, PERM_READ, PERM_WRITE, topic_name_problem
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.topic_config import (
+    DEFAULT_TOPIC,
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfigManager,
+    topic_name_problem,
+)
+from broker.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +94,53 @@ _RECALL_CODES = {  # the switches answer what their remoting codes (16, 14) map 
     RecallProblem.UNSUPPORTED: Code.UNSUPPORTED,
 }
 _LANGUAGES = {1: LanguageCode.JAVA, 2: LanguageCode.CPP, 3: LanguageCode.DOTNET, 6: LanguageCode.PYTHON}
+
+
+class Recalls(Protocol):
+    async def recall(self, topic: str, handle_text: str) -> str: ...
+
+
+class GrpcBroker(Protocol):
+    """The parts of the broker the gRPC service uses: its messaging core, the metadata it reads, the
+    client registry its sessions join, and the remoting server whose ACL hook it applies too."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def messaging(self) -> MessagingCore: ...
+
+    @property
+    def pop(self) -> PopService: ...
+
+    @property
+    def timer(self) -> Recalls: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def handlers(self) -> dict[int, Handler]: ...
+
+    @property
+    def server(self) -> RemotingServer | None: ...
+
+    @property
+    def grpc_port(self) -> int: ...
+
+    def attach_grpc(self, server: GrpcServer) -> None: ...
 
 
 def _as_remoting(channel: GrpcChannel) -> Any:
@@ -114,7 +168,7 @@ def decode_transaction_id(text: str) -> tuple[int, int, str]:
 
 
 class MessagingService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: GrpcBroker) -> None:
         self.broker = broker
         self.sessions: dict[str, Session] = {}
         self.sends = SendRpc(self)
@@ -328,12 +382,10 @@ class MessagingService:
         problem = topic_name_problem(name)
         if problem:
             raise GrpcError(Code.ILLEGAL_TOPIC, problem)
-        topics = self.broker.topics
-        config = topics.get(name)
-        if config is None and create and self.broker.config.auto_create_topic_enable:
-            config = topics.create_from_template(
-                name, DEFAULT_TOPIC, self.broker.config.default_topic_queue_nums
-            )
+        config = self.broker.topics.get(name)
+        if config is None and create:  # QueryRoute creates a topic as a send to it would
+            cfg = self.broker.config
+            config = self.broker.messaging.sends.send_topic(name, DEFAULT_TOPIC, cfg.default_topic_queue_nums)
         if config is None:
             raise GrpcError(Code.TOPIC_NOT_FOUND, f"topic {name} does not exist")
         return config
@@ -377,8 +429,8 @@ class MessagingService:
         group = self._group(request.group.name)
         config = self._topic(request.topic.name)
         try:
-            check_consume(self.broker, group, config.topicName)
-        except PopRejected as exc:
+            self.broker.messaging.check_consume(group, config.topicName)
+        except ConsumeRejected as exc:
             raise rejected(exc) from None
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         response = PB.QueryAssignmentResponse(status=status())
@@ -482,14 +534,6 @@ class MessagingService:
             return PB.TelemetryCommand(status=status(exc.code, exc.message))
 
     # == send ==================================================================================
-    def _handler(
-        self, code: int
-    ) -> Callable[[RemotingCommand, RemotingChannel], Awaitable[RemotingCommand | None]]:
-        handler = self.broker.handlers.get(code)
-        if handler is None:
-            raise GrpcError(Code.NOT_IMPLEMENTED, f"this broker does not handle request code {code}")
-        return handler
-
     @property
     def _check_message_type(self) -> bool:
         """RocketMQ's proxy setting enableTopicMessageTypeCheck (on by default)."""
@@ -513,8 +557,7 @@ class MessagingService:
             fromTransactionCheck=request.source == 2,
             transactionId=tx,
         )
-        remoting = make_request(RequestCode.END_TRANSACTION, header)
-        answer = await self._handler(RequestCode.END_TRANSACTION)(remoting, _as_remoting(session.channel))
+        answer = await self.broker.messaging.end_transaction(header, session.channel.remote_addr)
         if answer is not None and answer.code != ResponseCode.SUCCESS:
             raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
         return PB.EndTransactionResponse(status=status())
@@ -538,39 +581,21 @@ class MessagingService:
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
         try:
-            check_consume(self.broker, group, topic)
-        except PopRejected as exc:
+            self.broker.messaging.check_consume(group, topic)
+        except ConsumeRejected as exc:
             raise rejected(exc) from None
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
         record_filter = pop_record_filter(self.broker, request.filter_expression)
         tag_filter = None if record_filter else tag_filter_of(request.filter_expression.expression or "*")
         batch = max(1, min(request.batch_size or MAX_BATCH, MAX_BATCH))
-        store = self.broker.store
-        result = await self.broker.read(
-            lambda: store.get_messages(
-                topic, queue_id, request.offset, batch, tag_filter=tag_filter, record_filter=record_filter
-            )
+        query = PullQuery(topic, queue_id, request.offset, batch, None, tag_filter, record_filter)
+        polling = min(convert.duration_ms(request.long_polling_timeout), MAX_LONG_POLLING_MS)
+        core = self.broker.messaging
+        result = await core.pull(
+            query, within_deadline(polling / 1000, context), lambda r: caught_up(r, request.offset)
         )
-        if not result.records:
-            polling = min(convert.duration_ms(request.long_polling_timeout), MAX_LONG_POLLING_MS)
-            wait = within_deadline(polling / 1000, context)
-            if wait > 0 and result.next_begin_offset == request.offset:
-                await self.broker.holds.hold(
-                    topic, queue_id, request.offset, wait, tag_filter,
-                    lambda: self.broker.read(store.max_offset, topic, queue_id),
-                )  # fmt: skip
-                result = await self.broker.read(
-                    lambda: store.get_messages(
-                        topic,
-                        queue_id,
-                        request.offset,
-                        batch,
-                        tag_filter=tag_filter,
-                        record_filter=record_filter,
-                    )
-                )
-        self.broker.offsets.record_pull(group, topic, queue_id, result.next_begin_offset)
+        core.record_pull(group, topic, queue_id, result.next_begin_offset)
         if result.records:
             await context.write(PB.PullMessageResponse(status=status()))
             for raw in result.records:
@@ -590,14 +615,14 @@ class MessagingService:
         topic, queue_id = self._message_queue(request.message_queue)
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
-        self.broker.offsets.commit(group, topic, queue_id, request.offset)
+        self.broker.messaging.commit_offset(group, topic, queue_id, request.offset)
         return PB.UpdateOffsetResponse(status=status())
 
     def get_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
-        offset = self.broker.offsets.query(group, topic, queue_id)
+        offset = self.broker.messaging.committed_offset(group, topic, queue_id)
         if offset < 0:
             raise GrpcError(
                 Code.OFFSET_NOT_FOUND, f"group {group} has no offset for {topic} queue {queue_id}"
@@ -607,24 +632,23 @@ class MessagingService:
     async def query_offset(self, request: Any, context: Any) -> Any:
         self._session(context)
         topic, queue_id = self._message_queue(request.message_queue)
-        store = self.broker.store
+        core = self.broker.messaging
         policy = request.query_offset_policy
         if policy == 0:
-            offset = await self.broker.read(store.min_offset, topic, queue_id)
+            offset = await core.min_offset(topic, queue_id)
         elif policy == 1:
-            offset = await self.broker.read(store.max_offset, topic, queue_id)
+            offset = await core.max_offset(topic, queue_id)
         else:
             if not request.HasField("timestamp"):
                 raise GrpcError(Code.BAD_REQUEST, "the TIMESTAMP policy needs a timestamp")
-            when = convert.timestamp_ms(request.timestamp)
-            offset = await self.broker.read(lambda: store.offset_by_time(topic, queue_id, when))
+            offset = await core.offset_by_time(topic, queue_id, convert.timestamp_ms(request.timestamp))
         return PB.QueryOffsetResponse(status=status(), offset=offset)
 
 
 class GrpcServer:
     """The gRPC listener (:mod:`broker.grpc.calls`, on the broker's event loop)."""
 
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(self, broker: GrpcBroker, host: str, port: int) -> None:
         self.service = MessagingService(broker)
         self.host = host
         self.requested_port = port
@@ -650,3 +674,16 @@ class GrpcServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+
+
+async def serve_grpc(broker: GrpcBroker) -> None:
+    """Serve the RocketMQ 5 gRPC API for ``broker`` on its grpcPort (0 = any free port); a port that
+    cannot be bound is logged and the broker keeps serving remoting."""
+    server = GrpcServer(broker, broker.config.listen_host, broker.config.grpc_port)
+    try:
+        await server.start()
+    except OSError as exc:
+        log.error("gRPC port not served: %s", exc)
+        return
+    broker.attach_grpc(server)
+    log.info("broker %s serving gRPC on port %d", broker.config.broker_name, server.port)

@@ -15,7 +15,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.namesrv.config import ForbiddenSettingError, NamesrvConfig
 from broker.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from broker.namesrv.route_table import BrokerIdentity, RouteTable
@@ -32,7 +31,8 @@ from broker.protocol.bodies import (
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import body_crc
 from broker.protocol.remoting import ProtocolError, RemotingCommand, make_response
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.server import RemotingServer
 from broker.settings import SettingsError
 
 log = logging.getLogger(__name__)

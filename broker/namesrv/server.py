@@ -10,13 +10,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.acl.auth_store import AuthStore
-from broker.client.remoting_client import RemotingChannel
+from broker.acl.remoting_hook import make_namesrv_server
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.kv_config import KVConfigManager
 from broker.namesrv.processor import NamesrvProcessor
 from broker.namesrv.route_table import RouteTable
 from broker.protocol.codes import RequestCode
-from broker.server.acl_hook import make_namesrv_server
+from broker.remoting.channel import RemotingChannel
 
 if TYPE_CHECKING:
     from broker.controller.server import Controller

@@ -15,7 +15,6 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.acl.settings import SECRET_SETTINGS
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import (
     CreateTopicListRequestBody,
     DataVersion,
@@ -34,6 +33,7 @@ from broker.protocol.headers import (
     GetTopicConfigRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.config import BrokerConfig, settings_target
 from broker.server.consumer_admin_processor import ConsumerAdminProcessor
 from broker.server.query_processor import QueryProcessor

@@ -7,7 +7,7 @@ USER_NOT_EXIST (3001), a subject without an ACL (or without the entry to delete)
 each with a remark naming it. Passwords are never answered. With authentication on, only a Super user
 may create, change or delete a Super user (as upstream). The processor also creates
 ``initAuthenticationUser`` and hands the store to the request checks of ``authenticationEnabled`` /
-``authorizationEnabled`` (broker/server/acl_hook.py).
+``authorizationEnabled`` (broker/acl/remoting_hook.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from broker.acl.auth_store import (
     UserType,
     user_of,
 )
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.auth_bodies import (
     AclInfo,
     AclRequestHeader,
@@ -40,6 +39,7 @@ from broker.protocol.auth_bodies import (
 from broker.protocol.bodies import JsonBody
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

@@ -16,12 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from broker.acl.auth_store import AuthStore
-from broker.client.remoting_client import Handler
+from broker.acl.remoting_hook import Hook as AccessHook
+from broker.acl.remoting_hook import make_server
 from broker.protocol.codes import SerializeType
 from broker.protocol.message import pack_host
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import RemotingCommand
-from broker.server.acl_hook import GuardedServer, make_server
+from broker.remoting.channel import Handler
+from broker.remoting.hooks import GuardedServer
+from broker.remoting.server import RemotingServer
 from broker.server.admin_processor import AdminProcessor
 from broker.server.auth_processor import AuthProcessor
 from broker.server.client_processor import ClientProcessor
@@ -40,6 +43,8 @@ from broker.server.instrument import Instrumented
 from broker.server.long_polling import PullHoldService
 from broker.server.maintenance_processor import MaintenanceProcessor
 from broker.server.message_filter import FilterProcessor
+from broker.server.messaging.core import MessagingCore
+from broker.server.messaging.send import SendService
 from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
@@ -47,14 +52,13 @@ from broker.server.pull_processor import PullProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
-from broker.server.send_processor import SendProcessor
+from broker.server.send_message_processor import SendProcessor
 from broker.server.stats import BrokerStats
 from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_admin_processor import TimerAdminProcessor
 from broker.server.timer_service import TimerService
 from broker.server.topic_config import TopicConfigManager
 from broker.server.transaction_service import TransactionService
-from broker.server.transport import RemotingServer
 from broker.server.write_bursts import FlushWaits, WriteBursts
 from broker.store.config import StoreConfig
 from broker.store.message_store import MessageStore, RecoveryReport
@@ -71,6 +75,15 @@ READ_THREADS = 4
 MAX_INFLIGHT_PER_CONNECTION = 1024  # a consumer holds one suspended pull per queue on one connection
 STOP_GRACE_SECONDS = 10.0
 CLIENT_SCAN_SECONDS = 10.0
+
+
+class Frontend(Protocol):
+    """A server of another protocol in front of this broker's core (gRPC)."""
+
+    @property
+    def port(self) -> int: ...
+
+    async def stop(self, grace: float) -> None: ...
 
 
 class Broker:
@@ -98,9 +111,10 @@ class Broker:
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
+        self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
         self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
-        self.grpc: Any = None  # broker.grpc.service.GrpcServer when grpcPort >= 0 and grpcio is installed
+        self.grpc: Frontend | None = None  # the gRPC server, when the node serves one
         self.timer = TimerService(self)
         self.request_modes = ConsumeModeProcessor(self)  # PULL/POP per topic@group; slaves copy them
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
@@ -175,10 +189,10 @@ class Broker:
     ) -> str | None:
         """Why the sender of ``request`` may not read (``publish``: send) messages of ``topic`` (None: it
         may, or nothing is checked): for requests that pick a stored message by its offset."""
-        server = self.server
-        if not isinstance(server, GuardedServer):
+        hook = self.server.hook if isinstance(self.server, GuardedServer) else None
+        if not isinstance(hook, AccessHook):
             return None
-        refused = server.hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
+        refused = hook.topic_refusal(request, remote_addr, (topic,), publish=publish)
         return None if refused is None else refused.message
 
     # == store access ==========================================================================
@@ -205,7 +219,7 @@ class Broker:
         self.topics.save = self._topics_saver.request
         self.groups.save = self._groups_saver.request
         self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
-        self.server = make_server(  # TLS and ACL checks when configured (broker/server/acl_hook.py)
+        self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
             self.config.listen_host,
             self.config.listen_port,
@@ -215,16 +229,15 @@ class Broker:
             serialize_type=SerializeType[self.config.serialize_type.upper()],
             max_inflight=MAX_INFLIGHT_PER_CONNECTION,
         )
-        self.sends = SendProcessor(self)
         processors: list[_Processor] = [
-            self.sends,
+            SendProcessor(self.messaging.sends, self.config),
             SendBackProcessor(self),
             PullProcessor(self),
-            OffsetProcessor(self),
+            OffsetProcessor(self.messaging),
             ClientProcessor(self),
             AdminProcessor(self),
             MaintenanceProcessor(self),
-            EndTransactionProcessor(self),
+            EndTransactionProcessor(self.messaging, self),
             FilterProcessor(self),
             PopProcessor(self),
             self.request_modes,
@@ -244,7 +257,6 @@ class Broker:
         self.config.listen_port = self.server.port
         self.store.store_host_raw = pack_host(self.address)
         self.topics.on_change = self.registration.topics_changed
-        await self._start_grpc()
         if self.ha_client is None:  # masters, and controller-mode brokers (any may become master)
             try:
                 await self.ha_service.start()
@@ -371,24 +383,10 @@ class Broker:
         """The bound gRPC port (0 while it is not serving)."""
         return int(self.grpc.port) if self.grpc is not None else 0
 
-    async def _start_grpc(self) -> None:
-        """Serve the RocketMQ 5 gRPC API on grpcPort (0 = any free port, < 0 = off)."""
-        if self.config.grpc_port < 0:
-            return
-        try:
-            from broker.grpc.service import GrpcServer
-        except ImportError as exc:  # grpcio, protobuf and hpack are the optional ``grpc`` extra
-            log.warning("gRPC port not served: %s (install rmqkit[grpc])", exc)
-            return
-        server = GrpcServer(self, self.config.listen_host, self.config.grpc_port)
-        try:
-            await server.start()
-        except OSError as exc:  # the remoting protocol still works: report loudly, keep running
-            log.error("gRPC port not served: %s", exc)
-            return
+    def attach_grpc(self, server: Frontend) -> None:
+        """Serve gRPC beside remoting: ``server`` (broker/grpc, started by the node) stops first."""
         self.grpc = server
         self.config.grpc_port = server.port
-        log.info("broker %s serving gRPC on port %d", self.config.broker_name, server.port)
 
     # == helpers ===============================================================================
     def _every(self, seconds: float, fn: Callable[[], Awaitable[None] | None]) -> asyncio.Task[None]:

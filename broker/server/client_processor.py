@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -17,6 +16,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.client_registry import ClientChannelInfo
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from broker.client.remoting_client import RemotingChannel, RemotingError
 from broker.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeType,
@@ -25,6 +24,8 @@ from broker.protocol.bodies import (
 from broker.protocol.codes import LanguageCode, RequestCode
 from broker.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_request
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
 

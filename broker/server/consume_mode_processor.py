@@ -22,16 +22,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.client.allocate import AllocateAveragely, AllocateAveragelyByCircle, AllocateStrategy
-from broker.client.api import ClientAPI
-from broker.client.message import MQClientError
-from broker.client.remoting_client import Handler, RemotingChannel, RemotingClient, RemotingError
-from broker.client.route import subscribe_queues
 from broker.protocol import lenient_json
-from broker.protocol.bodies import BodyError, MessageModel, MessageQueue
+from broker.protocol.allocate import AllocateAveragely, AllocateAveragelyByCircle, AllocateStrategy
+from broker.protocol.bodies import BodyError, MessageModel, MessageQueue, TopicRouteData
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.headers import GetRouteInfoRequestHeader
 from broker.protocol.names import RETRY_PREFIX
-from broker.protocol.remoting import RemotingCommand, make_response
+from broker.protocol.remoting import RemotingCommand, make_request, make_response
 from broker.protocol.request_mode import (
     MessageQueueAssignment,
     MessageRequestMode,
@@ -40,6 +37,10 @@ from broker.protocol.request_mode import (
     QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
+from broker.protocol.route import subscribe_queues
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 from broker.server.maintenance_processor import LMQ_PREFIX
 from broker.server.topic_config import PERM_READ
 from broker.store.config_files import ConfigFile
@@ -218,10 +219,7 @@ class ConsumeModeProcessor:
             connect_timeout=ROUTE_TIMEOUT_SECONDS, ssl_context=self.broker.config.outbound_tls()
         )
         try:
-            route = await ClientAPI(client, ROUTE_TIMEOUT_SECONDS).route(addrs, topic)
-        except (MQClientError, RemotingError) as exc:
-            log.warning("no route of %s for an assignment: %s", topic, exc)
-            return None
+            route = await _route(client, addrs, topic)
         finally:
             await client.close()
         return subscribe_queues(topic, route) if route is not None else None
@@ -255,3 +253,21 @@ def allocate_for_pop(
         for step in range(1, share + 1):
             result += strategy.allocate(group, clients[(index + step) % len(clients)], queues, clients)
     return result
+
+
+async def _route(client: RemotingClient, namesrv_addrs: list[str], topic: str) -> TopicRouteData | None:
+    """The topic's route from the first NameServer that answers; None when it has none or none answers."""
+    header = GetRouteInfoRequestHeader(topic=topic, acceptStandardJsonOnly=True)
+    for addr in namesrv_addrs:
+        request = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header)
+        try:
+            response = await client.invoke(addr, request, ROUTE_TIMEOUT_SECONDS)
+        except RemotingError as exc:
+            log.warning("no route of %s from %s for an assignment: %s", topic, addr, exc)
+            continue
+        if response.code == ResponseCode.SUCCESS:
+            return TopicRouteData.from_json(response.body) if response.body else None
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        log.warning("no route of %s from %s: %s %s", topic, addr, response.code, response.remark)
+    return None

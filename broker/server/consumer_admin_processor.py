@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel, RemotingError, RemotingTimeoutError
 from broker.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -38,6 +37,8 @@ from broker.protocol.headers import (
 from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.remoting import RemotingCommand, make_request, make_response
 from broker.protocol.running_info import GetConsumerRunningInfoRequestHeader
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.errors import RemotingError, RemotingTimeoutError
 from broker.server.client_registry import ClientChannelInfo
 from broker.store.consume_queue import Boundary
 

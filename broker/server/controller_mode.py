@@ -28,11 +28,13 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.acl.client import secure
-from broker.client.remoting_client import Handler, RemotingChannel, RemotingClient, RemotingError
 from broker.protocol import controller as C
 from broker.protocol import headers as H
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_request, make_response
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 from broker.store.epoch_file import Epoch, EpochFile, consistent_point
 
 if TYPE_CHECKING:

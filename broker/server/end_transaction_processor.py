@@ -9,26 +9,27 @@ names must be it, and a request naming none (4.x producers) is checked against i
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader, ResumeCheckHalfMessageRequestHeader
-from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.protocol.msgid import MessageIdError, decode_offset_msg_id
 from broker.protocol.names import real_topic
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.server.messaging.core import MessagingCore
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
-log = logging.getLogger(__name__)
+class TopicGuard(Protocol):
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None: ...
 
 
 class EndTransactionProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, core: MessagingCore, guard: TopicGuard) -> None:
+        self.core = core
+        self.guard = guard
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -42,7 +43,7 @@ class EndTransactionProcessor:
             offset = decode_offset_msg_id(header.msgId).offset
         except MessageIdError as exc:
             return make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        problem = await self.broker.write(self.broker.transactions.resume, offset)
+        problem = await self.core.resume_transaction_check(offset)
         if problem is not None:
             return make_response(request, ResponseCode.SYSTEM_ERROR, problem)
         return make_response(request)
@@ -51,33 +52,16 @@ class EndTransactionProcessor:
         self, request: RemotingCommand, channel: RemotingChannel
     ) -> RemotingCommand | None:
         header = EndTransactionRequestHeader.parse(request.ext_fields)
-        if self.broker.config.broker_role == "SLAVE":
-            return make_response(
-                request,
-                ResponseCode.SLAVE_NOT_AVAILABLE,
-                "Message store is slave mode, so end transaction is forbidden. ",
-            )
-        source = "check answer" if header.fromTransactionCheck else "end of local transaction"
-        if header.commitOrRollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
-            log.info(
-                "producer %s reports transaction %s still unknown (%s, remark %r)",
-                channel.remote_addr, header.transactionId or header.msgId, source, request.remark,
-            )  # fmt: skip
-            return None
-        if not header.topic:  # 4.x producers name no topic: the half's own is the one written to
-            half = await self.broker.read(self.broker.store.message_at, header.commitLogOffset)
+
+        async def refusal() -> str | None:
+            if header.topic:
+                return None
+            # 4.x producers name no topic: the half's own is the one written to
+            half = await self.core.message_at(header.commitLogOffset)
             topic = real_topic(half.topic, half.properties) if half is not None else ""
-            refused = (
-                self.broker.topic_refusal(request, channel.remote_addr, topic, publish=True)
-                if topic
-                else None
+            return (
+                self.guard.topic_refusal(request, channel.remote_addr, topic, publish=True) if topic else None
             )
-            if refused is not None:
-                return make_response(request, ResponseCode.NO_PERMISSION, refused)
-        outcome = await self.broker.transactions.end(header)
-        if outcome.code != ResponseCode.SUCCESS:
-            log.warning(
-                "END_TRANSACTION from %s (%s) for offset %d failed: %s",
-                channel.remote_addr, source, header.commitLogOffset, outcome.remark,
-            )  # fmt: skip
-        return make_response(request, outcome.code, outcome.remark)
+
+        answer = await self.core.end_transaction(header, channel.remote_addr, request.remark, refusal)
+        return None if answer is None else make_response(request, answer.code, answer.remark)

@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker.client.remoting_client import Handler
 from broker.protocol.bodies import BodyError
 from broker.protocol.codes import ResponseCode
 from broker.protocol.headers import HeaderFieldError
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler
 
 
 class Instrumented:

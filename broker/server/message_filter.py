@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol import lenient_json
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import RecordError, read_layout
 from broker.protocol.properties import decode_properties
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.protocol.sql92 import Selector, SelectorParseError, compile_cached
+from broker.remoting.channel import Handler, RemotingChannel
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

@@ -3,9 +3,6 @@ GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32) and SEARCH_OFFSET_BY_TIMEST
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     BoundaryType,
@@ -19,16 +16,15 @@ from broker.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.header_limits import range_problem
+from broker.server.messaging.core import MessagingCore
 from broker.store.consume_queue import Boundary
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
 
 class OffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, core: MessagingCore) -> None:
+        self.core = core
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -44,12 +40,12 @@ class OffsetProcessor:
         self, request: RemotingCommand, channel: RemotingChannel
     ) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.parse(request.ext_fields)
-        offset = self.broker.offsets.query(h.consumerGroup, h.topic, h.queueId)
+        offset = self.core.committed_offset(h.consumerGroup, h.topic, h.queueId)
         if offset >= 0:
             return make_response(request, header=OffsetResponseHeader(offset=offset))
         if h.setZeroIfNotFound is not False:
             # A group that never committed starts at 0 while the queue still holds its first message.
-            min_offset = await self.broker.read(self.broker.store.min_offset, h.topic, h.queueId)
+            min_offset = await self.core.min_offset(h.topic, h.queueId)
             if min_offset <= 0:
                 return make_response(request, header=OffsetResponseHeader(offset=0))
         return make_response(
@@ -62,7 +58,7 @@ class OffsetProcessor:
         self, request: RemotingCommand, channel: RemotingChannel
     ) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.parse(request.ext_fields)
-        broker = self.broker
+        broker = self.core.broker
         problem = range_problem(h, ("queueId",), ("commitOffset",))
         if problem:
             return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
@@ -78,24 +74,24 @@ class OffsetProcessor:
             h.consumerGroup, h.topic, h.queueId
         ):
             return make_response(request, ResponseCode.SUCCESS, "Offset has been previously reset")
-        broker.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        self.core.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
         return make_response(request)
 
     async def get_max_offset(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = GetMaxOffsetRequestHeader.parse(request.ext_fields)
-        offset = await self.broker.read(self.broker.store.max_offset, h.topic, h.queueId)
+        offset = await self.core.max_offset(h.topic, h.queueId)
         return make_response(request, header=OffsetResponseHeader(offset=offset))
 
     async def get_min_offset(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
         h = GetMinOffsetRequestHeader.parse(request.ext_fields)
-        offset = await self.broker.read(self.broker.store.min_offset, h.topic, h.queueId)
+        offset = await self.core.min_offset(h.topic, h.queueId)
         return make_response(request, header=OffsetResponseHeader(offset=offset))
 
     async def get_earliest_store_time(
         self, request: RemotingCommand, channel: RemotingChannel
     ) -> RemotingCommand:
         h = GetEarliestMsgStoretimeRequestHeader.parse(request.ext_fields)
-        ts = await self.broker.read(self.broker.store.earliest_store_time, h.topic, h.queueId)
+        ts = await self.core.earliest_store_time(h.topic, h.queueId)
         return make_response(
             request, header=GetEarliestMsgStoretimeResponseHeader(timestamp=-1 if ts is None else ts)
         )
@@ -105,7 +101,5 @@ class OffsetProcessor:
     ) -> RemotingCommand:
         h = SearchOffsetRequestHeader.parse(request.ext_fields)
         boundary = Boundary.UPPER if h.boundaryType is BoundaryType.UPPER else Boundary.LOWER
-        offset = await self.broker.read(
-            self.broker.store.offset_by_time, h.topic, h.queueId, h.timestamp, boundary
-        )
+        offset = await self.core.offset_by_time(h.topic, h.queueId, h.timestamp, boundary)
         return make_response(request, header=OffsetResponseHeader(offset=offset))

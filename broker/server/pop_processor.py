@@ -15,7 +15,6 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import RecordError, with_added_property
@@ -30,47 +29,12 @@ from broker.protocol.pop import (
     Receipt,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.server.messaging.core import ConsumeRejected, tag_filter_of
 from broker.server.pop_service import AckStatus, InitMode, Popped
-from broker.server.pull_processor import tag_filter_of
-from broker.server.subscription_group import group_name_problem
-from broker.server.topic_config import PERM_READ, topic_name_problem
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
-
-
-class PopRejected(Exception):
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
-
-
-def check_consume(broker: Broker, group: str, topic: str) -> list[int]:
-    """The readable queue ids of ``topic`` for ``group``, or PopRejected with RocketMQ's code."""
-    problem = topic_name_problem(topic)
-    if problem:
-        raise PopRejected(ResponseCode.INVALID_PARAMETER, problem)
-    problem = group_name_problem(group)
-    if problem:
-        raise PopRejected(ResponseCode.INVALID_PARAMETER, problem)
-    if not broker.config.broker_permission & PERM_READ:
-        raise PopRejected(
-            ResponseCode.NO_PERMISSION, f"the broker[{broker.config.broker_ip1}] peeking message is forbidden"
-        )
-    config = broker.topics.get(topic)
-    if config is None:
-        raise PopRejected(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
-    if not config.perm & PERM_READ:
-        raise PopRejected(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
-    group_config = broker.groups.find(group)
-    if group_config is None:
-        raise PopRejected(
-            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
-        )
-    if not group_config.consumeEnable:
-        raise PopRejected(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
-    return list(range(config.readQueueNums))
 
 
 def _record_with_ck(record: bytes, ck: str) -> bytes:
@@ -102,8 +66,8 @@ class PopProcessor:
         h = PopMessageRequestHeader.parse(request.ext_fields)
         broker = self.broker
         try:
-            queues = check_consume(broker, h.consumerGroup, h.topic)
-        except PopRejected as exc:
+            queues = broker.messaging.check_consume(h.consumerGroup, h.topic)
+        except ConsumeRejected as exc:
             return make_response(request, exc.code, exc.remark)
         if not 0 < h.maxMsgNums <= MAX_POP_NUMS:
             return make_response(

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.bodies import SubscriptionData
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from broker.protocol.javahash import tags_code
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.ha.read_policy import slave_refuses_reads, suggest_broker_id
 from broker.server.header_limits import range_problem
 from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of
+from broker.server.messaging.core import SUB_ALL, PullQuery, tag_filter_of
 from broker.server.topic_config import PERM_READ
 from broker.store.message_store import GetResult, GetStatus
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
-SUB_ALL = "*"
 
 _STATUS_CODES = {
     GetStatus.FOUND: ResponseCode.SUCCESS,
@@ -47,14 +46,6 @@ class PullRejected(Exception):
         super().__init__(remark)
         self.code = code
         self.remark = remark
-
-
-def tag_filter_of(expression: str | None) -> Callable[[int], bool] | None:
-    """The ConsumeQueue test for a TAG expression ("*" or "A || B"); None matches everything."""
-    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
-        return None
-    codes = frozenset(tags_code(tag.strip()) for tag in expression.split("||") if tag.strip())
-    return codes.__contains__
 
 
 @dataclass(slots=True, frozen=True)
@@ -82,21 +73,14 @@ class PullProcessor:
             plan = self._check(header, channel)
         except PullRejected as exc:
             return make_response(request, exc.code, exc.remark)
-        response = await self._execute(request, plan, allow_suspend=True)
-        may_suspend = header.sysFlag & FLAG_SUSPEND and response.code == ResponseCode.PULL_NOT_FOUND
-        if not may_suspend:
-            return response
-        cfg = self.broker.config
-        timeout_ms = header.suspendTimeoutMillis if cfg.long_polling_enable else cfg.short_polling_time_mills
-        await self.broker.holds.hold(
-            header.topic,
-            header.queueId,
-            header.queueOffset,
-            max(0, timeout_ms) / 1000,
-            plan.tag_filter,
-            lambda: self.broker.read(self.broker.store.max_offset, header.topic, header.queueId),
-        )
-        return await self._execute(request, plan, allow_suspend=False)
+        hold = 0.0
+        if header.sysFlag & FLAG_SUSPEND:
+            cfg = self.broker.config
+            timeout_ms = (
+                header.suspendTimeoutMillis if cfg.long_polling_enable else cfg.short_polling_time_mills
+            )
+            hold = max(0, timeout_ms) / 1000
+        return await self._execute(request, plan, hold)
 
     def _check(self, header: PullMessageRequestHeader, channel: RemotingChannel) -> _Plan:
         broker = self.broker
@@ -164,9 +148,7 @@ class PullProcessor:
             )
         return sub
 
-    async def _execute(
-        self, request: RemotingCommand, plan: _Plan, *, allow_suspend: bool
-    ) -> RemotingCommand:
+    async def _execute(self, request: RemotingCommand, plan: _Plan, hold: float) -> RemotingCommand:
         broker = self.broker
         h = plan.header
         if slave_refuses_reads(broker):
@@ -183,29 +165,22 @@ class PullProcessor:
                 suggestWhichBrokerId=0, nextBeginOffset=reset, minOffset=lo, maxOffset=hi
             )
             return make_response(request, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header=header)
-
-        def get() -> GetResult:
-            return broker.store.get_messages(
-                h.topic,
-                h.queueId,
-                h.queueOffset,
-                h.maxMsgNums,
-                max_bytes=h.maxMsgBytes,
-                tag_filter=plan.tag_filter,
-                record_filter=plan.record_filter,
-            )
-
-        result = await broker.read_queue(h.topic, h.queueId, h.queueOffset, get)
-        code = _STATUS_CODES.get(result.status)
-        if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE: the queue is empty
-            code = ResponseCode.PULL_OFFSET_MOVED if h.queueOffset != 0 else ResponseCode.PULL_NOT_FOUND
-        behind = code == ResponseCode.PULL_OFFSET_MOVED and result.status is not GetStatus.OFFSET_TOO_SMALL
-        if behind and broker.ha_client is not None and h.queueOffset > 0:  # a slave behind its consumer
-            code, result.next_begin_offset = ResponseCode.PULL_NOT_FOUND, h.queueOffset
-        commit = allow_suspend and h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0
-        if commit and broker.config.broker_role != "SLAVE":
-            broker.offsets.commit(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
-        broker.offsets.record_pull(h.consumerGroup, h.topic, h.queueId, result.next_begin_offset)
+        query = PullQuery(
+            h.topic,
+            h.queueId,
+            h.queueOffset,
+            h.maxMsgNums,
+            h.maxMsgBytes,
+            plan.tag_filter,
+            plan.record_filter,
+        )
+        result = await broker.messaging.pull(
+            query, hold, lambda r: self._answer(h, r)[0] == ResponseCode.PULL_NOT_FOUND
+        )
+        code, result.next_begin_offset = self._answer(h, result)
+        if h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0 and broker.config.broker_role != "SLAVE":
+            broker.messaging.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        broker.messaging.record_pull(h.consumerGroup, h.topic, h.queueId, result.next_begin_offset)
         header = PullMessageResponseHeader(
             suggestWhichBrokerId=suggest_broker_id(broker, h.consumerGroup, result),
             nextBeginOffset=result.next_begin_offset,
@@ -217,6 +192,16 @@ class PullProcessor:
             body = result.body
             broker.stats.record_get(h.consumerGroup, h.topic, result.count, len(body))
         return make_response(request, code, result.status.value, header=header, body=body)
+
+    def _answer(self, h: PullMessageRequestHeader, result: GetResult) -> tuple[int, int]:
+        """The response code of a read and the next offset to pull from."""
+        code = _STATUS_CODES.get(result.status)
+        if code is None:  # NO_MESSAGE_IN_QUEUE / NO_MATCHED_LOGIC_QUEUE: the queue is empty
+            code = ResponseCode.PULL_OFFSET_MOVED if h.queueOffset != 0 else ResponseCode.PULL_NOT_FOUND
+        behind = code == ResponseCode.PULL_OFFSET_MOVED and result.status is not GetStatus.OFFSET_TOO_SMALL
+        if behind and self.broker.ha_client is not None and h.queueOffset > 0:  # a slave behind its consumer
+            return ResponseCode.PULL_NOT_FOUND, h.queueOffset
+        return code, result.next_begin_offset
 
 
 def _bounds(broker: Broker, topic: str, queue_id: int) -> tuple[int, int]:

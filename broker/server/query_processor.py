@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     QueryMessageRequestHeader,
@@ -13,6 +12,7 @@ from broker.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from broker.acl.client import secure
-from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol.bodies import (
     DataVersion,
     RegisterBrokerBody,
@@ -37,6 +36,8 @@ from broker.protocol.headers import (
 )
 from broker.protocol.message import body_crc
 from broker.protocol.remoting import make_request
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import ConsumerSendMsgBackRequestHeader
@@ -19,6 +18,7 @@ from broker.protocol.javahash import tags_code
 from broker.protocol.message import pack_host
 from broker.protocol.names import dlq_topic, real_topic, retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.dlq import ensure_dlq, mark_dead_letter
 from broker.server.schedule_service import park_delay_level
 from broker.server.topic_config import PERM_WRITE

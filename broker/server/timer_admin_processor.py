@@ -17,7 +17,7 @@ from broker.server.timer_service import RecallProblem, RecallRefused
 from broker.store.dispatch import TIMER_TOPIC
 
 if TYPE_CHECKING:
-    from broker.client.remoting_client import Handler, RemotingChannel
+    from broker.remoting.channel import Handler, RemotingChannel
     from broker.server.broker import Broker
 
 _CODES = {

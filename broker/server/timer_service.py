@@ -70,7 +70,7 @@ from broker.store.timer_store import Placement, TimerStore
 from broker.store.timer_wheel import Slot
 
 if TYPE_CHECKING:
-    from broker.client.remoting_client import Handler, RemotingChannel
+    from broker.remoting.channel import Handler, RemotingChannel
     from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import RemotingChannel
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -33,6 +32,7 @@ from broker.protocol.message import (
     pack_host,
 )
 from broker.protocol.remoting import make_request
+from broker.remoting.channel import RemotingChannel
 from broker.server.topic_config import (
     PERM_READ,
     PERM_WRITE,

@@ -36,7 +36,7 @@ from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import Any, TypeVar
 
-from broker.server.send_processor import SendAppends
+from broker.server.messaging.send import SendAppends
 
 log = logging.getLogger(__name__)
 

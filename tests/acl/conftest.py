@@ -16,9 +16,9 @@ import pytest
 from broker.acl.client import ClientSecurity
 from broker.acl.signer import Credentials
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.peers.conftest import LoopThread, small_store
 
 ADMIN = Credentials("admin-ak", "admin-secret-Zq81")

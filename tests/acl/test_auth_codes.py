@@ -16,6 +16,7 @@ from broker.acl.client import secure
 from broker.acl.signer import Credentials
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.auth_bodies import (
     AclInfo,
     AclRequestHeader,
@@ -31,7 +32,6 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CommandHeader
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.acl.conftest import security
 from tests.peers.conftest import LoopThread, small_store
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from broker.server.node import Node
+from broker.node import Node
 from cli.main import app
 from cli.run import up_plan
 from tests.peers.conftest import LoopThread

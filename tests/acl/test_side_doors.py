@@ -24,6 +24,7 @@ from broker.client.remoting_client import RemotingClient
 from broker.grpc.schema import PB
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.server import NameServer
+from broker.node import Node, NodePlan
 from broker.protocol.auth_bodies import AclRequestHeader
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -33,7 +34,6 @@ from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.protocol.trace import TRACE_TOPIC, TraceRecord, TraceType, encode
 from broker.server.config import load_broker_settings
-from broker.server.node import Node, NodePlan
 from cli.run import up_plan
 from tests.acl.conftest import security
 from tests.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.client.allocate import AllocateAveragely
 from broker.client.remoting_client import RemotingChannel, RemotingClient
+from broker.protocol.allocate import AllocateAveragely
 from broker.protocol.bodies import GetConsumerListByGroupResponseBody, MessageQueue, TopicConfig
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import ConsumerGroupRequestHeader

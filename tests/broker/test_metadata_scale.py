@@ -19,11 +19,11 @@ from admin.service import AdminService
 from admin.service.metadata import APPLY_BATCH
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import GetRouteInfoRequestHeader
 from broker.protocol.remoting import make_request
-from broker.server.node import Node, NodePlan
 from tests.broker.conftest import broker_config, small_store
 
 pytestmark = pytest.mark.servers

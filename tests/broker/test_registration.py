@@ -6,12 +6,12 @@ import asyncio
 import socket
 from pathlib import Path
 
-from broker.client.remoting_client import RemotingChannel
 from broker.protocol.bodies import RegisterBrokerBody
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import CreateTopicRequestHeader, RegisterBrokerRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.server import RemotingServer
 from tests.broker.conftest import async_test, call, running_broker
 
 

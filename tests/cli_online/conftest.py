@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import (
@@ -29,7 +30,6 @@ from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from cli.main import app
 

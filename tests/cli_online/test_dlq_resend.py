@@ -13,8 +13,8 @@ from typer.testing import Result
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.cli_online.conftest import Cluster, _start_loop
 from tests.store.helpers import small_config
 from tests.tui.conftest import dead_letters

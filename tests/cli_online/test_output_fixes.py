@@ -15,9 +15,9 @@ from typer.testing import Result
 
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.cli_online.conftest import TOPIC, Cluster, _start_loop, interrupt_watch_after, send
 from tests.store.helpers import small_config
 

@@ -13,8 +13,8 @@ from typer.testing import Result
 
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.cli_online.conftest import _start_loop, send
 from tests.store.helpers import small_config
 

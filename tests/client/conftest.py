@@ -76,8 +76,8 @@ async def running_cluster(
     tmp: Path, broker: dict[str, Any] | None = None, **store: Any
 ) -> AsyncIterator[Cluster]:
     from broker.namesrv.config import NamesrvConfig
+    from broker.node import Node, NodePlan
     from broker.server.config import BrokerConfig
-    from broker.server.node import Node, NodePlan
     from broker.store.config import StoreConfig
 
     plan = NodePlan(

@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.client.allocate import (
+from broker.protocol.allocate import (
     AllocateAveragely,
     AllocateAveragelyByCircle,
     AllocateConsistentHash,

@@ -15,8 +15,8 @@ import pytest
 
 from broker.controller.config import ControllerConfig
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from tests.cli_online.conftest import _start_loop
 

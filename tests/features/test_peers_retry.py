@@ -18,9 +18,9 @@ import pytest
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.features.conftest import DELAY_LEVELS, pull_all
 from tests.peers import install
 from tests.peers.conftest import LoopThread, small_store, wait_until

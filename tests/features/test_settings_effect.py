@@ -17,9 +17,9 @@ from broker.grpc.http2 import connection_limits
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CreateTopicRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.server import RemotingServer
 from broker.server.config import BrokerConfig
 from broker.server.topic_config import TOPIC_ATTRIBUTES, TRACE_TOPIC
-from broker.server.transport import RemotingServer
 from broker.settings import key_name
 from broker.store.compaction_log import OFFSET_MAP_ENTRY
 from broker.store.config import StoreConfig

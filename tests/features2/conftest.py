@@ -13,6 +13,7 @@ from typing import Any
 
 from broker.client.remoting_client import RemotingChannel, RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from broker.protocol.codes import RequestCode
@@ -27,7 +28,6 @@ from broker.protocol.message import MessageRecord, decode_records
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 
 TIMEOUT = 10.0

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.grpc import peers5
 from tests.peers.conftest import LoopThread, small_store
 

@@ -15,6 +15,7 @@ import pytest
 
 from broker.client.remoting_client import RemotingClient
 from broker.grpc.schema import PB, SERVICE, Code, check_schema
+from broker.grpc.service import serve_grpc
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import SubscriptionGroupConfig
@@ -39,6 +40,7 @@ async def _broker(path: Path) -> Broker:
     config = BrokerConfig(broker_name="b", listen_host="127.0.0.1", listen_port=0, http_port=0, grpc_port=0)
     broker = Broker(config, small_store(path))
     await broker.start()
+    await serve_grpc(broker)
     return broker
 
 

@@ -15,12 +15,12 @@ import pytest
 
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from tests.cli_online.conftest import GROUP, MESSAGES, TOPIC, Cluster, _start_loop, heartbeat, send
 

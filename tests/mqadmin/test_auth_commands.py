@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from tests.mqadmin.conftest import Cluster, Run
 from tests.peers.conftest import LoopThread, small_store
 

@@ -18,9 +18,9 @@ import pytest
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.trace import TRACE_TOPIC
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from tests.cli_online.conftest import Cluster, _start_loop
 from tests.mqadmin.conftest import Run

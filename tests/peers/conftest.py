@@ -25,9 +25,9 @@ import pytest
 from broker.client.admin_api import AdminApi, RemoteError
 from broker.client.remoting_client import RemotingClient, RemotingConnectError
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.bodies import ConsumeStats, TopicConfig
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from tests.peers import install
 

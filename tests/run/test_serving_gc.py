@@ -1,4 +1,4 @@
-"""A serving node settles the garbage collector once it is up (see broker.server.node.settle_gc)."""
+"""A serving node settles the garbage collector once it is up (see broker.node.settle_gc)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from broker.server.node import GC_THRESHOLDS, settle_gc
+from broker.node import GC_THRESHOLDS, settle_gc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def test_run_until_signal_settles_gc_after_start(tmp_path: Path) -> None:
         import asyncio, gc, os, signal
         from pathlib import Path
         from broker.namesrv.config import NamesrvConfig
-        from broker.server.node import Node, NodePlan, run_until_signal
+        from broker.node import Node, NodePlan, run_until_signal
 
         namesrv = NamesrvConfig.in_folder(Path({str(tmp_path)!r}))
         namesrv.listen_port = 0

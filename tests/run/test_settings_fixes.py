@@ -232,7 +232,7 @@ def test_up_ports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_banner_shows_the_ports_in_use(tmp_path: Path) -> None:
-    from broker.server.node import Node, NodePlan
+    from broker.node import Node, NodePlan
 
     broker, store = load_broker_settings(
         None, ["listenHost=127.0.0.1", "grpcPort=-1"], {}, store_path=tmp_path / "s", listen_port=0

@@ -20,8 +20,8 @@ pytest.importorskip("pyarrow")
 from broker.client.message import Message
 from broker.client.producer import Producer
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ def _fake_build(tmp_path: Path, *, suffix: str | None = None) -> tuple[Path, Pat
     ext = compiled.ext_suffix()
     (build / ("group__mypyc" + ext)).write_bytes(b"")
     (build / ("broker/store/commitlog" + ext)).write_bytes(b"")
-    sources = {SOURCE: compiled.source_digest(root / SOURCE)}
+    sources = {SOURCE: compiled.source_key(root / SOURCE)}
     manifest = {"ext_suffix": suffix or ext, "group": "group__mypyc", "sources": sources}
     (build / compiled.MANIFEST).write_text(json.dumps(manifest))
     return build, root
@@ -46,7 +46,9 @@ def test_a_build_of_the_current_sources_is_used(tmp_path: Path) -> None:
 
 def test_an_edited_source_sends_every_module_back_to_the_sources(tmp_path: Path) -> None:
     build, root = _fake_build(tmp_path)
+    built = (root / SOURCE).stat().st_mtime_ns
     (root / SOURCE).write_text("X = 2\n")
+    os.utime(root / SOURCE, ns=(built + 10**9, built + 10**9))  # edited a second later
     assert compiled.fresh_build(build, root) is None
 
 

@@ -12,12 +12,6 @@ from typing import Any
 
 import pytest
 
-from broker.client.remoting_client import (
-    RemotingChannel,
-    RemotingClient,
-    RemotingConnectError,
-    RemotingTimeoutError,
-)
 from broker.protocol.codes import RequestCode, ResponseCode, SerializeType
 from broker.protocol.remoting import (
     FrameDecoder,
@@ -26,7 +20,10 @@ from broker.protocol.remoting import (
     make_request,
     make_response,
 )
-from broker.server.transport import RemotingServer, install_uvloop
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingConnectError, RemotingTimeoutError
+from broker.remoting.server import RemotingServer, install_uvloop
 
 TIMEOUT = 5.0  # generous: only ever reached when something is broken
 

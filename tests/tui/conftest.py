@@ -18,12 +18,12 @@ import pytest
 from admin.models import GroupSpec, TopicSpec
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
+from broker.node import Node, NodePlan
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import ConsumerSendMsgBackRequestHeader, UpdateConsumerOffsetRequestHeader
 from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
-from broker.server.node import Node, NodePlan
 from broker.store.config import StoreConfig
 from tests.cli_online.conftest import heartbeat, send
 

@@ -15,7 +15,7 @@ from admin.models import TopicSpec
 from admin.service import AdminService
 from admin.tui.screens.confirm import ConfirmScreen
 from admin.tui.screens.help import HelpScreen
-from broker.server.node import Node
+from broker.node import Node
 from tests.tui.conftest import (
     TuiCluster,
     broker_plan,

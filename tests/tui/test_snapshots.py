@@ -1,6 +1,6 @@
 """Each screen at 120x40 with fixed data (a fake admin service), compared with the SVG screenshots in
-tests/tui/snapshots/. ``RMQ_UPDATE_SNAPSHOTS=1 pytest tests/tui`` rewrites them after a deliberate
-change; look at the SVGs before committing them."""
+tests/tui/snapshots/. A missing snapshot fails; ``RMQ_UPDATE_SNAPSHOTS=1 pytest tests/tui`` writes or
+rewrites them after a deliberate change; look at the SVGs before committing them."""
 
 from __future__ import annotations
 
@@ -55,9 +55,10 @@ def snapshot(
 
     svg = run(scenario())
     path = SNAPSHOTS / f"{name}.svg"
-    if os.environ.get("RMQ_UPDATE_SNAPSHOTS") or not path.exists():
+    if os.environ.get("RMQ_UPDATE_SNAPSHOTS"):
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(svg)
+    assert path.exists(), f"{name} has no snapshot: RMQ_UPDATE_SNAPSHOTS=1 writes it (look at it first)"
     assert svg == path.read_text(), f"{name} changed: RMQ_UPDATE_SNAPSHOTS=1 to accept, after looking at it"
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import RequestCode
 from broker.protocol.ha import HARuntimeInfo
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.remoting.channel import Handler, RemotingChannel
 from broker.store.config_files import data_version, encode_delay_file, encode_offset_file
 
 if TYPE_CHECKING:

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 from broker.acl.addresses import host_of
 from broker.acl.client import secure
-from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol.bodies import BodyError, ClusterInfo
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import make_request
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
     from broker.server.config import BrokerConfig

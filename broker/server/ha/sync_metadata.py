@@ -14,7 +14,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from broker.acl.client import secure
-from broker.client.remoting_client import RemotingClient, RemotingError
 from broker.protocol import lenient_json
 from broker.protocol.bodies import (
     BodyError,
@@ -25,6 +24,8 @@ from broker.protocol.bodies import (
 from broker.protocol.codes import RequestCode, ResponseCode, name_of
 from broker.protocol.remoting import make_request
 from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
+from broker.remoting.client import RemotingClient
+from broker.remoting.errors import RemotingError
 from broker.store.config_files import decode_delay_file, decode_offset_file
 
 if TYPE_CHECKING:

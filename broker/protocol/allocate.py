@@ -1,4 +1,5 @@
-"""Queue allocation strategies: which of a topic's queues one consumer of a group takes.
+"""Queue allocation strategies: which of a topic's queues one consumer of a group takes (in the SDK's
+rebalance, and on the broker for clients that let it balance).
 
 Every strategy answers exactly what the RocketMQ Java client answers for the same inputs. Callers pass
 ``mq_all`` and ``cid_all`` sorted (the rebalancer does), because every consumer must see the same

@@ -55,6 +55,18 @@ async def _start(what: str, where: str, starter: Awaitable[None]) -> None:
         raise NodeStartError(f"{what} cannot listen on {where}: {reason.lower()}") from exc
 
 
+async def _serve_grpc(broker: Broker) -> None:
+    """The RocketMQ 5 gRPC API beside the broker's remoting port (grpcPort < 0: off)."""
+    if broker.config.grpc_port < 0:
+        return
+    try:
+        from broker.grpc.service import serve_grpc
+    except ImportError as exc:  # grpcio, protobuf and hpack are the optional ``grpc`` extra
+        log.warning("gRPC port not served: %s (install rmqkit[grpc])", exc)
+        return
+    await serve_grpc(broker)
+
+
 class Node:
     def __init__(self, plan: NodePlan) -> None:
         if plan.broker is not None and plan.store is None:
@@ -103,6 +115,7 @@ class Node:
                     plan.broker.controller_addr = controller.address
                 self.broker = Broker(plan.broker, plan.store, auth_store)
                 await _start("the broker", f"port {plan.broker.listen_port}", self.broker.start())
+                await _serve_grpc(self.broker)
             if plan.http_port is not None:
                 self.http = HttpEndpoint(plan.http_host, plan.http_port, self._routes())
                 await _start("the HTTP endpoint", f"port {plan.http_port}", self.http.start())

@@ -1,9 +1,7 @@
-"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
-
-The checks run in RocketMQ's order and answer with its codes, so clients react the same way
-(retry another broker, give up, refresh the route). The append itself runs on the broker's single
-store-writer thread; under SYNC_FLUSH the answer waits for the group commit without blocking the
-event loop.
+"""The send path both protocols share: a decoded send checked in RocketMQ's order (answered with its
+codes, so clients react the same way: retry another broker, give up, refresh the route), turned into
+records and appended on the broker's store-writer thread; under SYNC_FLUSH the answer waits for the
+group commit without blocking the event loop.
 """
 
 from __future__ import annotations
@@ -14,14 +12,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from broker.client.remoting_client import Handler
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig, TopicFilterType
-from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.codes import ResponseCode
 from broker.protocol.headers import (
     SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import (
@@ -33,10 +28,8 @@ from broker.protocol.message import (
 )
 from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
-from broker.protocol.remoting import RemotingCommand, make_response
 from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
-from broker.server.header_limits import range_problem
 from broker.server.schedule_service import park_delay_level
 from broker.server.timer_service import PARKING_PROPERTIES, park_timer_message, parked_recall_handle
 from broker.server.topic_config import NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, topic_name_problem
@@ -59,8 +52,6 @@ _PUT_CODES = {
     PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
     PutStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_BUSY,
 }
-_INT_FIELDS = ("defaultTopicQueueNums", "queueId", "sysFlag", "flag", "reconsumeTimes", "maxReconsumeTimes")
-_LONG_FIELDS = ("bornTimestamp",)
 # Statuses a producer counts as "sent": the answer carries the message ids.
 _SENT = (
     PutStatus.PUT_OK,
@@ -94,13 +85,6 @@ class _Target:
         self.topic = topic
         self.queue_id = queue_id
         self.config = config
-
-
-def _batch_flag(request: RemotingCommand) -> bool:
-    """The C++ client (rocketmq-client-cpp) sends a batch as SEND_MESSAGE with ``batch`` "1", which
-    Java's Boolean.parseBoolean would read as false: accept "1" as well as "true"."""
-    raw = (request.ext_fields or {}).get("batch" if request.code == RequestCode.SEND_MESSAGE else "m")
-    return raw is not None and str(raw).strip().lower() in ("1", "true")
 
 
 def born_host_of(channel: Sender) -> bytes:
@@ -157,32 +141,10 @@ class SendAppends:
         return results
 
 
-class SendProcessor:
+class SendService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._appends = SendAppends(broker)
-
-    def handlers(self) -> dict[int, Handler]:
-        return {
-            RequestCode.SEND_MESSAGE: self.send,
-            RequestCode.SEND_MESSAGE_V2: self.send,
-            RequestCode.SEND_BATCH_MESSAGE: self.send,
-        }
-
-    async def send(self, request: RemotingCommand, channel: Sender) -> RemotingCommand:
-        arrived = time.monotonic()
-        if request.code == RequestCode.SEND_MESSAGE:
-            header = SendMessageRequestHeader.parse(request.ext_fields)
-        else:  # V2 names its fields a..n: check them in that form so an error names what was sent
-            header = SendMessageRequestHeaderV2.parse_v1(request.ext_fields)
-        problem = range_problem(header, _INT_FIELDS, _LONG_FIELDS)
-        if problem:
-            return make_response(request, ResponseCode.INVALID_PARAMETER, problem)
-        batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch) or _batch_flag(request)
-        sent = await self.put(header, request.body or b"", batch, channel, arrived)
-        if sent.result is None:
-            return make_response(request, sent.code, sent.remark)
-        return self._response(request, sent)
 
     async def put(
         self,
@@ -194,7 +156,8 @@ class SendProcessor:
         props: dict[str, str] | None = None,
     ) -> Sent:
         """A send whose header is decoded and its numbers in Java's ranges, up to what the store made
-        of it; the gRPC API builds the header from a SendMessageRequest and answers from this. A
+        of it; remoting's SEND_MESSAGE codes and gRPC's SendMessage (which builds the header from a
+        SendMessageRequest) both answer from this. A
         caller that encoded ``header.properties`` from a map passes the map as ``props`` (the message
         takes it over), so it is not decoded again."""
         try:
@@ -227,10 +190,22 @@ class SendProcessor:
         return Sent(code, result.remark, result, msgs, target.queue_id)
 
     # == checks ================================================================================
+    def send_topic(self, topic: str, default_topic: str, default_queue_nums: int) -> TopicConfig | None:
+        """The topic a producer writes to: its config; else one auto-created from ``default_topic``
+        when the broker allows it; else, for a group's retry topic, one created on first use."""
+        topics = self.broker.topics
+        config = topics.table.get(topic) or topics.create_from_template(
+            topic, default_topic, default_queue_nums
+        )
+        if config is None and topic.startswith(RETRY_PREFIX):
+            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
+            if group is not None:
+                config = topics.ensure(topic, group.retryQueueNums)
+        return config
+
     def _target(self, header: SendMessageRequestHeader, channel: Sender, batch: bool) -> _Target:
         """Where the message goes, after the send checks."""
         cfg = self.broker.config
-        topics = self.broker.topics
         if cfg.broker_role == "SLAVE":
             raise SendRejected(
                 ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while"
@@ -254,13 +229,7 @@ class SendProcessor:
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"batch request does not support retry group or long topic {topic}",
             )
-        config = topics.table.get(topic) or topics.create_from_template(
-            topic, header.defaultTopic, header.defaultTopicQueueNums
-        )
-        if config is None and topic.startswith(RETRY_PREFIX):
-            group = self.broker.groups.find(topic[len(RETRY_PREFIX) :])
-            if group is not None:
-                config = topics.ensure(topic, group.retryQueueNums)
+        config = self.send_topic(topic, header.defaultTopic, header.defaultTopicQueueNums)
         if config is None:
             raise SendRejected(
                 ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{FAQ}"
@@ -407,20 +376,3 @@ class SendProcessor:
             return None
         handle = parked_recall_handle(msgs[0], self.broker.config.broker_name)
         return None if handle is None else handle.encode()
-
-    def _response(self, request: RemotingCommand, sent: Sent) -> RemotingCommand:
-        """The answer names the queue the producer addressed, even when a delay parked the message."""
-        result, msgs = sent.result, sent.msgs
-        assert result is not None
-        header = SendMessageResponseHeader(
-            msgId=",".join(result.msg_ids),
-            queueId=sent.queue_id,
-            queueOffset=result.queue_offsets[0],
-            transactionId=msgs[0].properties.get(P.UNIQ_KEY) if len(msgs) == 1 else None,
-            recallHandle=self.recall_handle(msgs),
-        )
-        response = make_response(request, sent.code, result.remark or None, header=header)
-        cfg = self.broker.config
-        response.ext_fields[P.MSG_REGION] = cfg.region_id
-        response.ext_fields[P.TRACE_ON] = "true" if cfg.trace_on else "false"
-        return response

@@ -1,6 +1,6 @@
 """The remoting TCP server the NameServer and the broker both run.
 
-Each accepted connection becomes a :class:`RemotingChannel` (shared with the client SDK, because a
+Each accepted connection becomes a :class:`RemotingChannel` (the client pool's too, because a
 broker also sends requests over connections its clients opened). Requests go to async handlers
 registered by code; unknown codes, failing handlers, one-way requests, malformed frames, idle
 connections and back-pressure are handled there, the same way for every server.
@@ -12,14 +12,9 @@ import asyncio
 import logging
 import ssl
 
-from broker.client.remoting_client import (
-    DEFAULT_MAX_INFLIGHT,
-    Handler,
-    RemotingChannel,
-    RequestDispatcher,
-)
 from broker.protocol.codes import SerializeType
 from broker.protocol.remoting import LENIENT_HEADER_LIMIT
+from broker.remoting.channel import DEFAULT_MAX_INFLIGHT, Handler, RemotingChannel, RequestDispatcher
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Where servers meet access control: a remoting server whose handlers are checked before they run,
+"""Where servers meet access control: the remoting hooks that check requests before their handlers run,
 and the 4.x ACL management codes (the broker rewrites its ACL file; the NameServer's is edited locally).
 
 With neither ``aclEnable`` nor ``authenticationEnabled``/``authorizationEnabled`` on, :func:`make_server`
@@ -28,10 +28,11 @@ from broker.acl.config import ACCOUNT_FIELDS, AclConfig, AclConfigError, PlainAc
 from broker.acl.message_reads import LOOKUP_CODES, QUEUE_READ_CODES, answer_topics, parked_read
 from broker.acl.permissions import ADMIN_CODES, BROKER_CODES, NAMESRV_READS, PUB, SUB, AclCode, Need, needs_of
 from broker.acl.settings import SecuritySettings
-from broker.client.remoting_client import Handler, RemotingChannel
 from broker.protocol.codes import ResponseCode, name_of
 from broker.protocol.remoting import RemotingCommand, make_response
-from broker.server.transport import RemotingServer
+from broker.remoting.channel import Handler, RemotingChannel
+from broker.remoting.hooks import GuardedServer
+from broker.remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
 
@@ -196,17 +197,6 @@ class NamesrvHook(Hook):
         self, request: RemotingCommand, remote_addr: str, topics: Collection[str], *, publish: bool = False
     ) -> Refusal | None:
         return None  # a NameServer holds no messages
-
-
-class GuardedServer(RemotingServer):
-    """A remoting server that checks every request before its handler runs."""
-
-    def __init__(self, hook: Hook, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.hook = hook
-
-    def register(self, code: int, handler: Handler) -> None:
-        super().register(code, self.hook.guard(code, handler))
 
 
 def _listening(settings: SecuritySettings, kwargs: dict[str, Any]) -> dict[str, Any]:

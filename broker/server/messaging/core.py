@@ -1,0 +1,263 @@
+"""The messaging core's entry point, :class:`MessagingCore` (see the package's notes)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from broker.protocol.codes import ResponseCode
+from broker.protocol.headers import EndTransactionRequestHeader
+from broker.protocol.javahash import tags_code
+from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE, MessageRecord
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
+from broker.server.messaging.send import SendService
+from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
+from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
+from broker.store.consume_queue import Boundary
+from broker.store.message_store import GetResult, MessageStore
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SUB_ALL = "*"
+TagFilter = Callable[[int], bool]
+RecordFilter = Callable[[bytes], bool]
+
+
+class Answer(Protocol):
+    """A result in RocketMQ's terms: a response code and a remark."""
+
+    @property
+    def code(self) -> int: ...
+
+    @property
+    def remark(self) -> str | None: ...
+
+
+class Transactions(Protocol):
+    async def end(self, header: EndTransactionRequestHeader) -> Answer: ...
+
+    def resume(self, offset: int) -> str | None: ...
+
+
+class BrokerParts(Protocol):
+    """The parts of the broker the core uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    @property
+    def transactions(self) -> Transactions: ...
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def read_queue(
+        self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
+    ) -> T: ...
+
+
+class ConsumeRejected(Exception):
+    """A consume request refused with RocketMQ's response code."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def tag_filter_of(expression: str | None) -> TagFilter | None:
+    """The ConsumeQueue test for a TAG expression ("*" or "A || B"); None matches everything."""
+    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
+        return None
+    codes = frozenset(tags_code(tag.strip()) for tag in expression.split("||") if tag.strip())
+    return codes.__contains__
+
+
+@dataclass(frozen=True, slots=True)
+class PullQuery:
+    """Where a pull reads and what it keeps."""
+
+    topic: str
+    queue_id: int
+    offset: int
+    max_nums: int
+    max_bytes: int | None = None
+    tag_filter: TagFilter | None = None
+    record_filter: RecordFilter | None = None
+
+
+def caught_up(result: GetResult, offset: int) -> bool:
+    """Whether a read found nothing past ``offset`` yet (worth waiting for, not an offset to move)."""
+    return not result.records and result.next_begin_offset == offset
+
+
+class MessagingCore:
+    def __init__(self, broker: BrokerParts, sends: SendService) -> None:
+        self.broker = broker
+        self.sends = sends  # the send path: ``sends.put`` for a decoded send, both protocols
+
+    # == consuming ==============================================================================
+    def check_consume(self, group: str, topic: str) -> list[int]:
+        """The readable queue ids of ``topic`` for ``group``, or :class:`ConsumeRejected`."""
+        problem = topic_name_problem(topic) or group_name_problem(group)
+        if problem:
+            raise ConsumeRejected(ResponseCode.INVALID_PARAMETER, problem)
+        cfg = self.broker.config
+        if not cfg.broker_permission & PERM_READ:
+            raise ConsumeRejected(
+                ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_ip1}] peeking message is forbidden"
+            )
+        config = self.broker.topics.get(topic)
+        if config is None:
+            raise ConsumeRejected(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not config.perm & PERM_READ:
+            raise ConsumeRejected(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
+            )
+        group_config = self.broker.groups.find(group)
+        if group_config is None:
+            raise ConsumeRejected(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+            )
+        if not group_config.consumeEnable:
+            raise ConsumeRejected(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        return list(range(config.readQueueNums))
+
+    # == pull ==================================================================================
+    async def read(self, query: PullQuery) -> GetResult:
+        store = self.broker.store
+
+        def get() -> GetResult:
+            return store.get_messages(
+                query.topic,
+                query.queue_id,
+                query.offset,
+                query.max_nums,
+                max_bytes=query.max_bytes,
+                tag_filter=query.tag_filter,
+                record_filter=query.record_filter,
+            )
+
+        return await self.broker.read_queue(query.topic, query.queue_id, query.offset, get)
+
+    async def pull(
+        self, query: PullQuery, hold_seconds: float, worth_waiting: Callable[[GetResult], bool]
+    ) -> GetResult:
+        """Read; when ``worth_waiting`` says the answer has nothing new yet, wait up to
+        ``hold_seconds`` for a message to arrive (RocketMQ's PullRequestHoldService) and read again."""
+        result = await self.read(query)
+        if hold_seconds <= 0 or not worth_waiting(result):
+            return result
+        await self.wait_for_messages(
+            query.topic, query.queue_id, query.offset, hold_seconds, query.tag_filter
+        )
+        return await self.read(query)
+
+    def wait_for_messages(
+        self, topic: str, queue_id: int, offset: int, seconds: float, tag_filter: TagFilter | None
+    ) -> Awaitable[None]:
+        """Until a message past ``offset`` (matching ``tag_filter``) is stored, or ``seconds`` pass."""
+        store = self.broker.store
+
+        async def newest() -> int:
+            # on the loop: an in-memory number, and no thread hop in which a send could slip by
+            return store.max_offset(topic, queue_id)
+
+        return self.broker.holds.hold(topic, queue_id, offset, seconds, tag_filter, newest)
+
+    # == offsets ===============================================================================
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.broker.offsets.commit(group, topic, queue_id, offset)
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The group's committed offset of the queue, -1 when it has none."""
+        return self.broker.offsets.query(group, topic, queue_id)
+
+    def record_pull(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        self.broker.offsets.record_pull(group, topic, queue_id, next_offset)
+
+    async def min_offset(self, topic: str, queue_id: int) -> int:
+        return await self.broker.read(self.broker.store.min_offset, topic, queue_id)
+
+    async def max_offset(self, topic: str, queue_id: int) -> int:
+        return await self.broker.read(self.broker.store.max_offset, topic, queue_id)
+
+    async def offset_by_time(
+        self, topic: str, queue_id: int, when_ms: int, boundary: Boundary = Boundary.LOWER
+    ) -> int:
+        return await self.broker.read(self.broker.store.offset_by_time, topic, queue_id, when_ms, boundary)
+
+    async def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
+        return await self.broker.read(self.broker.store.earliest_store_time, topic, queue_id)
+
+    # == transactions ==========================================================================
+    async def resume_transaction_check(self, commitlog_offset: int) -> str | None:
+        """Put a half message that hit the check limit back to be checked; why not, or None."""
+        return await self.broker.write(self.broker.transactions.resume, commitlog_offset)
+
+    async def message_at(self, commitlog_offset: int) -> MessageRecord | None:
+        """The stored message at a CommitLog offset, if a whole one starts there."""
+        return await self.broker.read(self.broker.store.message_at, commitlog_offset)
+
+    async def end_transaction(
+        self,
+        header: EndTransactionRequestHeader,
+        remote_addr: str,
+        remark: str | None = None,
+        refusal: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> Answer | None:
+        """Commit or roll back a half message; None for a producer that reports the state unknown
+        (logged only, and unanswered, as upstream). ``refusal``, the protocol's access check, runs
+        once the request is known to end a transaction; its message is answered NO_PERMISSION."""
+        if self.broker.config.broker_role == "SLAVE":
+            return _Answer(
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+                "Message store is slave mode, so end transaction is forbidden. ",
+            )
+        source = "check answer" if header.fromTransactionCheck else "end of local transaction"
+        if header.commitOrRollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            log.info(
+                "producer %s reports transaction %s still unknown (%s, remark %r)",
+                remote_addr, header.transactionId or header.msgId, source, remark,
+            )  # fmt: skip
+            return None
+        refused = None if refusal is None else await refusal()
+        if refused is not None:
+            return _Answer(ResponseCode.NO_PERMISSION, refused)
+        outcome = await self.broker.transactions.end(header)
+        if outcome.code != ResponseCode.SUCCESS:
+            log.warning(
+                "END_TRANSACTION from %s (%s) for offset %d failed: %s",
+                remote_addr, source, header.commitLogOffset, outcome.remark,
+            )  # fmt: skip
+        return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    code: int
+    remark: str | None
