@@ -80,6 +80,7 @@ ELSEWHERE: dict[str, str] = {
     "timerMaxDelaySec": "tests/features/test_timer.py",
     "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
     "transactionCheckMax": "tests/cli_online/test_transactions.py",
+    "enablePropertyFilter": "tests/features2/test_sql92_broker.py",
     "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
     "enableControllerMode": "tests/controller/test_commands.py",
     "controllerAddr": "tests/controller/test_failover.py",

@@ -100,7 +100,7 @@ def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, t
     from admin.service import AdminService
     from broker.namesrv.config import NamesrvConfig
     from broker.server.config import BrokerConfig
-    from broker.server.node import Node, NodePlan
+    from broker.node import Node, NodePlan
     from broker.store.config import StoreConfig
     from tests.features.conftest import free_port
 
