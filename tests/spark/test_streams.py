@@ -99,8 +99,8 @@ def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, t
     from admin.models import TopicSpec
     from admin.service import AdminService
     from broker.namesrv.config import NamesrvConfig
-    from broker.server.config import BrokerConfig
     from broker.node import Node, NodePlan
+    from broker.server.config import BrokerConfig
     from broker.store.config import StoreConfig
     from tests.features.conftest import free_port
 
