@@ -46,7 +46,6 @@ ACCEL_MODULES = (
     "broker/remoting/channel.py",
     "broker/remoting/client.py",
     "broker/remoting/errors.py",
-    "broker/remoting/server.py",
     "broker/server/messaging/send.py",
     "broker/server/send_message_processor.py",
     "broker/server/write_bursts.py",
