@@ -44,11 +44,11 @@ async def test_dry_run_one_selection_and_all(tmp_path: Path) -> None:
         assert calls == [(1, 3), (2, 3), (3, 3)] and dry.dry_run
         assert len(await pull_all(client, broker.address, "Orig", 0)) == 3
 
-        one = await resend_dead_letters(admin, broker.address, "G", offsets=[1])
+        one = await resend_dead_letters(admin, broker.address, "G", to_topic=True, offsets=[1])
         assert [m.dlq_offset for m in one.resent] == [1] and one.failed == [] and one.missing == []
-        picked = await resend_dead_letters(admin, broker.address, "G", offsets=[0, 2, 7])
+        picked = await resend_dead_letters(admin, broker.address, "G", to_topic=True, offsets=[0, 2, 7])
         assert [m.dlq_offset for m in picked.resent] == [0, 2] and picked.missing == [7]
-        everything = await resend_dead_letters(admin, broker.address, "G", offsets=None)
+        everything = await resend_dead_letters(admin, broker.address, "G", to_topic=True, offsets=None)
         assert len(everything.resent) == 3
 
         landed = [
@@ -83,7 +83,7 @@ async def test_a_failed_resend_is_reported_and_the_rest_still_go(tmp_path: Path)
             ext = v2_fields("%RETRY%G", f"RETRY_TOPIC\x01{origin}\x02", j="17")
             request = make_request(RequestCode.SEND_MESSAGE_V2, None, body=body, ext_fields=ext)
             assert (await client.invoke(broker.address, request, 5)).code == ResponseCode.SUCCESS
-        report = await resend_dead_letters(AdminApi(client), broker.address, "G")
+        report = await resend_dead_letters(AdminApi(client), broker.address, "G", to_topic=True)
         assert [(m.dlq_offset, m.topic) for m in report.resent] == [(1, "%RETRY%G")]
         assert [m.dlq_offset for m in report.failed] == [0]
         assert str(int(ResponseCode.TOPIC_NOT_EXIST)) in (report.failed[0].error or "")
