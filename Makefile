@@ -3,19 +3,34 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+COMPILED := build/.compiled
+HOT_SOURCES := $(shell sed -n '/^compiled = \[/,/^\]/s/^ *"\(.*\)",$$/\1/p' pyproject.toml)
+EXTENSIONS = $(wildcard rmqkit__mypyc.*.so $(HOT_SOURCES:.py=.*.so))
 
-.PHONY: install run test lint typecheck pytest bench completions clean
+.PHONY: install run test lint typecheck pytest bench completions proto clean
 
-install: $(STAMP)
+install: $(STAMP) $(COMPILED)
 	@# bytecode up to date, so that `rmq` starts fast even where PYTHONDONTWRITEBYTECODE is set
 	@$(BIN)/python -m compileall -q -j 0 cli admin broker pyspark_rocketmq.py
-	@# the hot modules compiled with mypyc into build/accel (see broker/compiled.py);
-	@# rebuilt only when those sources changed, skipped with a reason where no compiler is found
-	@$(BIN)/python build_accel.py --if-stale
+
+# The hot modules (pyproject.toml's [tool.rmqkit] compiled) as mypyc extensions beside their sources,
+# which Python imports instead of the .py: rebuilt whenever one of those sources (or the build) changed.
+# The editable install itself stays pure Python (setup.py). RMQ_NO_ACCEL=1 removes the extensions, so
+# that the sources run; without mypyc or a C compiler setup.py says why and builds none.
+ifeq ($(RMQ_NO_ACCEL),1)
+.PHONY: $(COMPILED)
+$(COMPILED):
+	@rm -f $(COMPILED) $(EXTENSIONS)
+else
+$(COMPILED): $(STAMP) setup.py $(HOT_SOURCES)
+	@rm -f $(EXTENSIONS)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+	@mkdir -p build && touch $@
+endif
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77'
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	@touch $(STAMP)
 
@@ -41,8 +56,12 @@ test: lint typecheck pytest
 bench: install
 	$(BIN)/python -m benchmarks
 
+# after an edit of broker/grpc/proto/messaging.proto: its generated classes and typing stubs
+proto: install
+	$(BIN)/python generate_proto.py
+
 completions: install
 	$(BIN)/python -m cli.completion_gen completions
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build $(EXTENSIONS)

@@ -24,7 +24,7 @@ Result = dict[str, object]
 BODY = b"x" * 1024
 TOPIC = "BenchTopic"
 QUEUES = 8
-# build_accel.py compiles the store with mypyc into a separate folder; say which one ran
+# the package build compiles the store with mypyc (see setup.py); say which one ran
 BUILD = "mypyc" if not message_store.__file__.endswith(".py") else "pure Python"
 
 

@@ -1,6 +1,9 @@
 """rmqkit broker side: protocol codecs, store, servers and the Python SDK."""
 
-# Before any submodule loads: from here on the hot modules come from their mypyc build when fresh.
-from broker.compiled import ACTIVE as COMPILED
+import os
+import sys
 
-__all__ = ["COMPILED"]
+if os.environ.get("RMQ_NO_ACCEL") == "1":  # run the sources even where the compiled modules are built
+    from broker.compiled import SourcesFirst
+
+    sys.meta_path.insert(0, SourcesFirst())

@@ -113,9 +113,9 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        import broker
+        from broker import compiled
 
-        build = "hot modules compiled with mypyc" if broker.COMPILED else "plain Python sources"
+        build = "hot modules compiled with mypyc" if compiled.running() else "plain Python sources"
         typer.echo(f"{PROG} {version('rmqkit')} ({build})")
         raise typer.Exit()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.machinery
 import inspect
 import os
 import re
@@ -14,6 +15,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test stale compiled code: an extension built beside a source (``make install``) is
+    imported in its place, so one older than its source would hide every later edit of it."""
+    if os.environ.get("RMQ_NO_ACCEL") == "1":
+        return  # the sources run (broker/compiled.py)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    stale = [
+        str(source)
+        for built in (Path(__file__).resolve().parent.parent / "broker").rglob("*" + suffix)
+        if (source := built.with_name(built.name.removesuffix(suffix) + ".py")).exists()
+        and source.stat().st_mtime_ns > built.stat().st_mtime_ns
+    ]
+    if stale:
+        pytest.exit(
+            f"compiled modules older than their sources ({', '.join(stale)}): run `make install` to "
+            "rebuild them, or `RMQ_NO_ACCEL=1 make install` to run the sources",
+            returncode=4,
+        )
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -55,7 +55,7 @@ from broker.protocol.http2 import (
 )
 from tests.peers.conftest import LoopThread
 
-CALLS_COMPILED = not calls.__file__.endswith(".py")  # the mypyc build in build/accel is in use
+CALLS_COMPILED = not calls.__file__.endswith(".py")  # the mypyc build is in use
 SERVICE = "test.Echo"
 ECHO = f"/{SERVICE}/Echo"
 TIMEOUT = 20.0  # for every call: a server that stops answering fails the test instead of hanging it

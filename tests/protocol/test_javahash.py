@@ -1,16 +1,17 @@
 import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker import compiled
 from broker.protocol.javahash import index_key_hash, java_hash, tags_code
 from broker.protocol.message import body_crc
 from tests.vectors import load
 
 HASHES = load("java_hash_crc_vectors.json")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_java_hash_vectors() -> None:
@@ -71,9 +72,7 @@ def test_surrogates_hash_as_in_java() -> None:
 
 def _from_source(name: str) -> ModuleType:
     """The module run from its ``.py``, whether or not the compiled build is in use."""
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_source", compiled.ROOT / f"{name.replace('.', '/')}.py"
-    )
+    spec = importlib.util.spec_from_file_location(f"{name}_source", ROOT / f"{name.replace('.', '/')}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
