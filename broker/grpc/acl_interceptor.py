@@ -30,12 +30,10 @@ from broker.acl.auth_checker import AuthChecker, from_plain
 from broker.acl.checker import AclChecker, Denial, Refusal
 from broker.acl.message_reads import parked_read
 from broker.acl.permissions import ANY, PUB, SUB, Need, group_resource
-from broker.grpc.schema import PB, Code
+from broker.grpc.schema import PB
 
 log = logging.getLogger(__name__)
 
-UNAUTHORIZED = 40100  # apache.rocketmq.v2.Code.UNAUTHORIZED
-PRODUCER = 1  # ClientType.PRODUCER
 TELEMETRY = "Telemetry"
 QUEUE_READS = frozenset({"ReceiveMessage", "PullMessage"})  # methods reading a message queue's messages
 
@@ -48,13 +46,13 @@ def _topic_and_group(request: Any, topic: str, group: str = "group") -> list[Nee
     return needs
 
 
-def _heartbeat(request: Any) -> list[Need]:
-    if request.HasField("group") and request.group.name and request.client_type != PRODUCER:
+def _heartbeat(request: PB.HeartbeatRequest) -> list[Need]:
+    if request.HasField("group") and request.group.name and request.client_type != PB.ClientType.PRODUCER:
         return [Need(group_resource(request.group.name), SUB)]
     return []
 
 
-def _telemetry(command: Any) -> list[Need]:
+def _telemetry(command: PB.TelemetryCommand) -> list[Need]:
     """A Settings command: Pub on the topics a publisher declares, Sub on a consumer's group and the
     topics it subscribes to; other commands (thread stacks, verify results) declare nothing."""
     if command.WhichOneof("command") != "settings":
@@ -174,8 +172,8 @@ class AclInterceptor(aio.ServerInterceptor):  # type: ignore[misc,unused-ignore]
         return handler
 
     @staticmethod
-    def _status(refused: Refusal) -> Any:
-        code = UNAUTHORIZED if refused.kind is Denial.UNAUTHENTICATED else int(Code.FORBIDDEN)
+    def _status(refused: Refusal) -> PB.Status:
+        code = PB.Code.UNAUTHORIZED if refused.kind is Denial.UNAUTHENTICATED else PB.Code.FORBIDDEN
         return PB.Status(code=code, message=refused.message)
 
     def _unary(self, method: str, handler: Any, metadata: dict[str, str], response: Any) -> Any:

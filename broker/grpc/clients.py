@@ -15,8 +15,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from broker.grpc.schema import PB
 from broker.protocol.codes import ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
 
@@ -84,8 +84,10 @@ class Session:
     subscriptions: dict[str, tuple[int, str]] = field(default_factory=dict)  # topic -> (type, expression)
     language: int = 0
     version: str = ""
-    settings: Any = None  # the client's last Settings
-    outbox: asyncio.Queue[Any] | None = None  # the Telemetry stream's outgoing commands
+    settings: PB.Settings | None = None  # the client's last Settings
+    outbox: asyncio.Queue[PB.TelemetryCommand | None] | None = (
+        None  # the Telemetry stream's outgoing commands
+    )
     last_seen: float = field(default_factory=time.monotonic)
 
     @property
@@ -96,7 +98,7 @@ class Session:
             CLIENT_TYPE_PULL_CONSUMER,
         )
 
-    def push(self, command: Any) -> bool:
+    def push(self, command: PB.TelemetryCommand) -> bool:
         if self.outbox is None:
             return False
         self.outbox.put_nowait(command)

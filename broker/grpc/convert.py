@@ -7,7 +7,11 @@ import contextlib
 import hashlib
 import time
 import zlib
-from typing import Any, Final
+from typing import Final
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from broker.grpc.schema import PB, Code, GrpcError
 from broker.protocol import properties as P
@@ -33,23 +37,23 @@ TRACE_CONTEXT: Final = "TRACE_CONTEXT"
 
 MS_AS_SECONDS_THRESHOLD: Final = 100_000_000_000
 MAX_DELAY_MS: Final = 40 * 24 * 3600 * 1000
-MT_NORMAL: Final = 1
-MT_FIFO: Final = 2
-MT_DELAY: Final = 3
-MT_TRANSACTION: Final = 4
+MT_NORMAL: Final = PB.MessageType.NORMAL
+MT_FIFO: Final = PB.MessageType.FIFO
+MT_DELAY: Final = PB.MessageType.DELAY
+MT_TRANSACTION: Final = PB.MessageType.TRANSACTION
 
 
 def md5_hex(body: bytes) -> str:
     return hashlib.md5(body).hexdigest().upper()
 
 
-def timestamp(ms: int) -> Any:
-    ts = PB.Timestamp()
+def timestamp(ms: int) -> Timestamp:
+    ts = Timestamp()
     ts.FromMilliseconds(ms)
     return ts
 
 
-def timestamp_ms(ts: Any) -> int:
+def timestamp_ms(ts: Timestamp) -> int:
     """A Timestamp in ms, leniently: rocketmq-python-client 5.1.2 puts milliseconds into
     ``seconds``, so a ``seconds`` beyond the year 5000 is read as milliseconds."""
     seconds = int(ts.seconds)
@@ -58,17 +62,17 @@ def timestamp_ms(ts: Any) -> int:
     return seconds * 1000 + int(ts.nanos) // 1_000_000
 
 
-def duration_ms(duration: Any) -> int:
+def duration_ms(duration: Duration) -> int:
     return int(duration.seconds) * 1000 + int(duration.nanos) // 1_000_000
 
 
-def duration(ms: int) -> Any:
-    d = PB.Duration()
+def duration(ms: int) -> Duration:
+    d = Duration()
     d.FromMilliseconds(ms)
     return d
 
 
-def message_type_of(props: dict[str, str]) -> int:
+def message_type_of(props: dict[str, str]) -> PB.MessageType.ValueType:
     if props.get(P.TRAN_MSG) == "true":
         return MT_TRANSACTION
     if props.get(P.SHARDING_KEY):
@@ -275,16 +279,15 @@ def ack_response(code: int, message: str, entries: list[AckOutcome]) -> bytes:
     return b"".join(out)
 
 
-def serialized(response: Any) -> bytes:
+def serialized(response: Message | bytes) -> bytes:
     """The serializer of the service's responses: bytes are encoded already, anything else is a
     protobuf."""
     if isinstance(response, bytes):
         return response
-    data: bytes = response.SerializeToString()
-    return data
+    return response.SerializeToString()
 
 
-def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
+def properties_of(msg: PB.Message, body: bytes, max_body: int) -> dict[str, str]:
     """The record properties of a message a producer sends (``body`` is its body, read once);
     GrpcError for what RocketMQ refuses. They encode exactly (no empty value, no separator inside a
     name or value), so the send processor stores them as they are. Every field is read once: each
@@ -296,7 +299,7 @@ def properties_of(msg: Any, body: bytes, max_body: int) -> dict[str, str]:
         )
     if sp.HasField("body_digest"):
         digest = sp.body_digest
-        if digest.type == 2 and digest.checksum and digest.checksum.upper() != md5_hex(body):
+        if digest.type == PB.DigestType.MD5 and digest.checksum and digest.checksum.upper() != md5_hex(body):
             raise GrpcError(Code.MESSAGE_CORRUPTED, "message body MD5 digest does not match the body")
     props: dict[str, str] = {}
     user = msg.user_properties

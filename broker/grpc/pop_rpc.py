@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from broker.grpc import convert
-from broker.grpc.schema import PB, Code, GrpcError, status
+from broker.grpc.schema import PB, CallContext, Code, GrpcError, status
 from broker.grpc.send_rpc import code_of
 from broker.protocol.message import RecordError
 from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
@@ -30,6 +30,10 @@ DEADLINE_MARGIN: Final = 0.5  # answer this long before the client's deadline
 _EXPIRED: Final = "the receipt handle has expired"
 _OK_CODE: Final = int(Code.OK)  # the codes of the answers encoded here
 _INVALID_CODE: Final = int(Code.INVALID_RECEIPT_HANDLE)
+# the requests that name a group and a topic, checked by PopRpc._names
+_GroupAndTopic: TypeAlias = (
+    PB.AckMessageRequest | PB.ChangeInvisibleDurationRequest | PB.ForwardMessageToDeadLetterQueueRequest
+)
 
 
 def rejected(exc: ConsumeRejected) -> GrpcError:
@@ -43,17 +47,17 @@ def receipt_of(handle: str) -> Receipt:
         raise GrpcError(Code.INVALID_RECEIPT_HANDLE, str(exc)) from None
 
 
-def within_deadline(seconds: float, context: Any) -> float:
+def within_deadline(seconds: float, context: CallContext) -> float:
     """At most ``seconds`` of waiting, ended early enough for the answer to beat the call's deadline."""
-    remaining: float | None = context.time_remaining()
+    remaining = context.time_remaining()
     if remaining is None:
         return seconds
     return max(0.0, min(seconds, remaining - DEADLINE_MARGIN))
 
 
-def record_filter(broker: Any, expression: Any) -> Callable[[bytes], bool] | None:
+def record_filter(broker: Any, expression: PB.FilterExpression) -> Callable[[bytes], bool] | None:
     """The SQL92 filter of a FilterExpression (type 2); None for a tag expression."""
-    if expression.type != 2:
+    if expression.type != PB.FilterType.SQL:
         return None
     try:
         return record_filter_of(
@@ -70,7 +74,7 @@ class PopRpc:
         self.service = service
         self.broker: Any = service.broker
 
-    def _names(self, request: Any, context: Any) -> tuple[str, str]:
+    def _names(self, request: _GroupAndTopic, context: CallContext) -> tuple[str, str]:
         """The checked group and topic of a request that names both, after its client's session."""
         service = self.service
         service._session(context)
@@ -78,7 +82,7 @@ class PopRpc:
         topic: str = service._topic(request.topic.name).topicName
         return group, topic
 
-    async def receive_message(self, request: Any, context: Any) -> None:
+    async def receive_message(self, request: PB.ReceiveMessageRequest, context: CallContext) -> None:
         """Writes a status, then, when messages were found, the delivery time and one encoded message
         each."""
         service = self.service
@@ -90,14 +94,14 @@ class PopRpc:
             queues: list[int] = broker.messaging.check_consume(group, topic)
         except ConsumeRejected as exc:
             raise rejected(exc) from None
-        size: int = request.batch_size
+        size = request.batch_size
         if size <= 0:
             raise GrpcError(Code.BAD_REQUEST, f"batch size {size} is not positive")
         batch = min(size, MAX_BATCH)
         invisible = self._invisible_ms(request)
         expression = request.filter_expression
         sql_filter = record_filter(broker, expression)
-        text: str = expression.expression or "*"
+        text = expression.expression or "*"
         tags = frozenset(t.strip() for t in text.split("||") if t.strip())
         match_all = sql_filter is not None or not tags or "*" in tags
         tag_filter = None if match_all else tag_filter_of(text)
@@ -105,7 +109,7 @@ class PopRpc:
         budget = self._polling_s(request, context)
         pop = broker.pop
         orderly: bool = pop.is_orderly(group, topic)
-        queue_id: int = request.message_queue.id
+        queue_id = request.message_queue.id
         if orderly and 0 <= queue_id < len(queues):
             queues = [queue_id]
         else:
@@ -154,7 +158,7 @@ class PopRpc:
             await context.write(response)
 
     @staticmethod
-    def _invisible_ms(request: Any) -> int:
+    def _invisible_ms(request: PB.ReceiveMessageRequest) -> int:
         """The invisible duration a ReceiveMessage asks for (the default when it asks for renewals)."""
         if request.HasField("invisible_duration"):
             invisible = convert.duration_ms(request.invisible_duration)
@@ -168,7 +172,7 @@ class PopRpc:
         raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, "the invisible duration is missing")
 
     @staticmethod
-    def _polling_s(request: Any, context: Any) -> float:
+    def _polling_s(request: PB.ReceiveMessageRequest, context: CallContext) -> float:
         """How long a ReceiveMessage may wait for messages: its long-polling timeout, ending early
         enough for the answer to beat the call's deadline."""
         polling = DEFAULT_LONG_POLLING_MS
@@ -180,12 +184,12 @@ class PopRpc:
                 )
         return within_deadline(polling / 1000, context)
 
-    def ack_message(self, request: Any, context: Any) -> bytes:
+    def ack_message(self, request: PB.AckMessageRequest, context: CallContext) -> bytes:
         group, topic = self._names(request, context)
         pop = self.broker.pop
         outcomes: list[convert.AckOutcome] = []
         for entry in request.entries:
-            handle: str = entry.receipt_handle
+            handle = entry.receipt_handle
             try:
                 receipt = Receipt.decode(handle)
             except ValueError as exc:
@@ -202,7 +206,9 @@ class PopRpc:
             code, message = int(Code.MULTIPLE_RESULTS), "the entries have different results"
         return convert.ack_response(code, message, outcomes)
 
-    def change_invisible(self, request: Any, context: Any) -> Any:
+    def change_invisible(
+        self, request: PB.ChangeInvisibleDurationRequest, context: CallContext
+    ) -> PB.ChangeInvisibleDurationResponse:
         group, topic = self._names(request, context)
         receipt = receipt_of(request.receipt_handle)
         invisible = convert.duration_ms(request.invisible_duration)
@@ -216,7 +222,9 @@ class PopRpc:
         renewed = receipt.renewed(entry.pop_time, invisible)
         return PB.ChangeInvisibleDurationResponse(status=status(), receipt_handle=renewed.encode())
 
-    async def forward_to_dlq(self, request: Any, context: Any) -> Any:
+    async def forward_to_dlq(
+        self, request: PB.ForwardMessageToDeadLetterQueueRequest, context: CallContext
+    ) -> PB.ForwardMessageToDeadLetterQueueResponse:
         group, topic = self._names(request, context)
         receipt = receipt_of(request.receipt_handle)
         done = await self.broker.pop.forward_to_dlq(

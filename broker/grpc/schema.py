@@ -1,20 +1,20 @@
-"""The ``apache.rocketmq.v2`` messages, loaded from ``proto/messaging.proto`` once per process.
-
-``PB.<MessageName>`` are the message classes, :class:`Code` the status codes clients act on.
-Protobuf messages are dynamically typed here (``Any``): the schema is data, not generated code.
+"""The ``apache.rocketmq.v2`` messages: ``PB.<MessageName>`` are the message classes generated from
+``proto/messaging.proto`` (typed by the stubs generated beside them), :class:`Code` the status codes
+clients act on.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
-from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-from broker.grpc.protoload import Schema
+from google.protobuf.message import Message
 
-PROTO = Path(__file__).resolve().parent / "proto" / "messaging.proto"
-PB = Schema(PROTO)
-SERVICE = f"{PB.package}.MessagingService"
+from broker.grpc.proto import messaging_pb2 as PB
+
+__all__ = ["PB", "SERVICE", "CallContext", "Code", "GrpcError", "check_schema", "status"]
+
+SERVICE = f"{PB.DESCRIPTOR.package}.MessagingService"
 
 
 class Code(IntEnum):
@@ -62,6 +62,19 @@ class Code(IntEnum):
     UNSUPPORTED = 50500
 
 
+class CallContext(Protocol):
+    """What a handler uses of its call (a protocol: the ACL's stream wrapper stands in for the
+    compiled call, which a class annotation would check at run time)."""
+
+    async def write(self, message: Message | bytes) -> None: ...
+
+    def metadata_value(self, key: str) -> str | None: ...
+
+    def peer(self) -> str: ...
+
+    def time_remaining(self) -> float | None: ...
+
+
 class GrpcError(Exception):
     """A request the broker refuses: answered with this v2 status, never a gRPC error."""
 
@@ -71,13 +84,13 @@ class GrpcError(Exception):
         self.message = message
 
 
-def status(code: Code = Code.OK, message: str = "OK") -> Any:
-    return PB.Status(code=int(code), message=message)
+def status(code: Code = Code.OK, message: str = "OK") -> PB.Status:
+    return PB.Status(code=PB.Code.ValueType(code), message=message)
 
 
 def check_schema() -> None:
     """Every Code member exists in the .proto enum under the same number (run by the tests)."""
-    declared = PB.enums["Code"]
+    declared = dict(PB.Code.items())
     for member in Code:
         if declared.get(member.name) != member.value:
             raise AssertionError(f"Code.{member.name} does not match the schema")

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from broker.grpc import convert
 from broker.grpc.clients import Session
-from broker.grpc.schema import PB, Code, GrpcError
+from broker.grpc.schema import PB, CallContext, Code, GrpcError
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import SendMessageRequestHeader
@@ -63,7 +63,9 @@ class SendRpc:
         self.sends: SendService = service.broker.messaging.sends  # typed: called natively
         self.stats: BrokerStats = service.broker.stats
 
-    async def send_message(self, request: Any, context: Any) -> Any:
+    async def send_message(
+        self, request: PB.SendMessageRequest, context: CallContext
+    ) -> PB.SendMessageResponse:
         session = self.service._session(context)
         messages = request.messages
         if not messages:
@@ -72,24 +74,24 @@ class SendRpc:
             raise GrpcError(Code.BAD_REQUEST, "all messages of one request must go to one topic")
         response = PB.SendMessageResponse()
         entries = response.entries
-        first = -1  # the first entry's code, and whether another one differs
+        first: PB.Code.ValueType | None = None  # the first entry's code, and whether another one differs
         mixed = False
         for msg in messages:  # each entry is filled where it lies: no message built to be copied
             entry = entries.add()
-            code = int(Code.OK)
+            code = PB.Code.OK
             try:
                 await self._send_one(msg, session, entry)
             except GrpcError as exc:
                 entry.Clear()
-                entry.status.code = code = int(exc.code)
+                entry.status.code = code = PB.Code.ValueType(exc.code)
                 entry.status.message = exc.message
-            if first < 0:
+            if first is None:
                 first = code
             mixed = mixed or code != first
         if not mixed:
             response.status.CopyFrom(entries[0].status)
         else:
-            response.status.code = Code.MULTIPLE_RESULTS
+            response.status.code = PB.Code.MULTIPLE_RESULTS
             response.status.message = "the messages have different results"
         return response
 
@@ -114,11 +116,11 @@ class SendRpc:
                 f"but actual type is {actual.value}",
             )
 
-    async def _send_one(self, msg: Any, session: Session, entry: Any) -> None:
+    async def _send_one(self, msg: PB.Message, session: Session, entry: PB.SendResultEntry) -> None:
         """Sends one message and fills in its SendResultEntry; GrpcError when it is refused."""
         broker = self.broker
         config = self.service._topic(msg.topic.name)
-        body: bytes = msg.body
+        body = msg.body
         props = convert.properties_of(msg, body, broker.store_config.max_message_size)
         self._check_type(config, props)
         transactional = props.get(P.TRAN_MSG) == "true"
@@ -158,7 +160,7 @@ class SendRpc:
             raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
         offset = sent.result.queue_offsets[0]
         status = entry.status
-        status.code = Code.OK
+        status.code = PB.Code.OK
         status.message = "OK"
         entry.message_id = props[P.UNIQ_KEY]
         entry.offset = offset

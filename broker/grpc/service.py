@@ -44,7 +44,7 @@ from broker.grpc.pop_rpc import (
     within_deadline,
 )
 from broker.grpc.pop_rpc import record_filter as pop_record_filter
-from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
+from broker.grpc.schema import PB, SERVICE, CallContext, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
 from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
@@ -149,7 +149,7 @@ def _as_remoting(channel: GrpcChannel) -> Any:
     return channel
 
 
-def _peer(context: Any) -> str:
+def _peer(context: CallContext) -> str:
     peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6":
@@ -230,7 +230,7 @@ class MessagingService:
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     # == clients ===============================================================================
-    def _session(self, context: Any, *, required: bool = True) -> Session | None:
+    def _session(self, context: CallContext, *, required: bool = True) -> Session | None:
         client_id: str | None = context.metadata_value("x-mq-client-id")
         if not client_id:
             if required:
@@ -298,7 +298,7 @@ class MessagingService:
         )
         return session.push(command)
 
-    def _settings(self, session: Session, incoming: Any) -> Any:
+    def _settings(self, session: Session, incoming: PB.Settings) -> PB.Settings:
         """The server's Settings answer on the Telemetry stream (backoff policy always present)."""
         s = PB.Settings()
         s.client_type = incoming.client_type
@@ -333,7 +333,7 @@ class MessagingService:
         sub.long_polling_timeout.CopyFrom(convert.duration(DEFAULT_LONG_POLLING_MS))
         return s
 
-    def _retry_policy(self, group: str, policy: Any) -> None:
+    def _retry_policy(self, group: str, policy: PB.RetryPolicy) -> None:
         """max attempts = retryMaxTimes + 1; delays from the group's groupRetryPolicy (RocketMQ 5's
         CUSTOMIZED ``next`` list or EXPONENTIAL initial/max/multiplier, in ms), else the delay levels
         from level 3 on, as RocketMQ retries."""
@@ -364,7 +364,7 @@ class MessagingService:
         return any(topic_message_type(self.broker.topics.get(t)) is TopicMessageType.FIFO for t in topics)
 
     # == routes ================================================================================
-    def _endpoints(self, requested: Any) -> Any:
+    def _endpoints(self, requested: PB.Endpoints | None) -> PB.Endpoints:
         endpoints = PB.Endpoints()
         if requested is not None and len(requested.addresses):
             endpoints.CopyFrom(requested)
@@ -372,9 +372,9 @@ class MessagingService:
         host = self.broker.config.broker_ip1
         try:
             ipaddress.IPv4Address(host)
-            endpoints.scheme = 1
+            endpoints.scheme = PB.AddressScheme.IPv4
         except ValueError:
-            endpoints.scheme = 3
+            endpoints.scheme = PB.AddressScheme.DOMAIN_NAME
         endpoints.addresses.add(host=host, port=self.broker.grpc_port)
         return endpoints
 
@@ -391,7 +391,7 @@ class MessagingService:
         return config
 
     @staticmethod
-    def _accept_types(kind: TopicMessageType) -> list[int]:
+    def _accept_types(kind: TopicMessageType) -> list[PB.MessageType.ValueType]:
         return {
             TopicMessageType.NORMAL: [convert.MT_NORMAL],
             TopicMessageType.FIFO: [convert.MT_FIFO],
@@ -400,8 +400,13 @@ class MessagingService:
         }.get(kind, [convert.MT_NORMAL, convert.MT_FIFO, convert.MT_DELAY, convert.MT_TRANSACTION])
 
     def _queue(
-        self, topic: str, queue_id: int, permission: int, endpoints: Any, kind: TopicMessageType
-    ) -> Any:
+        self,
+        topic: str,
+        queue_id: int,
+        permission: PB.Permission.ValueType,
+        endpoints: PB.Endpoints,
+        kind: TopicMessageType,
+    ) -> PB.MessageQueue:
         mq = PB.MessageQueue(id=queue_id, permission=permission)
         mq.topic.name = topic
         mq.broker.name = self.broker.config.broker_name
@@ -410,7 +415,7 @@ class MessagingService:
         mq.accept_message_types.extend(self._accept_types(kind))
         return mq
 
-    def query_route(self, request: Any, context: Any) -> Any:
+    def query_route(self, request: PB.QueryRouteRequest, context: CallContext) -> PB.QueryRouteResponse:
         self._session(context, required=False)
         config = self._topic(request.topic.name, create=True)
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
@@ -420,11 +425,18 @@ class MessagingService:
         for i in range(max(config.readQueueNums, config.writeQueueNums)):
             readable = bool(perm & PERM_READ) and i < config.readQueueNums
             writable = bool(perm & PERM_WRITE) and i < config.writeQueueNums
-            permission = 4 if readable and writable else 2 if readable else 3 if writable else 1
+            permission = (
+                PB.Permission.READ_WRITE if readable and writable
+                else PB.Permission.READ if readable
+                else PB.Permission.WRITE if writable
+                else PB.Permission.NONE
+            )  # fmt: skip
             response.message_queues.append(self._queue(config.topicName, i, permission, endpoints, kind))
         return response
 
-    def query_assignment(self, request: Any, context: Any) -> Any:
+    def query_assignment(
+        self, request: PB.QueryAssignmentRequest, context: CallContext
+    ) -> PB.QueryAssignmentResponse:
         self._session(context)
         group = self._group(request.group.name)
         config = self._topic(request.topic.name)
@@ -435,7 +447,9 @@ class MessagingService:
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         response = PB.QueryAssignmentResponse(status=status())
         if config.readQueueNums > 0 and config.perm & PERM_READ:
-            mq = self._queue(config.topicName, -1, 4, endpoints, topic_message_type(config))
+            mq = self._queue(
+                config.topicName, -1, PB.Permission.READ_WRITE, endpoints, topic_message_type(config)
+            )
             response.assignments.add().message_queue.CopyFrom(mq)
         return response
 
@@ -447,7 +461,7 @@ class MessagingService:
         return name
 
     # == client life ===========================================================================
-    def heartbeat(self, request: Any, context: Any) -> Any:
+    def heartbeat(self, request: PB.HeartbeatRequest, context: CallContext) -> PB.HeartbeatResponse:
         session = self._session(context)
         assert session is not None
         if request.client_type:
@@ -457,20 +471,22 @@ class MessagingService:
         self._register(session)
         return PB.HeartbeatResponse(status=status())
 
-    def notify_termination(self, request: Any, context: Any) -> Any:
+    def notify_termination(
+        self, request: PB.NotifyClientTerminationRequest, context: CallContext
+    ) -> PB.NotifyClientTerminationResponse:
         session = self._session(context)
         assert session is not None
         session.channel.close()
         return PB.NotifyClientTerminationResponse(status=status())
 
-    async def telemetry(self, requests: AsyncIterator[Any], context: Any) -> None:
+    async def telemetry(self, requests: AsyncIterator[PB.TelemetryCommand], context: CallContext) -> None:
         try:
             session = self._session(context)
         except GrpcError as exc:
             await context.write(PB.TelemetryCommand(status=status(exc.code, exc.message)))
             return
         assert session is not None
-        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        outbox: asyncio.Queue[PB.TelemetryCommand | None] = asyncio.Queue()
         if session.outbox is not None:
             session.outbox.put_nowait(None)  # a newer stream replaces an older one
         session.outbox = outbox
@@ -503,7 +519,7 @@ class MessagingService:
             if session.outbox is outbox:
                 session.outbox = None
 
-    def _on_telemetry(self, session: Session, command: Any) -> Any:
+    def _on_telemetry(self, session: Session, command: PB.TelemetryCommand) -> PB.TelemetryCommand | None:
         kind = command.WhichOneof("command")
         if kind != "settings":
             return None  # thread stack traces, verify results: nothing to do
@@ -539,7 +555,9 @@ class MessagingService:
         """RocketMQ's proxy setting enableTopicMessageTypeCheck (on by default)."""
         return self.broker.config.enable_topic_message_type_check
 
-    async def end_transaction(self, request: Any, context: Any) -> Any:
+    async def end_transaction(
+        self, request: PB.EndTransactionRequest, context: CallContext
+    ) -> PB.EndTransactionResponse:
         session = self._session(context)
         assert session is not None
         topic = self._topic(request.topic.name).topicName
@@ -562,7 +580,9 @@ class MessagingService:
             raise GrpcError(code_of(answer.code), answer.remark or "ending the transaction failed")
         return PB.EndTransactionResponse(status=status())
 
-    async def recall_message(self, request: Any, context: Any) -> Any:
+    async def recall_message(
+        self, request: PB.RecallMessageRequest, context: CallContext
+    ) -> PB.RecallMessageResponse:
         topic = self._topic(request.topic.name).topicName
         try:
             message_id = await self.broker.timer.recall(topic, request.recall_handle)
@@ -570,13 +590,13 @@ class MessagingService:
             raise GrpcError(_RECALL_CODES[exc.problem], exc.remark) from None
         return PB.RecallMessageResponse(status=status(), message_id=message_id)
 
-    def _message_queue(self, mq: Any) -> tuple[str, int]:
+    def _message_queue(self, mq: PB.MessageQueue) -> tuple[str, int]:
         config = self._topic(mq.topic.name)
         if not 0 <= mq.id < config.readQueueNums:
             raise GrpcError(Code.BAD_REQUEST, f"queue {mq.id} of topic {config.topicName} does not exist")
         return config.topicName, int(mq.id)
 
-    async def pull_message(self, request: Any, context: Any) -> None:
+    async def pull_message(self, request: PB.PullMessageRequest, context: CallContext) -> None:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
@@ -609,7 +629,7 @@ class MessagingService:
             )
         await context.write(PB.PullMessageResponse(next_offset=result.next_begin_offset))
 
-    def update_offset(self, request: Any, context: Any) -> Any:
+    def update_offset(self, request: PB.UpdateOffsetRequest, context: CallContext) -> PB.UpdateOffsetResponse:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
@@ -618,7 +638,7 @@ class MessagingService:
         self.broker.messaging.commit_offset(group, topic, queue_id, request.offset)
         return PB.UpdateOffsetResponse(status=status())
 
-    def get_offset(self, request: Any, context: Any) -> Any:
+    def get_offset(self, request: PB.GetOffsetRequest, context: CallContext) -> PB.GetOffsetResponse:
         self._session(context)
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
@@ -629,7 +649,9 @@ class MessagingService:
             )
         return PB.GetOffsetResponse(status=status(), offset=offset)
 
-    async def query_offset(self, request: Any, context: Any) -> Any:
+    async def query_offset(
+        self, request: PB.QueryOffsetRequest, context: CallContext
+    ) -> PB.QueryOffsetResponse:
         self._session(context)
         topic, queue_id = self._message_queue(request.message_queue)
         core = self.broker.messaging
