@@ -9,14 +9,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
-from broker.grpc.schema import Code, GrpcError, status
+from google.protobuf.message import Message
+
+from broker.grpc.schema import PB, CallContext, Code, GrpcError, status
 
 log = logging.getLogger("broker.grpc.service")
+Request = TypeVar("Request", bound=Message)
 
 
-def failed(fn: Any, response: Any, error: Exception) -> Any:
+class StatusAnswer(Protocol):
+    """An RPC's response message class: every v2 response can carry a status."""
+
+    def __call__(self, *, status: PB.Status) -> Message: ...
+
+
+def failed(fn: object, response: StatusAnswer, error: Exception) -> Message:
     """The ``response`` (an RPC's response message class) that answers ``fn`` raising ``error``;
     called in the ``except`` clause, so an unexpected error is logged with its traceback."""
     if isinstance(error, GrpcError):
@@ -25,14 +34,16 @@ def failed(fn: Any, response: Any, error: Exception) -> Any:
     return response(status=status(Code.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}"))
 
 
-class Guarded:
+class Guarded(Generic[Request]):
     """``fn`` answering with ``response`` (the RPC's response message class) when it fails."""
 
-    def __init__(self, fn: Callable[[Any, Any], Awaitable[Any]], response: Any) -> None:
+    def __init__(
+        self, fn: Callable[[Request, CallContext], Awaitable[Message | bytes]], response: StatusAnswer
+    ) -> None:
         self.fn = fn
         self.response = response
 
-    async def __call__(self, request: Any, context: Any) -> Any:
+    async def __call__(self, request: Request, context: CallContext) -> Message | bytes:
         try:
             return await self.fn(request, context)
         except asyncio.CancelledError:
@@ -41,32 +52,32 @@ class Guarded:
             return failed(self.fn, self.response, error)
 
 
-class GuardedInline:
+class GuardedInline(Generic[Request]):
     """:class:`Guarded` for a handler that never waits: the server calls it as the request ends,
     without a task (see ``broker.grpc.calls.Call._answer_inline``)."""
 
     answers_inline = True
 
-    def __init__(self, fn: Callable[[Any, Any], Any], response: Any) -> None:
+    def __init__(self, fn: Callable[[Request, CallContext], Message | bytes], response: StatusAnswer) -> None:
         self.fn = fn
         self.response = response
 
-    def __call__(self, request: Any, context: Any) -> Any:
+    def __call__(self, request: Request, context: CallContext) -> Message | bytes:
         try:
             return self.fn(request, context)
         except Exception as error:
             return failed(self.fn, self.response, error)
 
 
-class GuardedStream:
+class GuardedStream(Generic[Request]):
     """:class:`Guarded` for a server stream whose handler writes its responses (``context.write``), as a
     compiled handler must (it cannot be an async generator): a failure is written as the last one."""
 
-    def __init__(self, fn: Callable[[Any, Any], Awaitable[None]], response: Any) -> None:
+    def __init__(self, fn: Callable[[Request, CallContext], Awaitable[None]], response: StatusAnswer) -> None:
         self.fn = fn
         self.response = response
 
-    async def __call__(self, request: Any, context: Any) -> None:
+    async def __call__(self, request: Request, context: CallContext) -> None:
         try:
             await self.fn(request, context)
         except asyncio.CancelledError:

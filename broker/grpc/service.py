@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
+from google.protobuf.message import Message
 
 from broker.grpc import convert
 from broker.grpc.acl_interceptor import server_setup
@@ -33,7 +34,7 @@ from broker.grpc.clients import (
     GrpcChannel,
     Session,
 )
-from broker.grpc.guard import Guarded, GuardedInline, GuardedStream
+from broker.grpc.guard import Guarded, GuardedInline, GuardedStream, StatusAnswer
 from broker.grpc.http2 import connection_limits
 from broker.grpc.pop_rpc import (
     DEFAULT_LONG_POLLING_MS,
@@ -176,14 +177,18 @@ class MessagingService:
 
     # == plumbing ==============================================================================
     def generic_handler(self) -> grpc.GenericRpcHandler:
-        def unary(fn: Callable[[Any, Any], Any], req: Any, resp: Any) -> grpc.RpcMethodHandler:
+        def unary(
+            fn: Callable[[Any, CallContext], Any], req: type[Message], resp: StatusAnswer
+        ) -> grpc.RpcMethodHandler:
             # a handler that never waits is a plain function: the server runs it without a task
             guarded = Guarded(fn, resp) if inspect.iscoroutinefunction(fn) else GuardedInline(fn, resp)
             return grpc.unary_unary_rpc_method_handler(
                 guarded, request_deserializer=req.FromString, response_serializer=convert.serialized
             )
 
-        def stream(fn: Callable[[Any, Any], Awaitable[None]], req: Any, resp: Any) -> grpc.RpcMethodHandler:
+        def stream(
+            fn: Callable[[Any, CallContext], Awaitable[None]], req: type[Message], resp: StatusAnswer
+        ) -> grpc.RpcMethodHandler:
             return grpc.unary_stream_rpc_method_handler(
                 GuardedStream(fn, resp), request_deserializer=req.FromString,
                 response_serializer=convert.serialized,
