@@ -132,7 +132,6 @@ def test_a_recreated_topic_fails_the_stream_or_is_read_from_its_start(
     assert sorted(r.uniqKey for r in rows) == sorted(s.uniq_key for s in first + second)
 
 
-
 def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
     """A read that finds its broker down retries (fetchOffset.numRetries) and reads once it is back."""
     from admin.models import TopicSpec
