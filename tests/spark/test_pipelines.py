@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -97,3 +100,24 @@ def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> No
     replay = ["spark", "replay", "SparkDlqBack", "--dlq", "spark-cg", "-n", cluster.namesrv, "-o", "json"]
     assert json.loads(rmq(*replay))["rows"] == 3
     assert json.loads(rmq(*replay))["rows"] == 0
+
+
+@pytest.mark.servers
+@pytest.mark.timeout(300)
+def test_a_dry_run_read_by_head_ends_cleanly(cluster: Cluster, tmp_path: Path) -> None:
+    """``rmq spark replay --dry-run … | head -1``: the first line, exit 0 and no traceback from the
+    command or from Spark's Python workers when the reader has gone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"body": [b"r%d" % i for i in range(5)]}), tmp_path / "in" / "part.parquet")
+    rmq_bin = Path(sys.executable).parent / "rmq"
+    command = (
+        f"{rmq_bin} spark replay SparkDry --parquet {tmp_path / 'in'} --dry-run --master 'local[1]' "
+        f"-n {cluster.namesrv} | head -1; exit ${{PIPESTATUS[0]}}"
+    )
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["messages", "5"]
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
