@@ -94,7 +94,9 @@ def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> No
     rows = json.loads(
         rmq("spark", "dlq-report", "-n", cluster.namesrv, "--out", out, "--format", "csv", "-o", "json")
     )
-    assert [(r["group"], r["originTopic"], r["messages"]) for r in rows] == [("spark-cg", TOPIC, 3)]
+    # other tests of the session leave dead letters of their own groups
+    mine = [(r["originTopic"], r["messages"]) for r in rows if r["group"] == "spark-cg"]
+    assert mine == [(TOPIC, 3)]
     assert any(p.suffix == ".csv" for p in out.iterdir())
     # a DLQ replay commits the group's DLQ offsets: a second one sends nothing again
     replay = ["spark", "replay", "SparkDlqBack", "--dlq", "spark-cg", "-n", cluster.namesrv, "-o", "json"]

@@ -174,7 +174,9 @@ def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, t
     restart = threading.Timer(1.0, lambda: cluster.call(again.start()))
     restart.start()
     try:
-        assert read.option("fetchOffset.retryIntervalMs", 500).load().count() == 5
+        # up to 31.5 s of waiting: a node starts in about a second, more on a busy machine
+        waiting = read.option("fetchOffset.retryIntervalMs", 500).option("fetchOffset.numRetries", 6)
+        assert waiting.load().count() == 5
     finally:
         restart.join()
         cluster.call(again.stop())
