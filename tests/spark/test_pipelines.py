@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -15,6 +16,8 @@ from tests.spark.conftest import MESSAGES, TOPIC, Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.servers
 
 
 def rmq(*args: object, code: int = 0) -> str:
@@ -103,7 +106,6 @@ def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> No
     assert json.loads(rmq(*replay))["rows"] == 0
 
 
-@pytest.mark.servers
 @pytest.mark.timeout(300)
 def test_a_dry_run_read_by_head_ends_cleanly(cluster: Cluster, tmp_path: Path) -> None:
     """``rmq spark replay --dry-run … | head -1``: the first line, exit 0 and no traceback from the
