@@ -484,7 +484,9 @@ class MessageOps(ServiceBase):
         )
 
     # -- retry and dead-letter topics ---------------------------------------------------------------
-    async def _special(self, prefix: str) -> SpecialTopics:
+    async def _special(self, *prefixes: str) -> list[SpecialTopics]:
+        """Per prefix, the topics named with it and what they hold (each broker's topic table asked
+        once for all prefixes)."""
         from admin.models.messages import SpecialTopic, SpecialTopics
 
         masters = self._masters(await self._cluster())
@@ -493,7 +495,7 @@ class MessageOps(ServiceBase):
             (name, addr, topic)
             for (name, addr), table in zip(masters.items(), tables, strict=True)
             for topic in table
-            if topic.startswith(prefix)
+            if topic.startswith(prefixes)
         ]
         stats = await gather(self.api.topic_stats(addr, topic) for _, addr, topic in pairs)
         merged: dict[str, tuple[int, list[str], int]] = {}
@@ -502,22 +504,32 @@ class MessageOps(ServiceBase):
             count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
             last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
             merged[topic] = (count, [*brokers, name], last)
-        return SpecialTopics(
-            [
-                SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
-                for topic, (count, brokers, last) in sorted(merged.items())
-            ]
-        )
+        return [
+            SpecialTopics(
+                [
+                    SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
+                    for topic, (count, brokers, last) in sorted(merged.items())
+                    if topic.startswith(prefix)
+                ]
+            )
+            for prefix in prefixes
+        ]
 
     @admin_call
     async def dlq_list(self) -> SpecialTopics:
         """Every group's dead-letter topic (%DLQ%group) and how many messages it holds."""
-        return await self._special(DLQ_PREFIX)
+        return (await self._special(DLQ_PREFIX))[0]
 
     @admin_call
     async def retry_list(self) -> SpecialTopics:
         """Every group's retry topic (%RETRY%group) and how many messages it holds."""
-        return await self._special(RETRY_PREFIX)
+        return (await self._special(RETRY_PREFIX))[0]
+
+    @admin_call
+    async def retry_and_dlq_list(self) -> tuple[SpecialTopics, SpecialTopics]:
+        """:meth:`retry_list` and :meth:`dlq_list` together, at the cost of one."""
+        retry, dlq = await self._special(RETRY_PREFIX, DLQ_PREFIX)
+        return retry, dlq
 
     async def dlq_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(DLQ_PREFIX + group, rng, progress)

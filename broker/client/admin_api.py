@@ -292,6 +292,12 @@ class AdminApi:
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
         return None if r.code != ResponseCode.SUCCESS else G.ConsumerConnection.from_json(r.body or b"{}")
 
+    async def all_consumer_connections(self, broker_addr: str) -> dict[str, ConsumerConnection]:
+        """Every online group's clients on the broker in one answer (rmqkit's own
+        GET_ALL_CONSUMER_CONNECTIONS; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED)."""
+        r = await self.call(broker_addr, RequestCode.GET_ALL_CONSUMER_CONNECTIONS)
+        return G.ConsumerConnectionTable.from_json(r.body or b"{}").connectionTable
+
     async def consumer_running_info(
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False
     ) -> ConsumerRunningInfo:

@@ -154,9 +154,11 @@ class RequestCode(IntEnum):
     EXPORT_ROCKSDB_CONFIG_TO_JSON = 355
     LITE_PULL_MESSAGE = 361
     RECALL_MESSAGE = 370
-    # rmqkit's own: no upstream code lists or cancels pending timer messages
+    # rmqkit's own: no upstream code lists or cancels pending timer messages, or answers every
+    # online group's connections at once (upstream asks 203 group by group)
     LIST_TIMER_MESSAGES = 10701
     CANCEL_TIMER_MESSAGE = 10702
+    GET_ALL_CONSUMER_CONNECTIONS = 10703
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
     GET_ALL_MESSAGE_REQUEST_MODE = 402

@@ -27,6 +27,7 @@ __all__ = [
     "ConsumeStats",
     "ConsumeStatsList",
     "ConsumerConnection",
+    "ConsumerConnectionTable",
     "ConsumerData",
     "GetConsumerListByGroupResponseBody",
     "HeartbeatData",
@@ -131,6 +132,14 @@ class ProducerTableInfo(JsonBody):
     """GET_ALL_PRODUCER_INFO (328) answer: producer group -> its connections."""
 
     data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ConsumerConnectionTable(JsonBody):
+    """GET_ALL_CONSUMER_CONNECTIONS (rmqkit's own 10703) answer: every online group -> what
+    GET_CONSUMER_CONNECTION_LIST (203) answers for it."""
+
+    connectionTable: dict[str, ConsumerConnection] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
