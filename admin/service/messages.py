@@ -27,11 +27,13 @@ if TYPE_CHECKING:
         SendReceipt,
         SpecialTopics,
     )
+    from broker.protocol.group_bodies import TopicStatsTable
     from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
 _PULL_BATCH = 32
+_STATS_PER_REQUEST = 1000  # the broker's limit for one GET_TOPICS_STATS_INFO
 _FLAG_SUBSCRIPTION = 0x4
 _PULL_OK = (
     ResponseCode.SUCCESS,
@@ -491,19 +493,23 @@ class MessageOps(ServiceBase):
 
         masters = self._masters(await self._cluster())
         tables = await gather(self.api.all_topic_config(a) for a in masters.values())
-        pairs = [
-            (name, addr, topic)
-            for (name, addr), table in zip(masters.items(), tables, strict=True)
-            for topic in table
-            if topic.startswith(prefixes)
+        held = [
+            sorted(topic for topic in table if topic.startswith(prefixes))
+            for table in tables  # in masters' order
         ]
-        stats = await gather(self.api.topic_stats(addr, topic) for _, addr, topic in pairs)
+        per_broker = await gather(
+            self._topics_stats(addr, topics) for addr, topics in zip(masters.values(), held, strict=True)
+        )
         merged: dict[str, tuple[int, list[str], int]] = {}
-        for (name, _, topic), st in zip(pairs, stats, strict=True):
-            count, brokers, last = merged.get(topic, (0, [], 0))
-            count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
-            last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
-            merged[topic] = (count, [*brokers, name], last)
+        for name, topics, stats in zip(masters, held, per_broker, strict=True):
+            for topic in topics:
+                st = stats.get(topic)
+                if st is None:
+                    continue  # deleted since the table was read
+                count, brokers, last = merged.get(topic, (0, [], 0))
+                count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
+                last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
+                merged[topic] = (count, [*brokers, name], last)
         return [
             SpecialTopics(
                 [
@@ -514,6 +520,21 @@ class MessageOps(ServiceBase):
             )
             for prefix in prefixes
         ]
+
+    async def _topics_stats(self, addr: str, topics: list[str]) -> dict[str, TopicStatsTable]:
+        """The offsets of ``topics`` on one broker: GET_TOPICS_STATS_INFO a thousand at a time; a
+        broker that does not serve it (Apache RocketMQ) is asked topic by topic."""
+        try:
+            parts = await gather(
+                self.api.topics_stats(addr, topics[i : i + _STATS_PER_REQUEST])
+                for i in range(0, len(topics), _STATS_PER_REQUEST)
+            )
+        except RemoteError as exc:
+            if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise
+            each = await gather(self.api.topic_stats(addr, t) for t in topics)
+            return dict(zip(topics, each, strict=True))
+        return {topic: stats for part in parts for topic, stats in part.items()}
 
     @admin_call
     async def dlq_list(self) -> SpecialTopics:

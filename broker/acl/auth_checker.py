@@ -192,6 +192,7 @@ ANNOTATED: dict[int, Annotated] = {
     R.GET_SUBSCRIPTIONGROUP_CONFIG: _at(A.GET, group=G),
     R.GET_TOPIC_CONFIG: _at(A.GET, topic=T),
     R.GET_TOPIC_STATS_INFO: _at(A.GET, topic=T),
+    R.GET_TOPICS_STATS_INFO: _at(A.GET, topicList=(T, ";")),
     R.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: _at(A.GET, topic=T, group=G),
     R.INVOKE_BROKER_TO_RESET_OFFSET: _at(A.UPDATE, group=G, topic=T),
     R.QUERY_CONSUME_QUEUE: _at(A.GET, topic=T, consumerGroup=G),

@@ -276,6 +276,13 @@ class AdminApi:
         header = H.GetTopicStatsInfoRequestHeader(topic=topic)
         return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, G.TopicStatsTable, header)
 
+    async def topics_stats(self, broker_addr: str, topics: Sequence[str]) -> dict[str, TopicStatsTable]:
+        """GET_TOPICS_STATS_INFO (rmqkit's own; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED):
+        each of ``topics`` (at most 1,000) the broker holds -> its offsets, in one answer."""
+        ext = {"topicList": ";".join(topics)}
+        r = await self.call(broker_addr, RequestCode.GET_TOPICS_STATS_INFO, ext=ext)
+        return G.TopicStatsTables.from_json(r.body or b"{}").topicStatsTable
+
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
         header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
         return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)

@@ -155,10 +155,12 @@ class RequestCode(IntEnum):
     LITE_PULL_MESSAGE = 361
     RECALL_MESSAGE = 370
     # rmqkit's own: no upstream code lists or cancels pending timer messages, or answers every
-    # online group's connections at once (upstream asks 203 group by group)
+    # online group's connections (upstream asks 203 group by group) or many topics' offsets (202 topic
+    # by topic) at once
     LIST_TIMER_MESSAGES = 10701
     CANCEL_TIMER_MESSAGE = 10702
     GET_ALL_CONSUMER_CONNECTIONS = 10703
+    GET_TOPICS_STATS_INFO = 10704
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
     GET_ALL_MESSAGE_REQUEST_MODE = 402

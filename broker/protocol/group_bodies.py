@@ -45,6 +45,7 @@ __all__ = [
     "SubscriptionGroupList",
     "TopicOffset",
     "TopicStatsTable",
+    "TopicStatsTables",
     "UnlockBatchRequestBody",
 ]
 
@@ -182,6 +183,14 @@ class TopicOffset(JsonBody):
 class TopicStatsTable(JsonBody):
     offsetTable: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
     topicPutTps: float = 0.0
+
+
+@dataclass(slots=True)
+class TopicStatsTables(JsonBody):
+    """GET_TOPICS_STATS_INFO (rmqkit's own 10704) answer: each topic asked that the broker holds ->
+    what GET_TOPIC_STATS_INFO (202) answers for it."""
+
+    topicStatsTable: dict[str, TopicStatsTable] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
