@@ -2,9 +2,10 @@
 
 For 100, 1 000 and 10 000 topics (8 queues each) with a fifth as many groups, on a fresh store:
 ``rmq metadata apply`` of an export (the whole CLI process, per item), GET_ROUTEINFO_BY_TOPIC p99
-asked of the same process's NameServer every 20 ms while the apply runs, the node's RSS after it,
-``rmq topic|group|cluster list`` (whole processes) and one fetch of each dashboard screen's data, and
-the restart of that node (SIGTERM, start on the same store, until it is ready). Per-item costs must
+asked of the same process's NameServer every 20 ms while the apply runs (by a raw socket client in
+a process of its own: :mod:`benchmarks.raw_probe`), the node's RSS after it,
+``rmq topic|group|cluster list`` (whole processes), then with every group's retry topic added one
+fetch of each dashboard screen's data, and the restart of that node (SIGTERM, start on the same store, until it is ready). Per-item costs must
 stay flat: the largest size's over the smallest's <= 2.
 
 Then a NameServer of its own holding 100 brokers x 10 000 topics (every topic on every broker,
@@ -174,6 +175,16 @@ async def _screen_fetches(namesrv: str, node: int, group: str) -> dict[str, tupl
     return out
 
 
+async def _retry_topics(namesrv: str, groups: int) -> None:
+    """Every group's retry topic, as a group that has had a consumer online has (``metadata apply``
+    leaves them to the broker): the DLQ screen lists them with what each holds."""
+    async with AdminService([namesrv], 30) as service:
+        broker = (await service.cluster_list()).brokers[0].address
+        configs = [TopicConfig(f"%RETRY%scale-group-{i:05d}", 1, 1) for i in range(groups)]
+        for start in range(0, groups, 250):
+            await service.api.create_topics(broker, configs[start : start + 250])
+
+
 async def _ready(namesrv: str) -> None:
     async with AdminService([namesrv], 10) as service:
         await service.wait_ready(60)
@@ -201,6 +212,7 @@ def _topic_curve(size: int, env: dict[str, str]) -> dict[str, float]:
                 out[f"{view}_list"], out[f"{view}_list_cpu"] = _cli_us(
                     env, pid, view, "list", "-o", "json", runs=3
                 )
+            asyncio.run(_retry_topics(namesrv, groups))
             for screen, (us, cpu) in asyncio.run(_screen_fetches(namesrv, pid, "scale-group-00000")).items():
                 out[f"screen_{screen}"], out[f"cpu_screen_{screen}"] = us, cpu
         began = time.perf_counter()
