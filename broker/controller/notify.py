@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 
 from broker.controller.heartbeats import HeartbeatTable
@@ -51,7 +52,7 @@ class RoleNotifier:
                 older.cancel()
             task = asyncio.create_task(self._send(entry.address, header, body), name="notify-role")
             self._pending[entry.address] = task
-            task.add_done_callback(lambda t, a=entry.address: self._done(a, t))
+            task.add_done_callback(functools.partial(self._done, entry.address))
 
     def _done(self, addr: str, task: asyncio.Task[None]) -> None:
         if self._pending.get(addr) is task:

@@ -17,8 +17,8 @@ from broker.controller.config import ControllerConfig
 from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, HeartbeatTable
 from broker.controller.journal import Journal, LocalJournal, NotLeader
 from broker.controller.notify import RoleNotifier
-from broker.controller.state import GroupState
 from broker.controller.processor import ControllerProcessor
+from broker.controller.state import GroupState
 from broker.remoting.channel import Handler
 from broker.remoting.server import RemotingServer
 

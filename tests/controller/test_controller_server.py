@@ -129,9 +129,7 @@ def test_a_controller_grants_ids_elects_and_remembers_after_a_restart(tmp_path: 
 async def _pushes(folder: Path) -> list[RemotingCommand]:
     """Two brokers (remoting servers that record what the controller sends them) join; one is elected."""
     api = AdminApi(RemotingClient(connect_timeout=1.0), timeout=2.0)
-    controller = Controller(
-        ControllerConfig(listen_port=0, controller_store_path=folder)
-    )
+    controller = Controller(ControllerConfig(listen_port=0, controller_store_path=folder))
     received: list[RemotingCommand] = []
     arrived = asyncio.Event()
 
@@ -170,4 +168,3 @@ def test_an_election_is_pushed_to_every_live_broker_of_the_group(tmp_path: Path)
         assert head.masterAddress is not None and head.masterAddress.startswith("127.0.0.1:")
         members = C.SyncStateSet.from_json(request.body or b"{}")
         assert (members.syncStateSet, members.syncStateSetEpoch) == ([1], 1)
-
