@@ -28,6 +28,7 @@ ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Hide every actio
 ControllerOpt = Annotated[
     str | None,
     typer.Option(
+        "-a",
         "--controller",
         metavar="ADDR[;ADDR]",
         envvar="RMQ_CONTROLLER",
