@@ -72,10 +72,12 @@ class Cluster:
         self.namesrv = next(f"127.0.0.1:{m.port}" for m in members if m.role == "NAMESRV")
 
     @classmethod
-    async def start(cls, tmp: Path, controllers: int) -> Cluster:
+    async def start(
+        cls, tmp: Path, controllers: int, replicas: int = 2, settings: tuple[str, ...] = ()
+    ) -> Cluster:
         base = free_base_port()
         members = await asyncio.to_thread(
-            cluster_local.start, tmp, 1, 2, base, True, None, controllers, SMALL_STORE
+            cluster_local.start, tmp, 1, replicas, base, True, None, controllers, SMALL_STORE + settings
         )
         return cls(tmp, members)
 
@@ -121,6 +123,14 @@ class Cluster:
         info = HARuntimeInfo.from_json(status.body or b"{}")
         acks = [c.slaveAckOffset for c in info.haConnectionInfo]
         return len(acks) == 2 and all(a == info.masterCommitLogMaxOffset for a in acks)
+
+    async def acts_as_master(self, addr: str) -> bool:
+        """What the broker itself says of its role (not what the controller decided)."""
+        try:
+            status = await self.api.call(addr, RequestCode.GET_BROKER_HA_STATUS)
+        except (RemotingError, RemoteError):
+            return False
+        return HARuntimeInfo.from_json(status.body or b"{}").master
 
     def restart(self, member: Member) -> None:
         cluster_local.restart(self.tmp, member.name)

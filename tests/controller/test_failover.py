@@ -1,5 +1,8 @@
 """Automatic failover with real processes (`rmq cluster up --controllers`): a 1-master-2-replica group
-under synchronous sends, its master killed, stopped and brought back.
+under synchronous sends, its master killed, stopped and brought back; three controllers losing their
+leader, then their majority; and an operator's election reaching brokers that poll only every ten
+minutes (the controller's NOTIFY_BROKER_ROLE_CHANGED push). Every wait is on a condition with a
+generous bound (harness.WAIT), so a loaded machine makes a run slower, not red.
 
 Acknowledged means SEND_OK with allAckInSyncStateSet: every acknowledged message must be in every
 replica's CommitLog at the offset its MessageId names once they caught up, and the replicas'
@@ -23,7 +26,7 @@ import pytest
 
 from broker.client import Message, Producer
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.client.controller_api import metadata
+from broker.client.controller_api import elect_master, metadata, sync_state_data, update_config
 from broker.client.message import MQClientError
 from broker.client.remoting_client import RemotingError
 from broker.protocol import headers as H
@@ -195,3 +198,25 @@ async def _controller_losses(tmp: Path) -> dict[str, object]:
 def test_three_controllers_survive_a_dead_leader_but_not_a_lost_majority(tmp_path: Path) -> None:
     figures = asyncio.run(asyncio.wait_for(_controller_losses(tmp_path), 400))
     assert figures["last_is_master"] is False
+
+
+async def _pushed_election(tmp: Path) -> dict[str, bool]:
+    # the brokers poll the controller only every 10 minutes: only the push can switch them in time
+    cluster = await Cluster.start(tmp, 1, replicas=1, settings=("syncBrokerMetadataPeriod=600000",))
+    try:
+        await until(cluster.master, "a first master")
+        first = await cluster.master()
+        # the replica joins the SyncStateSet only on a poll: let the operator's election skip that
+        await update_config(cluster.api, cluster.controllers[0], {"enableElectUncleanMaster": "true"})
+        info = (await sync_state_data(cluster.api, cluster.controllers, [GROUP])).replicasInfoTable[GROUP]
+        other = next(r for r in info.notInSyncReplicas + info.inSyncReplicas if r.brokerAddress != first)
+        await elect_master(cluster.api, cluster.controllers, "LocalCluster", GROUP, other.brokerId)
+        await until(lambda: cluster.acts_as_master(other.brokerAddress), "the elected broker to take over")
+        return {"old_still_master": await cluster.acts_as_master(first)}
+    finally:
+        await cluster.stop()
+
+
+def test_an_election_reaches_the_brokers_without_waiting_for_their_poll(tmp_path: Path) -> None:
+    figures = asyncio.run(asyncio.wait_for(_pushed_election(tmp_path), 300))
+    assert figures["old_still_master"] is False
