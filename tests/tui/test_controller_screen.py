@@ -1,6 +1,7 @@
 """The controller screen against a real controller-mode cluster (`rmq cluster up --controllers 1`, one
 master and two replicas): it finds the controller through the brokers, shows the leader and the group's
-master, epoch and SyncStateSet, and follows an election after the master is killed."""
+master, epoch and SyncStateSet, and follows an election after the master is killed; without controller
+mode it says so."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from admin.tui.screens.controller import ControllerScreen
+from admin.tui.screens.controller import ASKING, NO_CONTROLLER, ControllerScreen
 from tests.controller.harness import GROUP, Cluster, until
-from tests.tui.conftest import run
+from tests.tui.conftest import TuiCluster, run
 from tests.tui.conftest import until as shown
 from tests.tui.helpers import app_for, column, rows
 
@@ -54,3 +55,19 @@ def test_the_controller_screen_shows_each_group_and_follows_an_election(tmp_path
             await cluster.stop()
 
     run(scenario())
+
+
+def test_without_controller_mode_the_screen_says_so(tui_cluster: TuiCluster) -> None:
+    async def scenario() -> str:
+        app = app_for(tui_cluster.namesrv)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("colon", *"controller", "enter")
+            await shown(lambda: isinstance(app.screen, ControllerScreen), pilot, what="the screen")
+
+            def title() -> str:
+                return str(app.screen.query_one("#controller-leader").render())
+
+            await shown(lambda: title() != ASKING, pilot, SHOWN_WITHIN, "an answer")
+            return title()
+
+    assert run(scenario()) == NO_CONTROLLER

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from admin.service import AdminService
 
 GROUP_COLUMNS = ("broker", "master", "master address", "epoch", "SyncStateSet", "set epoch", "not in sync")
+ASKING = "asking the controllers ..."
 NO_CONTROLLER = "No broker runs in controller mode (start the dashboard with --controller ADDR to ask one)."
 
 
@@ -48,7 +49,7 @@ def group_row(group: GroupReplicas) -> tuple[str, ...]:
 
 class ControllerScreen(LiveScreen[ControllerStatus | None]):
     def body(self) -> ComposeResult:
-        yield Static("asking the controllers ...", id="controller-leader", classes="title")
+        yield Static(ASKING, id="controller-leader", classes="title")
         yield LiveTable(id="controller-groups")
 
     def on_mount(self) -> None:
