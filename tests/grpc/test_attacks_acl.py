@@ -11,26 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from broker.acl.signer import Credentials
+from tests.acl.conftest import ACL_YAML, ADMIN
 from tests.grpc.attacks import HEADER_ATTACKS, Attack, MiB, Node, NormalClient, prepare, rmq_up, run_attack
 from tests.grpc.test_attacks import MEMORY_BOUND, SECONDS
 
 pytestmark = pytest.mark.servers
 
-ADMIN = Credentials("attack-admin", "attack-admin-secret-1")
-PLAIN_ACL = f"""\
-globalWhiteRemoteAddresses: []
-accounts:
-  - accessKey: {ADMIN.access_key}
-    secretKey: {ADMIN.secret_key}
-    admin: true
-"""
-
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Node, int]]:
     tmp: Path = tmp_path_factory.mktemp("attacks-acl")
-    (tmp / "plain_acl.yml").write_text(PLAIN_ACL)
+    (tmp / "plain_acl.yml").write_text(ACL_YAML)
     with rmq_up(tmp / "store", "aclEnable=true", f"aclFile={tmp / 'plain_acl.yml'}") as up:
         prepare(up, ADMIN)
         with NormalClient(up, credentials=ADMIN) as warm:
