@@ -145,7 +145,7 @@ async def _cpp_rounds(tmp: Path, rounds: int) -> list[float]:
                 return [
                     at
                     for at, e in events
-                    if at > moment and e.get("event") == "sent" and e.get("status") in ("OK", "SEND_OK", 0)
+                    if at > moment and e.get("event") == "sent" and e.get("status") == "OK"
                 ]
 
             start = time.monotonic()

@@ -43,11 +43,11 @@ DRIVER_TIMEOUT = 400
 
 
 def _acked(producer: DriverProcess) -> list[tuple[float, str]]:
-    """(when read, body) of each send the C++ client saw acknowledged (status 0 is SEND_OK)."""
+    """(when read, body) of each send the C++ client saw acknowledged (its SendStatus OK: SEND_OK)."""
     return [
         (at, f"cf-{e['index']}")
         for at, e in zip(producer.arrived, list(producer.events), strict=False)
-        if e.get("event") == "sent" and e.get("status") in (0, "0", "SEND_OK", "OK")
+        if e.get("event") == "sent" and e.get("status") == "OK"
     ]
 
 
