@@ -3,10 +3,10 @@
 For 100, 1 000 and 10 000 topics (8 queues each) with a fifth as many groups, on a fresh store:
 ``rmq metadata apply`` of an export (the whole CLI process, per item), GET_ROUTEINFO_BY_TOPIC p99
 asked of the same process's NameServer every 20 ms while the apply runs (by a raw socket client in
-a process of its own: :mod:`benchmarks.raw_probe`), the node's RSS after it,
-``rmq topic|group|cluster list`` (whole processes), then with every group's retry topic added one
-fetch of each dashboard screen's data, and the restart of that node (SIGTERM, start on the same store, until it is ready). Per-item costs must
-stay flat: the largest size's over the smallest's <= 2.
+a process of its own: :mod:`benchmarks.raw_probe`), the node's RSS after it, ``rmq
+topic|group|cluster list`` (whole processes), then with every group's retry topic added one fetch of
+each dashboard screen's data, and the restart of that node (SIGTERM, start on the same store, until
+it is ready). Per-item costs must stay flat: the largest size's over the smallest's <= 2.
 
 Then a NameServer of its own holding 100 brokers x 10 000 topics (every topic on every broker,
 registered as brokers do, in the compressed form) answers route lookups (target p99 <= 1 ms), and
