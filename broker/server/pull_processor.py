@@ -73,6 +73,9 @@ class PullProcessor:
             plan = self._check(header, channel)
         except PullRejected as exc:
             return make_response(request, exc.code, exc.remark)
+        holder = self.broker.clients.holder_id(header.consumerGroup, channel)
+        if holder is not None:
+            self.broker.messaging.record_holder(header.consumerGroup, header.topic, header.queueId, holder)
         hold = 0.0
         if header.sysFlag & FLAG_SUSPEND:
             cfg = self.broker.config
