@@ -137,7 +137,7 @@ class ProducerTableInfo(JsonBody):
 
 @dataclass(slots=True)
 class ConsumerConnectionTable(JsonBody):
-    """GET_ALL_CONSUMER_CONNECTIONS (rmqkit's own 10703) answer: every online group -> what
+    """GET_ALL_CONSUMER_CONNECTIONS (rmqkit's own 10704) answer: every online group -> what
     GET_CONSUMER_CONNECTION_LIST (203) answers for it."""
 
     connectionTable: dict[str, ConsumerConnection] = field(default_factory=dict)
@@ -187,7 +187,7 @@ class TopicStatsTable(JsonBody):
 
 @dataclass(slots=True)
 class TopicStatsTables(JsonBody):
-    """GET_TOPICS_STATS_INFO (rmqkit's own 10704) answer: each topic asked that the broker holds ->
+    """GET_TOPICS_STATS_INFO (rmqkit's own 10705) answer: each topic asked that the broker holds ->
     what GET_TOPIC_STATS_INFO (202) answers for it."""
 
     topicStatsTable: dict[str, TopicStatsTable] = field(default_factory=dict)

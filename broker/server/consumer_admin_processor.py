@@ -281,6 +281,8 @@ class ConsumerAdminProcessor:
         for qid, offset in targets.items():
             if server_side:
                 broker.offsets.assign_reset(h.group, h.topic, qid, offset)
+                # a held pull answers it now: clients deaf to the push below (ali-ons) move at once
+                broker.holds.wake(h.topic, qid)
             else:
                 broker.offsets.commit(h.group, h.topic, qid, offset)
         body = ResetOffsetBody(offsetTable={self._mq(h.topic, q): o for q, o in targets.items()}).to_json()

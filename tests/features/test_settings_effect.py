@@ -83,6 +83,8 @@ ELSEWHERE: dict[str, str] = {
     "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
     "transactionCheckMax": "tests/cli_online/test_transactions.py",
     "enablePropertyFilter": "tests/features2/test_sql92_broker.py",
+    "rebalanceFlapMoves": "tests/broker/test_rebalance_history.py",
+    "rebalanceFlapWindowMills": "tests/broker/test_rebalance_history.py",
     "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
     "enableControllerMode": "tests/controller/test_commands.py",
     "controllerAddr": "tests/controller/test_failover.py",
