@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         TopicStatsTable,
     )
     from broker.protocol.message import MessageRecord
+    from broker.protocol.rebalances import RebalanceHistoryBody
     from broker.protocol.running_info import ConsumerRunningInfo
     from broker.protocol.timers import TimerCancelBody, TimerListBody
 
@@ -276,6 +277,13 @@ class AdminApi:
         header = H.GetTopicStatsInfoRequestHeader(topic=topic)
         return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, G.TopicStatsTable, header)
 
+    async def topics_stats(self, broker_addr: str, topics: Sequence[str]) -> dict[str, TopicStatsTable]:
+        """GET_TOPICS_STATS_INFO (rmqkit's own; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED):
+        each of ``topics`` (at most 1,000) the broker holds -> its offsets, in one answer."""
+        ext = {"topicList": ";".join(topics)}
+        r = await self.call(broker_addr, RequestCode.GET_TOPICS_STATS_INFO, ext=ext)
+        return G.TopicStatsTables.from_json(r.body or b"{}").topicStatsTable
+
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
         header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
         return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)
@@ -291,6 +299,12 @@ class AdminApi:
         ok = (ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
         return None if r.code != ResponseCode.SUCCESS else G.ConsumerConnection.from_json(r.body or b"{}")
+
+    async def all_consumer_connections(self, broker_addr: str) -> dict[str, ConsumerConnection]:
+        """Every online group's clients on the broker in one answer (rmqkit's own
+        GET_ALL_CONSUMER_CONNECTIONS; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED)."""
+        r = await self.call(broker_addr, RequestCode.GET_ALL_CONSUMER_CONNECTIONS)
+        return G.ConsumerConnectionTable.from_json(r.body or b"{}").connectionTable
 
     async def consumer_running_info(
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False
@@ -378,6 +392,17 @@ class AdminApi:
         ext = {"topic": topic, **({"msgId": msg_id} if msg_id else {"key": key or ""})}
         r = await self.call(broker_addr, RequestCode.CANCEL_TIMER_MESSAGE, ext=ext)
         return TimerCancelBody.from_json(r.body or b"{}")
+
+    # == broker: rebalance history ============================================================
+    async def rebalance_history(
+        self, broker_addr: str, group: str, since_ms: int = 0
+    ) -> RebalanceHistoryBody:
+        """Who holds each queue of ``group`` on the broker, and the moves from ``since_ms`` on."""
+        from broker.protocol.rebalances import RebalanceHistoryBody
+
+        ext = {"consumerGroup": group, "beginTimestamp": str(since_ms)}
+        r = await self.call(broker_addr, RequestCode.GET_REBALANCE_HISTORY, ext=ext)
+        return RebalanceHistoryBody.from_json(r.body or b"")
 
     # == broker: store maintenance ===========================================================
     async def query_consume_queue(
