@@ -6,9 +6,9 @@ import re
 
 import pytest
 import typer
-from typer._click.core import Context
 from typer.testing import CliRunner
 
+from cli.click_api import Context
 from cli.main import COMMANDS, HIDDEN, app
 
 TYPE_LABEL = re.compile(r"<(bool|str|int|float|list\[[^]]*\]|path|[a-z]+\|[a-z|]+)>|\{[A-Z_]+\}")
@@ -24,9 +24,8 @@ def _pages() -> list[list[str]]:
             continue
         command = root.get_command(ctx, noun)  # type: ignore[attr-defined]
         pages.append([noun])
-        sub = getattr(command, "commands", None)
-        if sub is not None:
-            pages += [[noun, verb] for verb in list(sub)]
+        if hasattr(command, "list_commands"):
+            pages += [[noun, verb] for verb in command.list_commands(ctx)]
     return pages
 
 
