@@ -217,7 +217,7 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
 
 
 def _producers_sections(p: BrokerProducers) -> list[Section]:
-    from admin.render_mqadmin import version_desc
+    from cli.mqadmin.render import version_desc
 
     rows = [
         (

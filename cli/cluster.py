@@ -72,7 +72,7 @@ def metrics(
     result = conn.run(lambda s: s.cluster_metrics(cluster))
     if file is not None:
         from admin.errors import BadInput
-        from admin.render_mqadmin_broker import metrics_json
+        from cli.mqadmin.render_broker import metrics_json
 
         try:
             file.write_text(metrics_json(result), encoding="utf-8")
@@ -94,7 +94,7 @@ def _load_row(name: str, address: str, f: BrokerMetrics | MetricsTotals) -> tupl
 
 
 def _broker_row(b: BrokerMetrics) -> tuple[object, ...]:
-    from admin.render_mqadmin import version_desc
+    from cli.mqadmin.render import version_desc
 
     size = None if b.message_average_size is None else round(b.message_average_size, 1)
     clients = ", ".join(f"{c.language} {version_desc(c.version)}" for c in b.clients)

@@ -103,7 +103,7 @@ class RootGroup(LazyGroup):
 
 def _mqadmin_alias(name: str) -> Command | None:
     """A hidden command that hands its arguments, untouched, to mqadmin's ``name``."""
-    from cli.mqadmin_commands import COMMANDS as MQADMIN_COMMANDS
+    from cli.mqadmin.commands import COMMANDS as MQADMIN_COMMANDS
 
     if name not in {c.name for c in MQADMIN_COMMANDS}:
         return None

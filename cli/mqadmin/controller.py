@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_controller as R
 from admin.errors import BadInput
-from cli.mqadmin_args import Command, Values, every, flag, integer, o, opt, req
+from cli.mqadmin import render_controller as R
+from cli.mqadmin.args import Command, Values, every, flag, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService

@@ -1,6 +1,6 @@
 """The mqadmin commands: their options (letters, long names, descriptions as in RocketMQ's
 ``buildCommandlineOptions``) and what each does: parse the values, call the admin service, render with
-:mod:`admin.render_mqadmin`. Nothing here computes what a view shows.
+:mod:`cli.mqadmin.render`. Nothing here computes what a view shows.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin as R
 from admin.errors import BadInput, NotFound
-from cli import mqadmin_acl, mqadmin_auth, mqadmin_broker_ops, mqadmin_controller, mqadmin_trace
-from cli.mqadmin_args import (
+from cli.mqadmin import acl as mqadmin_acl
+from cli.mqadmin import auth as mqadmin_auth
+from cli.mqadmin import broker_ops as mqadmin_broker_ops
+from cli.mqadmin import controller as mqadmin_controller
+from cli.mqadmin import render as R
+from cli.mqadmin import trace as mqadmin_trace
+from cli.mqadmin.args import (
     Command,
     Handler,
     Values,

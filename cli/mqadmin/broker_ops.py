@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_broker as R
 from admin.errors import BadInput
-from cli.mqadmin_args import Command, Values, integer, o, opt, req
+from cli.mqadmin import render_broker as R
+from cli.mqadmin.args import Command, Values, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -57,7 +57,7 @@ async def export_metrics(s: AdminService, v: Values) -> str:
     rmqkit brokers do not serve. ``messageAverageSize`` is the broker's putMessageAverageSize, else its
     putMessageSizeTotal / putMessageTimesTotal (what RocketMQ computes it from). ``cpuNum`` and
     ``totalMemKBytes`` appear only when a broker reports them (rmqkit brokers report neither)."""
-    from cli.mqadmin_commands import EXPORT_DIR, _write_export
+    from cli.mqadmin.commands import EXPORT_DIR, _write_export
 
     metrics = await s.cluster_metrics(req(v, "clusterName"))
     path = Path(opt(v, "filePath") or EXPORT_DIR) / "metrics.json"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_acl as R
-from cli.mqadmin_args import Command, Values, o, opt, req
+from cli.mqadmin import render_acl as R
+from cli.mqadmin.args import Command, Values, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
