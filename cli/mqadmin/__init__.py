@@ -1,8 +1,9 @@
 """``mqadmin``: the entry point compatible with Apache RocketMQ's admin tool.
 
 The same option letters (``-n -t -c -b -g …``, and ``--longName`` as commons-cli accepts them) and the
-same printed layouts, so scripts written against the Java tool keep working. Commands live in
-:mod:`cli.mqadmin.commands`; they call the one admin service and format with :mod:`cli.mqadmin.render`.
+same printed layouts, so scripts written against the Java tool keep working. The commands live in this
+package by family (``topic``, ``group``, ``message`` … listed in :mod:`cli.mqadmin.commands`); they
+call the one admin service and format with the renderers beside them (``render*``).
 ``rmq`` offers every command as a hidden camelCase alias (``rmq updateTopic …``) through :func:`run`.
 
 Differences from the Java tool, on purpose: failures print one line on stderr and exit with rmq's
