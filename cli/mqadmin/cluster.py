@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from admin.errors import NotFound
-from cli.mqadmin import render
+from cli.mqadmin import render_cluster, render_message
 from cli.mqadmin.args import (
     Command,
     Handler,
@@ -31,9 +31,9 @@ async def cluster_list(s: AdminService, v: Values) -> str:
     async def one_round() -> str:
         listing = await s.cluster_list(cluster)
         return (
-            render.cluster_list_more(listing)
+            render_cluster.cluster_list_more(listing)
             if flag(v, "moreStats")
-            else render.cluster_list(listing, now_ms())
+            else render_cluster.cluster_list(listing, now_ms())
         )
 
     return await every(integer(v, "interval"), one_round)
@@ -44,9 +44,9 @@ async def broker_status(s: AdminService, v: Values) -> str:
 
     broker = opt(v, "brokerAddr")
     if broker is not None:
-        return render.broker_status(await s.broker_runtime(broker))
+        return render_cluster.broker_status(await s.broker_runtime(broker))
     listing = await s.cluster_list(req(v, "clusterName"))
-    return render.broker_status_cluster(
+    return render_cluster.broker_status_cluster(
         [BrokerRuntime(b.address, b.runtime) for b in listing.brokers if b.reachable]
     )
 
@@ -55,7 +55,7 @@ async def ha_status(s: AdminService, v: Values) -> str:
     cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
 
     async def one_round() -> str:
-        return render.ha_status(await s.broker_ha_runtime(cluster, broker))
+        return render_cluster.ha_status(await s.broker_ha_runtime(cluster, broker))
 
     return await every(integer(v, "interval"), one_round)
 
@@ -63,7 +63,7 @@ async def ha_status(s: AdminService, v: Values) -> str:
 async def get_broker_config(s: AdminService, v: Values) -> str:
     broker = opt(v, "brokerAddr")
     if broker is not None:
-        return render.config_values(await s.broker_config_get(broker), broker)
+        return render_cluster.config_values(await s.broker_config_get(broker), broker)
     cluster = opt(v, "clusterName")
     if cluster is None:
         return ""
@@ -73,7 +73,7 @@ async def get_broker_config(s: AdminService, v: Values) -> str:
     for b in sorted(brokers, key=lambda b: (b.broker_name, b.broker_id)):
         master = masters.get(b.broker_name)
         title = f"Master: {b.address}" if b.broker_id == 0 else f"My Master: {master}=====Slave: {b.address}"
-        out.append(render.config_values(await s.broker_config_get(b.address), title))
+        out.append(render_cluster.config_values(await s.broker_config_get(b.address), title))
     return "".join(out)
 
 
@@ -96,7 +96,7 @@ async def delete_kv_config(s: AdminService, v: Values) -> str:
 
 async def get_namesrv_config(s: AdminService, v: Values) -> str:
     configs = await s.namesrv_config_get()
-    return "".join(render.config_values(c, c.address) for c in configs.servers)
+    return "".join(render_cluster.config_values(c, c.address) for c in configs.servers)
 
 
 async def update_namesrv_config(s: AdminService, v: Values) -> str:
@@ -140,7 +140,7 @@ async def stats_all(s: AdminService, v: Values) -> str:
         ]
         if not groups and (not flag(v, "activeTopic") or status.put_tps > 0):
             rows.append((topic, None, 0, status.put_tps, 0.0))
-    return render.stats_all(rows)
+    return render_message.stats_all(rows)
 
 
 async def broker_consume_stats(s: AdminService, v: Values) -> str:
@@ -159,7 +159,7 @@ async def broker_consume_stats(s: AdminService, v: Values) -> str:
         for lag in lags
         if not isinstance(lag, BaseException)
     ]
-    return render.broker_consume_stats(mine, integer(v, "level", 0) or 0)
+    return render_message.broker_consume_stats(mine, integer(v, "level", 0) or 0)
 
 
 COMMANDS: tuple[Command, ...] = (

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound
-from cli.mqadmin import render
+from cli.mqadmin import render, render_cluster, render_group, render_message, render_topic
 from cli.mqadmin.args import (
     CLUSTER_LMQ,
     EXPORT_DIR,
@@ -88,13 +88,13 @@ async def consumer_progress(s: AdminService, v: Values) -> str:
     if group is not None:
         lag = s.group_lag(group, opt(v, "topicName"))
         if not boolean(v, "showClientIP"):
-            return render.consumer_progress(await lag)
+            return render_group.consumer_progress(await lag)
         clients = s.group_clients(group)  # who owns each queue, as its client reports
         done, owners = await asyncio.gather(lag, clients)
-        return render.consumer_progress(done, owners.queue_owner_ips())
+        return render_group.consumer_progress(done, owners.queue_owner_ips())
     # every group, offline ones too (Java lists only groups with a retry topic, so never-started ones
     # are missing there)
-    return render.consumer_progress_groups((p.connections, p.lag) for p in await s.group_progress())
+    return render_group.consumer_progress_groups((p.connections, p.lag) for p in await s.group_progress())
 
 
 async def consumer_connection(s: AdminService, v: Values) -> str:
@@ -104,7 +104,7 @@ async def consumer_connection(s: AdminService, v: Values) -> str:
     conn = await s.group_connections(group)
     if not conn.online:  # Java's examineConsumerConnectionInfo fails with the broker's code
         raise OperationFailed(f"CODE: 206 DESC: the consumer group[{group}] not online")
-    return render.consumer_connection(conn)
+    return render_group.consumer_connection(conn)
 
 
 async def consumer_status(s: AdminService, v: Values) -> str:
@@ -113,10 +113,10 @@ async def consumer_status(s: AdminService, v: Values) -> str:
     client_id = opt(v, "clientId")
     if client_id is not None:
         (client,) = (await s.group_clients(group, client_id, jstack)).clients
-        return render.consumer_running_info(client)
+        return render_message.consumer_running_info(client)
     result = await s.group_clients(group, jstack=jstack, broker=opt(v, "brokerAddr"))
     now = now_ms()
-    out = [render.consumer_status_header()]
+    out = [render_message.consumer_status_header()]
     index = 1
     for client in result.clients:
         if client.error is not None:
@@ -124,19 +124,21 @@ async def consumer_status(s: AdminService, v: Values) -> str:
             continue
         path = Path(str(now)) / client.client_id  # where Java writes it: relative to the working directory
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render.consumer_running_info(client), encoding="utf-8")
-        out.append(render.consumer_status_row(index, client, str(path)))
+        path.write_text(render_message.consumer_running_info(client), encoding="utf-8")
+        out.append(render_message.consumer_status_row(index, client, str(path)))
         index += 1
-    out.append(render.consumer_status_analysis(result))
+    out.append(render_message.consumer_status_analysis(result))
     return "".join(out)
 
 
 async def producer_connection(s: AdminService, v: Values) -> str:
-    return render.producer_connection(await s.producer_connections(req(v, "producerGroup"), req(v, "topic")))
+    return render_group.producer_connection(
+        await s.producer_connections(req(v, "producerGroup"), req(v, "topic"))
+    )
 
 
 async def producer(s: AdminService, v: Values) -> str:
-    return render.producer_table((await s.producer_table(req(v, "broker"))).groups)
+    return render_group.producer_table((await s.producer_table(req(v, "broker"))).groups)
 
 
 async def reset_offset_by_time(s: AdminService, v: Values) -> str:
@@ -150,7 +152,7 @@ async def reset_offset_by_time(s: AdminService, v: Values) -> str:
         else ResetTarget(ResetKind.TIME, java_time(stamp_text))
     )
     reset = await s.group_reset_offset(req(v, "group"), target, req(v, "topic"))
-    return render.offset_reset(reset, stamp_text)
+    return render_group.offset_reset(reset, stamp_text)
 
 
 async def clone_group_offset(s: AdminService, v: Values) -> str:
@@ -167,7 +169,7 @@ async def update_sub_group_list(s: AdminService, v: Values) -> str:
         return ""
     broker = opt(v, "brokerAddr")
     targets = await s.group_create_list(configs, opt(v, "clusterName"), broker)
-    return render.batch_submitted(targets, "group" if broker is not None else "subscription group")
+    return render_topic.batch_submitted(targets, "group" if broker is not None else "subscription group")
 
 
 async def export_metadata(s: AdminService, v: Values) -> str:
@@ -196,19 +198,19 @@ async def export_configs(s: AdminService, v: Values) -> str:
     ``<filePath>/configs.json``; like Java it prints ``export … success`` without a newline."""
     configs = await s.cluster_configs(req(v, "clusterName"))
     path = Path(opt(v, "filePath") or EXPORT_DIR) / "configs.json"
-    write_export(path, render.configs_json(configs))
+    write_export(path, render_cluster.configs_json(configs))
     return f"export {path} success"
 
 
 async def get_consumer_config(s: AdminService, v: Values) -> str:
-    return render.consumer_config(await s.group_config_get(req(v, "groupName")))
+    return render_group.consumer_config(await s.group_config_get(req(v, "groupName")))
 
 
 async def skip_accumulated_message(s: AdminService, v: Values) -> str:
     from admin.models import ResetKind, ResetTarget
 
     reset = await s.group_reset_offset(req(v, "group"), ResetTarget(ResetKind.LATEST), req(v, "topic"))
-    return render.offset_table(reset)
+    return render_group.offset_table(reset)
 
 
 COMMANDS: tuple[Command, ...] = (

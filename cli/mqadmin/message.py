@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin.errors import NotFound
-from cli.mqadmin import render
+from cli.mqadmin import render_message
 from cli.mqadmin.args import (
     BEGIN,
     CHARSET,
@@ -53,16 +53,16 @@ async def query_msg_by_id(s: AdminService, v: Values) -> str:
             continue
         if boolean(v, "sendMessage"):
             receipt = await s.message_resend(msg_id, topic)
-            out.append(f"prepare resend msg. originalMsgId={msg_id}{render.send_result(receipt)}")
+            out.append(f"prepare resend msg. originalMsgId={msg_id}{render_message.send_result(receipt)}")
             continue
         try:
             found = await s.message_track(msg_id, topic)
         except NotFound:
-            out.append(render.message_not_found())
+            out.append(render_message.message_not_found())
             continue
         msg = found.message
         path = _body_file(msg.msg_id, msg.body)
-        out.append(render.message_detail(msg, path, found.tracks, charset))
+        out.append(render_message.message_detail(msg, path, found.tracks, charset))
     return "".join(out)
 
 
@@ -82,7 +82,7 @@ async def query_msg_by_key(s: AdminService, v: Values) -> str:
         )
     except NotFound:
         found = Messages([])
-    return render.query_by_key(found)
+    return render_message.query_by_key(found)
 
 
 async def query_msg_by_unique_key(s: AdminService, v: Values) -> str:
@@ -95,7 +95,9 @@ async def query_msg_by_unique_key(s: AdminService, v: Values) -> str:
     out = []
     for msg in records:
         tracks = (await s.message_track(msg.offset_msg_id, topic)).tracks
-        out.append(render.message_detail(msg, _body_file(msg.msg_id, msg.body), tracks, with_offset_id=False))
+        out.append(
+            render_message.message_detail(msg, _body_file(msg.msg_id, msg.body), tracks, with_offset_id=False)
+        )
     return "".join(out)
 
 
@@ -106,10 +108,12 @@ async def query_msg_by_offset(s: AdminService, v: Values) -> str:
     rng = MessageRange(req(v, "brokerName"), integer(v, "queueId"), offset, offset + 1, limit=1)
     found = await s.message_print(topic, rng)
     if not found.messages:
-        return render.message_not_found()
+        return render_message.message_not_found()
     tracked = await s.message_track(found.messages[0].offset_msg_id, topic)
     msg = tracked.message
-    return render.message_detail(msg, _body_file(msg.msg_id, msg.body), tracked.tracks, opt(v, "bodyFormat"))
+    return render_message.message_detail(
+        msg, _body_file(msg.msg_id, msg.body), tracked.tracks, opt(v, "bodyFormat")
+    )
 
 
 def _print_range(v: Values, broker: str | None, queue: int | None, limit: int = _READ_ALL) -> MessageRange:
@@ -132,7 +136,7 @@ def _charset(v: Values) -> str | None:
 
 async def print_msg(s: AdminService, v: Values) -> str:
     found = await s.message_print(req(v, "topic"), _print_range(v, None, None))
-    return render.print_messages(found, _charset(v))
+    return render_message.print_messages(found, _charset(v))
 
 
 async def print_msg_by_queue(s: AdminService, v: Values) -> str:
@@ -140,7 +144,7 @@ async def print_msg_by_queue(s: AdminService, v: Values) -> str:
 
     rng = _print_range(v, req(v, "brokerName"), integer(v, "queueId"))
     found = await s.message_print(req(v, "topic"), rng)
-    out = render.print_messages(found, _charset(v)) if boolean(v, "print msg") else ""
+    out = render_message.print_messages(found, _charset(v)) if boolean(v, "print msg") else ""
     if boolean(v, "calculate"):
         counts = Counter(m.tags or "" for m in found.messages)
         out += "".join(f"Tag: {tag:<30} Count: {n}\n" for tag, n in counts.most_common())
@@ -159,7 +163,7 @@ async def send_message(s: AdminService, v: Values) -> str:
         broker_name=opt(v, "broker"),
         queue_id=integer(v, "qid"),
     )
-    return render.send_result(await s.message_send(msg, trace=boolean(v, "msgTraceEnable")))
+    return render_message.send_result(await s.message_send(msg, trace=boolean(v, "msgTraceEnable")))
 
 
 async def consume_message(s: AdminService, v: Values) -> str:
@@ -174,7 +178,7 @@ async def consume_message(s: AdminService, v: Values) -> str:
 
         rng = replace(_print_range(v, broker, queue, count), from_offset=offset)
         found = await s.message_print(topic, rng)
-    return render.print_messages(found, "UTF-8")
+    return render_message.print_messages(found, "UTF-8")
 
 
 async def dump_compaction_log(s: AdminService, v: Values) -> str:
@@ -183,7 +187,7 @@ async def dump_compaction_log(s: AdminService, v: Values) -> str:
     name = opt(v, "file")
     if name is None:
         return "miss dump log file name"
-    return "".join(render.message_ext(m) + "\n" for m in compaction_log_messages(Path(name)))
+    return "".join(render_message.message_ext(m) + "\n" for m in compaction_log_messages(Path(name)))
 
 
 async def decode_message_id(s: AdminService, v: Values) -> str:

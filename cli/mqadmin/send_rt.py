@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from admin.errors import NotFound
-from cli.mqadmin import render
+from cli.mqadmin import render_send_rt
 from cli.mqadmin.args import (
     Command,
     Values,
@@ -39,14 +39,14 @@ async def send_msg_status(s: AdminService, v: Values) -> str:
         [broker], count, _hello(size), group="PID_SMSC", instance_name=f"PID_SMSC_{now_ms()}",
         warmup=_hello(16), strict=True,
     )  # fmt: skip
-    return render.send_msg_status(probes)
+    return render_send_rt.send_msg_status(probes)
 
 
 async def check_msg_send_rt(s: AdminService, v: Values) -> str:
     """The i-th message goes to queue ``i % queues`` of the topic; failures are rows, not errors."""
     amount, size = non_negative(v, "amount", 100), non_negative(v, "size", 128)
     (probes,) = await s.send_probes([req(v, "topic")], amount, b"a" * size, group=str(now_ms()), spread=True)
-    return render.send_rt(probes)
+    return render_send_rt.send_rt(probes)
 
 
 async def cluster_rt(s: AdminService, v: Values) -> str:
@@ -61,9 +61,9 @@ async def cluster_rt(s: AdminService, v: Values) -> str:
     async def one_round() -> str:
         results = await s.send_probes([name for _, name in pairs], amount, b"a" * size, group=group)
         rows = [(c, p) for (c, _), p in zip(pairs, results, strict=True)]
-        return render.cluster_rt(rows, tlog, room, now_ms())
+        return render_send_rt.cluster_rt(rows, tlog, room, now_ms())
 
-    return await every(integer(v, "interval"), one_round, "" if tlog else render.cluster_rt_header())
+    return await every(integer(v, "interval"), one_round, "" if tlog else render_send_rt.cluster_rt_header())
 
 
 COMMANDS: tuple[Command, ...] = (

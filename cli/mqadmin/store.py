@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from cli.mqadmin import render
+from cli.mqadmin import render_group
 from cli.mqadmin.args import (
     Command,
     Handler,
@@ -30,7 +30,7 @@ async def query_cq(s: AdminService, v: Values) -> str:
         opt(v, "consumer"),
         opt(v, "broker"),
     )
-    return render.consume_queue(body, index)
+    return render_group.consume_queue(body, index)
 
 
 def _store_chore(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound
-from cli.mqadmin import render
+from cli.mqadmin import render, render_topic
 from cli.mqadmin.args import (
     TOPIC,
     Command,
@@ -47,7 +47,7 @@ async def update_topic(s: AdminService, v: Values) -> str:
         change = await s.topic_create(spec, cluster, broker)
     else:
         change = await s.topic_update(spec, cluster, broker)
-    return render.topic_change(change, by_cluster=broker is None)
+    return render_topic.topic_change(change, by_cluster=broker is None)
 
 
 async def delete_topic(s: AdminService, v: Values) -> str:
@@ -70,16 +70,16 @@ async def topic_list(s: AdminService, v: Values) -> str:
     rows = [
         (t.clusters[0] if t.clusters else "", t.name, g) for t in topics for g in (groups.get(t.name) or [""])
     ]
-    return render.topic_list_clusters(rows)
+    return render_topic.topic_list_clusters(rows)
 
 
 async def topic_route(s: AdminService, v: Values) -> str:
     route = await s.topic_route(req(v, "topic"))
-    return render.topic_route_list(route) if flag(v, "list") else render.topic_route_json(route)
+    return render_topic.topic_route_list(route) if flag(v, "list") else render_topic.topic_route_json(route)
 
 
 async def topic_status(s: AdminService, v: Values) -> str:
-    return render.topic_status(await s.topic_status(req(v, "topic")))
+    return render_topic.topic_status(await s.topic_status(req(v, "topic")))
 
 
 async def topic_cluster_list(s: AdminService, v: Values) -> str:
@@ -120,7 +120,7 @@ async def update_topic_perm(s: AdminService, v: Values) -> str:
     if cluster is None and broker is None:
         raise BadInput("give -b brokerAddr or -c clusterName")
     changes = await s.topic_set_perm(req(v, "topic"), integer(v, "perm") or 0, cluster, broker)
-    return render.topic_perm_change(changes, by_broker=broker is not None)
+    return render_topic.topic_perm_change(changes, by_broker=broker is not None)
 
 
 async def update_topic_list(s: AdminService, v: Values) -> str:
@@ -130,7 +130,7 @@ async def update_topic_list(s: AdminService, v: Values) -> str:
     if not configs:
         return ""
     targets = await s.topic_create_list(configs, opt(v, "clusterName"), opt(v, "brokerAddr"))
-    return render.batch_submitted(targets, "topic")
+    return render_topic.batch_submitted(targets, "topic")
 
 
 COMMANDS: tuple[Command, ...] = (

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cli.mqadmin import acl, auth, broker_ops, cluster, controller, group, message, send_rt, store, topic, trace
+from cli.mqadmin import (
+    acl,
+    auth,
+    broker_ops,
+    cluster,
+    controller,
+    group,
+    message,
+    send_rt,
+    store,
+    topic,
+    trace,
+)
 from cli.mqadmin.commands import COMMANDS, find
 
 FAMILIES = (topic, group, message, cluster, send_rt, store, acl, trace, broker_ops, auth, controller)
