@@ -11,12 +11,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from broker.client.callbacks import as_async
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import Message, MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.process_queue import ProcessQueue
 from broker.client.producer import Producer
 from broker.client.pull import PullRequest, PullStatus, pull
@@ -33,9 +34,7 @@ from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +93,9 @@ class PushConsumer(ConsumerBase):
         suspend_current_queue_time: float = 1.0,
         rebalance_interval: float = REBALANCE_INTERVAL,
         persist_interval: float = PERSIST_INTERVAL,
-        instance_name: str | None = None,
         offset_dir: Path = DEFAULT_OFFSET_DIR,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
         super().__init__(
             group,
@@ -108,12 +104,8 @@ class PushConsumer(ConsumerBase):
             consume_from=consume_from,
             consume_timestamp_ms=consume_timestamp_ms,
             allocate=allocate,
-            instance_name=instance_name,
             offset_dir=offset_dir,
-            credentials=credentials,
-            ssl_context=ssl_context,
-            trace=trace,
-            trace_topic=trace_topic,
+            options=ClientOptions.of(options, client),
         )
         self.consume_thread_max = consume_thread_max
         self.consume_batch_max_size = consume_batch_max_size

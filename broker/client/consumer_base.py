@@ -46,9 +46,7 @@ from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    from broker.client.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -75,25 +73,16 @@ class ConsumerBase(ABC):
         consume_from: ConsumeFrom,
         consume_timestamp_ms: int | None,
         allocate: AllocateStrategy | None,
-        instance_name: str | None,
         offset_dir: Path,
-        credentials: Credentials | None,
-        ssl_context: ssl.SSLContext | None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions,
     ) -> None:
         self.group = group
         self.namesrv_addr = namesrv_addr
         self.message_model = message_model
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.options = options
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, options)
         self.rebalancer = Rebalancer(
             self.instance, group, message_model, allocate or AllocateAveragely(), self
         )
@@ -106,7 +95,7 @@ class ConsumerBase(ABC):
         self._running = False
         self._started_ms = 0
         self.stats = ConsumeStatsRecorder()
-        self.tracer = tracer_for(trace, trace_topic, group, "CONSUME", namesrv_addr, credentials, ssl_context)
+        self.tracer = tracer_for(options, group, "CONSUME", namesrv_addr)
 
     @property
     def client_id(self) -> str:

@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from broker.client.api import request
 from broker.client.callbacks import call_user
@@ -25,6 +25,7 @@ from broker.client.message import (
     SendResult,
     SendStatus,
 )
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.route import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from broker.protocol import headers as H
 from broker.protocol import properties as P
@@ -46,9 +47,6 @@ from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
     from broker.client.trace_dispatch import Tracer
 
 log = logging.getLogger(__name__)
@@ -140,34 +138,24 @@ class Producer:
         compress_level: int = 5,
         max_message_size: int = MAX_MESSAGE_SIZE,
         send_latency_fault_enable: bool = False,
-        instance_name: str | None = None,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
         self.group = group
+        self.options = ClientOptions.of(options, client)
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.compress_over = compress_over
         self.compress_level = compress_level
         self.max_message_size = max_message_size
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, self.options)
         self.selector = QueueSelector(send_latency_fault_enable)
         self._ids = UniqKeyGenerator()
         self._tracer: Tracer | None = None
-        if trace or trace_topic is not None:
+        if self.options.trace or self.options.trace_topic is not None:
             from broker.client.trace_dispatch import tracer_for  # it imports this module
 
-            self._tracer = tracer_for(
-                trace, trace_topic, group, "PRODUCE", namesrv_addr, credentials, ssl_context
-            )
+            self._tracer = tracer_for(self.options, group, "PRODUCE", namesrv_addr)
 
     @property
     def client_id(self) -> str:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
 from broker.client.api import request
 from broker.client.consume_stats import ConsumeStatsRecorder
 from broker.client.consumer_base import ConsumeFrom, running_info_answer, running_properties
 from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.pull import build_subscription
 from broker.protocol import properties as P
 from broker.protocol import running_info as RI
@@ -40,9 +41,6 @@ from broker.protocol.pop import (
 from broker.protocol.route import subscribe_queues
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
     from broker.protocol.bodies import SubscriptionData
     from broker.protocol.remoting import RemotingCommand
     from broker.remoting.channel import RemotingChannel
@@ -69,11 +67,12 @@ class SimpleConsumer:
         *,
         await_duration: float = DEFAULT_AWAIT,
         consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
-        instance_name: str | None = None,
-        rpc_timeout: float = 3.0,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
+        self.options = ClientOptions.of(options, client)
+        if self.options.trace or self.options.trace_topic is not None:
+            raise MQClientError("a simple consumer records no message traces")
         if consume_from not in _INIT_MODE:
             raise MQClientError("a simple consumer starts from the FIRST_OFFSET or the LAST_OFFSET")
         if await_duration < 0:
@@ -83,14 +82,7 @@ class SimpleConsumer:
         self.await_duration = await_duration
         self.consume_from = consume_from
         self.subscriptions: dict[str, SubscriptionData] = {}
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            rpc_timeout=rpc_timeout,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, self.options)
         self._turn = itertools.count()
         self._running = False
         self._started_ms = 0

@@ -32,9 +32,7 @@ from broker.protocol.trace import (
 )
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    from broker.client.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -309,19 +307,12 @@ class Tracer:
         await self.dispatcher.close()
 
 
-def tracer_for(
-    trace: bool,
-    trace_topic: str | None,
-    group: str,
-    kind: str,
-    namesrv_addr: str,
-    credentials: Credentials | None,
-    ssl_context: ssl.SSLContext | None,
-) -> Tracer | None:
+def tracer_for(options: ClientOptions, group: str, kind: str, namesrv_addr: str) -> Tracer | None:
     """The tracer of a client built with ``trace=True`` (None without); ``kind`` is PRODUCE or CONSUME.
-    Its records go to ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC) through a producer of its own."""
-    if not trace:
-        if trace_topic is not None:
+    Its records go to ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC) through a producer of its own,
+    signed and encrypted as the client is."""
+    if not options.trace:
+        if options.trace_topic is not None:
             raise MQClientError("trace_topic is used only with trace=True")
         return None
     producer = Producer(
@@ -329,7 +320,7 @@ def tracer_for(
         namesrv_addr,
         send_timeout=SEND_TIMEOUT,
         max_message_size=MAX_TRACE_MESSAGE,
-        credentials=credentials,
-        ssl_context=ssl_context,
+        credentials=options.credentials,
+        ssl_context=options.ssl_context,
     )
-    return Tracer(group, TraceDispatcher(producer, trace_topic or TRACE_TOPIC))
+    return Tracer(group, TraceDispatcher(producer, options.trace_topic or TRACE_TOPIC))
