@@ -66,6 +66,7 @@ ELSEWHERE: dict[str, str] = {
     "flushDiskType": "tests/broker/test_sync_flush.py",
     "compactionScheduleInternal": "tests/broker/test_compaction_topic.py",
     "brokerWhiteRemoteAddresses": "tests/acl/test_side_doors.py",
+    "haTlsEnable": "tests/acl/test_ha_tls.py",
     "innerClientAuthenticationCredentials": "tests/ha/test_auth_replication.py",
     "listenHost": "tests/acl/test_lockdown_settings.py",
     "maxMappedConsumeQueueFiles": "tests/store/test_many_queues.py",
