@@ -1,11 +1,10 @@
 """The CLI's option and argument classes: values converted without pydantic, and help that names
 values as git and kubectl do.
 
-**Conversion.**
-typer (>= 0.28) converts every given value with a pydantic TypeAdapter built on first use: some 100 ms
-of imports and 70 ms of schema building per run on an idle machine, more than ``rmq topic list`` has
-in all. For the types the CLI declares (str, bool, int and float with optional bounds, enums, and
-lists of them) the conversion is a line each, so :class:`Option` and :class:`Argument` override
+**Conversion.** typer (>= 0.28) converts every given value with a pydantic TypeAdapter built on first
+use: pydantic's imports and its schema building cost more than the rest of ``rmq topic list``
+(docs/benchmarks.md). For the types the CLI declares (str, bool, int and float with optional bounds,
+enums, and lists of them) the conversion is a line each, so :class:`Option` and :class:`Argument` override
 ``process_value`` (click's documented step: convert, check required, run the callback) to do it
 directly. Parameters of other types (paths, files, custom parsers) keep typer's conversion.
 
