@@ -336,26 +336,26 @@ class AdminApi:
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False
     ) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO: the broker asks the client over its connection and relays the answer."""
-        from broker.protocol import running_info as RI
+        from broker.protocol import running_info
 
-        header = RI.GetConsumerRunningInfoRequestHeader(
+        header = running_info.GetConsumerRunningInfoRequestHeader(
             consumerGroup=group, clientId=client_id, jstackEnable=jstack
         )
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
-        return RI.ConsumerRunningInfo.from_json(r.body or b"{}")
+        return running_info.ConsumerRunningInfo.from_json(r.body or b"{}")
 
     async def consume_message_directly(
         self, broker_addr: str, group: str, client_id: str, msg_id: str, topic: str
     ) -> ConsumeMessageDirectlyResult:
         """CONSUME_MESSAGE_DIRECTLY: the broker holding the message (``msg_id``, an offset MessageId)
         hands it to one client's listener and relays what the listener answered."""
-        from broker.protocol import consume_directly as CD
+        from broker.protocol import consume_directly
 
-        header = CD.ConsumeMessageDirectlyResultRequestHeader(
+        header = consume_directly.ConsumeMessageDirectlyResultRequestHeader(
             consumerGroup=group, clientId=client_id, msgId=msg_id, topic=topic
         )
         r = await self.call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
-        return CD.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
+        return consume_directly.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
 
     async def resume_check_half_message(self, broker_addr: str, msg_id: str) -> None:
         """RESUME_CHECK_HALF_MESSAGE: a half message the broker gave up checking (``msg_id``, its offset

@@ -29,17 +29,11 @@ from broker.client.process_queue import ProcessQueue, now_ms
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
 from broker.client.trace_dispatch import tracer_for
-from broker.protocol import running_info as RI
+from broker.protocol import running_info as running_info_body
 from broker.protocol.allocate import AllocateAveragely, AllocateStrategy
-from broker.protocol.bodies import (
-    ConsumeFromWhere,
-    ConsumerData,
-    ConsumeType,
-    HeartbeatData,
-    MessageModel,
-    MessageQueue,
-)
+from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
@@ -164,11 +158,11 @@ class ConsumerBase(ABC):
             settings["consumeTimestamp"] = str(self.consume_timestamp_ms)
         return settings
 
-    def running_info(self) -> RI.ConsumerRunningInfo:
+    def running_info(self) -> running_info_body.ConsumerRunningInfo:
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions, the state of
         every owned queue and the rates of every subscribed topic."""
         subscriptions = list(self.rebalancer.subscriptions.values())
-        return RI.ConsumerRunningInfo(
+        return running_info_body.ConsumerRunningInfo(
             properties=running_properties(
                 self._settings(), self.consume_type, self._started_ms, self.namesrv_addr
             ),
@@ -268,18 +262,18 @@ def running_properties(
     """A consumer's running-info properties: its ``settings`` and what every consumer reports."""
     return {
         **settings,
-        RI.PROP_CONSUME_TYPE: consume_type.name,
-        RI.PROP_CONSUMER_START_TIMESTAMP: str(started_ms),
-        RI.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(namesrv_addr)),
-        RI.PROP_CLIENT_VERSION: RI.CLIENT_VERSION_NAME,
+        running_info_body.PROP_CONSUME_TYPE: consume_type.name,
+        running_info_body.PROP_CONSUMER_START_TIMESTAMP: str(started_ms),
+        running_info_body.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(namesrv_addr)),
+        running_info_body.PROP_CLIENT_VERSION: running_info_body.CLIENT_VERSION_NAME,
     }
 
 
 def running_info_answer(
-    cmd: RemotingCommand, group: str, running_info: Callable[[], RI.ConsumerRunningInfo]
+    cmd: RemotingCommand, group: str, running_info: Callable[[], running_info_body.ConsumerRunningInfo]
 ) -> RemotingCommand:
     """The answer to a GET_CONSUMER_RUNNING_INFO for ``group``'s consumer (with its threads when asked)."""
-    header = RI.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
+    header = running_info_body.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
     if header.consumerGroup != group:
         return make_response(
             cmd,

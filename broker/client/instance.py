@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
 from broker.client.route import RouteCache
-from broker.protocol.bodies import HeartbeatData, MessageQueue
+from broker.protocol.bodies import MessageQueue
+from broker.protocol.group_bodies import HeartbeatData
 from broker.protocol.msgid import local_ip
 from broker.protocol.route import MASTER_ID
 from broker.remoting.client import RemotingClient

@@ -22,10 +22,11 @@ from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
 from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.pull import build_subscription
-from broker.protocol import properties as P
-from broker.protocol import running_info as RI
-from broker.protocol.bodies import ConsumerData, ConsumeType, HeartbeatData, MessageModel, MessageQueue
+from broker.protocol import properties as message_properties
+from broker.protocol import running_info as running_info_body
+from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData
 from broker.protocol.message import scan_records
 from broker.protocol.pop import (
     MAX_INVISIBLE_MS,
@@ -41,7 +42,7 @@ from broker.protocol.pop import (
 from broker.protocol.route import subscribe_queues
 
 if TYPE_CHECKING:
-    from broker.protocol.bodies import SubscriptionData
+    from broker.protocol.group_bodies import SubscriptionData
     from broker.protocol.remoting import RemotingCommand
     from broker.remoting.channel import RemotingChannel
 
@@ -138,7 +139,7 @@ class SimpleConsumer:
 
     # ---- running info (GET_CONSUMER_RUNNING_INFO, asked by admin tools through a broker)
 
-    def running_info(self) -> RI.ConsumerRunningInfo:
+    def running_info(self) -> running_info_body.ConsumerRunningInfo:
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions and, per
         subscribed topic, receive (pull) and ack (consume) rates. It owns no queues."""
         settings = {
@@ -149,7 +150,7 @@ class SimpleConsumer:
             "namesrvAddr": self.namesrv_addr,
             "clientId": self.client_id,
         }
-        return RI.ConsumerRunningInfo(
+        return running_info_body.ConsumerRunningInfo(
             properties=running_properties(
                 settings, ConsumeType.CONSUME_POP, self._started_ms, self.namesrv_addr
             ),
@@ -261,7 +262,7 @@ class SimpleConsumer:
             raise MQBrokerError(
                 response.code, f"malformed answer to a changed invisible time: {exc}"
             ) from exc
-        message.properties[P.POP_CK] = receipt.renewed(answer.popTime, invisible_ms).encode()
+        message.properties[message_properties.POP_CK] = receipt.renewed(answer.popTime, invisible_ms).encode()
 
     async def _delivery(self, message: MessageExt) -> tuple[Receipt, str]:
         """The message's receipt and the address of the broker that handed it out."""
@@ -271,7 +272,7 @@ class SimpleConsumer:
 
     @staticmethod
     def _receipt(message: MessageExt) -> Receipt:
-        text = message.properties.get(P.POP_CK)
+        text = message.properties.get(message_properties.POP_CK)
         if text is None:
             raise MQClientError(
                 f"message {message.msg_id} has no receipt: it was not received by a SimpleConsumer"

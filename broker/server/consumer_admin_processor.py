@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from broker.protocol.bodies import (
+from broker.protocol.bodies import GroupList, MessageQueue
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
+from broker.protocol.group_bodies import (
     Connection,
     ConsumerConnection,
     ConsumeStats,
     ConsumeStatsList,
-    GroupList,
-    MessageQueue,
     OffsetWrapper,
     ProducerConnection,
     ProducerInfo,
@@ -22,8 +23,6 @@ from broker.protocol.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,

@@ -6,17 +6,19 @@ import time
 from pathlib import Path
 
 from broker.protocol.bodies import (
-    ConsumeStats,
     GroupList,
     KVTable,
     MessageQueue,
-    ResetOffsetBody,
-    SubscriptionGroupConfig,
     TopicConfigAndMappingSerializeWrapper,
-    TopicStatsTable,
     load_json,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
+    ConsumeStats,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicStatsTable,
+)
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
