@@ -69,6 +69,10 @@ class RootGroup(LazyGroup):
         super().__init__(**attrs)
         self.builders = builders(COMMANDS, HIDDEN)
 
+    def list_commands(self, ctx: Context) -> list[str]:
+        nouns = super().list_commands(ctx)
+        return nouns + [name for name in _mqadmin_names() if name not in nouns]  # hidden: help skips them
+
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and (command := _mqadmin_alias(cmd_name)) is not None:
@@ -101,11 +105,15 @@ class RootGroup(LazyGroup):
         return code
 
 
-def _mqadmin_alias(name: str) -> Command | None:
-    """A hidden command that hands its arguments, untouched, to mqadmin's ``name``."""
+def _mqadmin_names() -> list[str]:
     from cli.mqadmin.commands import COMMANDS as MQADMIN_COMMANDS
 
-    if name not in {c.name for c in MQADMIN_COMMANDS}:
+    return [c.name for c in MQADMIN_COMMANDS]
+
+
+def _mqadmin_alias(name: str) -> Command | None:
+    """A hidden command that hands its arguments, untouched, to mqadmin's ``name``."""
+    if name not in _mqadmin_names():
         return None
 
     def alias(ctx: typer.Context) -> int:
