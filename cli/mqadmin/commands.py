@@ -23,8 +23,8 @@ from cli.mqadmin import (
 )
 from cli.mqadmin.args import Command
 
-_FAMILIES = (topic, group, message, cluster, send_rt, store)
-_DEFINED = {c.name: c for family in _FAMILIES for c in family.COMMANDS}
+_INTERLEAVED = (topic, group, message, cluster, send_rt, store)
+_DEFINED = {c.name: c for family in _INTERLEAVED for c in family.COMMANDS}
 # the first families' commands interleave in mqadmin's listing; the later ones follow as blocks
 _LISTED = (
     "updateTopic",
@@ -82,13 +82,9 @@ _LISTED = (
     "decodeMessageId",
     "dumpCompactionLog",
 )
-COMMANDS = (
-    tuple(_DEFINED[name] for name in _LISTED)
-    + acl.COMMANDS
-    + trace.COMMANDS
-    + broker_ops.COMMANDS
-    + auth.COMMANDS
-    + controller.COMMANDS
+FAMILIES = (*_INTERLEAVED, acl, trace, broker_ops, auth, controller)
+COMMANDS = tuple(_DEFINED[name] for name in _LISTED) + tuple(
+    c for family in FAMILIES[len(_INTERLEAVED) :] for c in family.COMMANDS
 )
 _BY_NAME = {c.name.lower(): c for c in COMMANDS}
 
