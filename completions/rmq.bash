@@ -83,7 +83,7 @@ __rmq_opts() {
         "controller clean") echo "--living --yes -y -h --help -b --broker-name -c --cluster --ids -a --controller -n --namesrv --profile --timeout --output -o" ;;
         "controller elect") echo "-h --help -b --broker-name -c --cluster --broker-id -a --controller -n --namesrv --profile --timeout --output -o" ;;
         "controller status") echo "-h --help -a --controller -b --broker-name -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
-        "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout" ;;
+        "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout -a --controller" ;;
         "dlq") echo "-h --help" ;;
         "dlq browse") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "dlq export") echo "-h --help --file -f --limit -l -n --namesrv --profile --timeout" ;;
@@ -614,6 +614,8 @@ __rmq_kind() {
         "dashboard|--namesrv") echo "-" ;;
         "dashboard|--profile") echo "-" ;;
         "dashboard|--timeout") echo "-" ;;
+        "dashboard|-a") echo "-" ;;
+        "dashboard|--controller") echo "-" ;;
         "dlq browse|--broker-name") echo "-" ;;
         "dlq browse|-q") echo "-" ;;
         "dlq browse|--queue") echo "-" ;;

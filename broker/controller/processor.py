@@ -171,6 +171,7 @@ class ControllerProcessor:
                 header=master_header(group),
             )
         log.info("%s: broker %s elected master at epoch %d", group.name, group.master_id, group.master_epoch)
+        self.controller.elected(group)
         body = C.ElectMasterResponseBody(
             brokerMemberGroup=C.BrokerMemberGroup(
                 group.cluster, group.name, {i: b.address for i, b in group.brokers.items()}

@@ -5,6 +5,7 @@ with an isolated config file."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -88,6 +89,17 @@ async def heartbeat(client: RemotingClient, broker: str, client_id: str, group: 
     assert response.code == 0, response.remark
 
 
+async def keep_heartbeating(
+    client: RemotingClient, broker: str, client_id: str, group: str, topic: str
+) -> None:
+    """Heartbeat every 20 s, as a consumer does (every 30 s), so that the group stays online for
+    however long the session's tests take (a silent client's channel expires after 120 s)."""
+    while True:
+        await asyncio.sleep(20)
+        with contextlib.suppress(Exception):  # a missed beat is retried by the next one
+            await heartbeat(client, broker, client_id, group, topic)
+
+
 def _start_loop() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="test-node", daemon=True).start()
@@ -160,6 +172,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     sent, keys = asyncio.run_coroutine_threadsafe(setup(), loop).result(60)
     assert node.namesrv is not None and node.broker is not None and node.http is not None
+    beating = asyncio.run_coroutine_threadsafe(
+        keep_heartbeating(client_box[0], node.broker.address, "10.0.0.9@test", GROUP, TOPIC), loop
+    )
     yield Cluster(
         node,
         loop,
@@ -169,6 +184,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         sent,
         keys,
     )
+
+    beating.cancel()
 
     async def teardown() -> None:
         for c in client_box:
