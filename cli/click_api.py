@@ -10,5 +10,14 @@ from __future__ import annotations
 
 from typer._click.core import Command, Context
 from typer._click.exceptions import BadParameter, MissingParameter, NoArgsIsHelpError, UsageError
+from typer._click.formatting import HelpFormatter
 
-__all__ = ["BadParameter", "Command", "Context", "MissingParameter", "NoArgsIsHelpError", "UsageError"]
+__all__ = [
+    "BadParameter",
+    "Command",
+    "Context",
+    "HelpFormatter",
+    "MissingParameter",
+    "NoArgsIsHelpError",
+    "UsageError",
+]

@@ -88,14 +88,20 @@ class Conn:
     def run(self, fn: Callable[[AdminService], Awaitable[T]]) -> T:
         """Open the admin service, call ``fn`` with it, close it."""
 
-        async def main() -> T:
+        # the result is handed out beside the task, not as its result: when asyncio.run puts back the
+        # SIGINT handler, the signal module formats the old handler's repr, and with it the main
+        # task's and its result's (a whole list of 10,000 topics)
+        out: list[T] = []
+
+        async def main() -> None:
             from admin.service import AdminService
 
             settings = self.settings
             async with AdminService(settings.namesrv, settings.timeout, settings.security) as service:
-                return await fn(service)
+                out.append(await fn(service))
 
-        return asyncio.run(main())
+        asyncio.run(main())
+        return out[0]
 
     def emit(self, result: T, sections: Callable[[T], Sequence[Section]]) -> None:
         emit(self.fmt, result, functools.partial(sections, result))

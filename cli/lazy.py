@@ -21,7 +21,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
-from cli.click_api import Command, Context, UsageError
+from cli.click_api import Command, Context, HelpFormatter, UsageError
+from cli.help_format import reflow_page
 from cli.parameters import Command as LeafCommand
 from cli.parameters import adopt, adopt_all
 
@@ -49,6 +50,10 @@ class LazyGroup(TyperGroup):
         option = super().get_help_option(ctx)
         adopt(option)
         return option
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        reflow_page(self, ctx)
+        super().format_help(ctx, formatter)
 
     def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
         try:

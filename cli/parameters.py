@@ -28,8 +28,9 @@ from typing import Any
 
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-from cli.click_api import BadParameter, Context, MissingParameter
+from cli.click_api import BadParameter, Context, HelpFormatter, MissingParameter
 from cli.click_api import Command as ClickCommand
+from cli.help_format import reflow_page
 
 Convert = Callable[[Any, Any, Context], Any]  # (value, parameter, context) -> converted value
 
@@ -176,9 +177,14 @@ def adopt_all(command: ClickCommand) -> ClickCommand:
 
 
 class Command(TyperCommand):
-    """A command whose help option, made on first use, is adopted too."""
+    """A command whose help option, made on first use, is adopted too, and whose help page wraps its
+    description at the terminal's width."""
 
     def get_help_option(self, ctx: Context) -> Any:
         option = super().get_help_option(ctx)
         adopt(option)
         return option
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        reflow_page(self, ctx)
+        super().format_help(ctx, formatter)

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
         SendReceipt,
         SpecialTopics,
     )
+    from broker.protocol.group_bodies import TopicStatsTable
     from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
 _PULL_BATCH = 32
+_STATS_PER_REQUEST = 1000  # the broker's limit for one GET_TOPICS_STATS_INFO
 _FLAG_SUBSCRIPTION = 0x4
 _PULL_OK = (
     ResponseCode.SUCCESS,
@@ -486,40 +488,71 @@ class MessageOps(ServiceBase):
         )
 
     # -- retry and dead-letter topics ---------------------------------------------------------------
-    async def _special(self, prefix: str) -> SpecialTopics:
+    async def _special(self, *prefixes: str) -> list[SpecialTopics]:
+        """Per prefix, the topics named with it and what they hold (each broker's topic table asked
+        once for all prefixes)."""
         from admin.models.messages import SpecialTopic, SpecialTopics
 
         masters = self._masters(await self._cluster())
         tables = await gather(self.api.all_topic_config(a) for a in masters.values())
-        pairs = [
-            (name, addr, topic)
-            for (name, addr), table in zip(masters.items(), tables, strict=True)
-            for topic in table
-            if topic.startswith(prefix)
+        held = [
+            sorted(topic for topic in table if topic.startswith(prefixes))
+            for table in tables  # in masters' order
         ]
-        stats = await gather(self.api.topic_stats(addr, topic) for _, addr, topic in pairs)
-        merged: dict[str, tuple[int, list[str], int]] = {}
-        for (name, _, topic), st in zip(pairs, stats, strict=True):
-            count, brokers, last = merged.get(topic, (0, [], 0))
-            count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
-            last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
-            merged[topic] = (count, [*brokers, name], last)
-        return SpecialTopics(
-            [
-                SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
-                for topic, (count, brokers, last) in sorted(merged.items())
-            ]
+        per_broker = await gather(
+            self._topics_stats(addr, topics) for addr, topics in zip(masters.values(), held, strict=True)
         )
+        merged: dict[str, tuple[int, list[str], int]] = {}
+        for name, topics, stats in zip(masters, held, per_broker, strict=True):
+            for topic in topics:
+                st = stats.get(topic)
+                if st is None:
+                    continue  # deleted since the table was read
+                count, brokers, last = merged.get(topic, (0, [], 0))
+                count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
+                last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
+                merged[topic] = (count, [*brokers, name], last)
+        return [
+            SpecialTopics(
+                [
+                    SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
+                    for topic, (count, brokers, last) in sorted(merged.items())
+                    if topic.startswith(prefix)
+                ]
+            )
+            for prefix in prefixes
+        ]
+
+    async def _topics_stats(self, addr: str, topics: list[str]) -> dict[str, TopicStatsTable]:
+        """The offsets of ``topics`` on one broker: GET_TOPICS_STATS_INFO a thousand at a time; a
+        broker that does not serve it (Apache RocketMQ) is asked topic by topic."""
+        try:
+            parts = await gather(
+                self.api.topics_stats(addr, topics[i : i + _STATS_PER_REQUEST])
+                for i in range(0, len(topics), _STATS_PER_REQUEST)
+            )
+        except RemoteError as exc:
+            if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise
+            each = await gather(self.api.topic_stats(addr, t) for t in topics)
+            return dict(zip(topics, each, strict=True))
+        return {topic: stats for part in parts for topic, stats in part.items()}
 
     @admin_call
     async def dlq_list(self) -> SpecialTopics:
         """Every group's dead-letter topic (%DLQ%group) and how many messages it holds."""
-        return await self._special(DLQ_PREFIX)
+        return (await self._special(DLQ_PREFIX))[0]
 
     @admin_call
     async def retry_list(self) -> SpecialTopics:
         """Every group's retry topic (%RETRY%group) and how many messages it holds."""
-        return await self._special(RETRY_PREFIX)
+        return (await self._special(RETRY_PREFIX))[0]
+
+    @admin_call
+    async def retry_and_dlq_list(self) -> tuple[SpecialTopics, SpecialTopics]:
+        """:meth:`retry_list` and :meth:`dlq_list` together, at the cost of one."""
+        retry, dlq = await self._special(RETRY_PREFIX, DLQ_PREFIX)
+        return retry, dlq
 
     async def dlq_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(DLQ_PREFIX + group, rng, progress)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         TopicStatsTable,
     )
     from broker.protocol.message import MessageRecord
+    from broker.protocol.rebalances import RebalanceHistoryBody
     from broker.protocol.running_info import ConsumerRunningInfo
     from broker.protocol.timers import TimerCancelBody, TimerListBody
 
@@ -304,6 +305,15 @@ class AdminApi:
             broker_addr, RequestCode.GET_TOPIC_STATS_INFO, group_bodies.TopicStatsTable, header
         )
 
+    async def topics_stats(self, broker_addr: str, topics: Sequence[str]) -> dict[str, TopicStatsTable]:
+        """GET_TOPICS_STATS_INFO (rmqkit's own; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED):
+        each of ``topics`` (at most 1,000) the broker holds -> its offsets, in one answer."""
+        from broker.protocol import group_bodies
+
+        ext = {"topicList": ";".join(topics)}
+        r = await self.call(broker_addr, RequestCode.GET_TOPICS_STATS_INFO, ext=ext)
+        return group_bodies.TopicStatsTables.from_json(r.body or b"{}").topicStatsTable
+
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
         from broker.protocol import group_bodies, headers
 
@@ -331,6 +341,14 @@ class AdminApi:
             if r.code != ResponseCode.SUCCESS
             else group_bodies.ConsumerConnection.from_json(r.body or b"{}")
         )
+
+    async def all_consumer_connections(self, broker_addr: str) -> dict[str, ConsumerConnection]:
+        """Every online group's clients on the broker in one answer (rmqkit's own
+        GET_ALL_CONSUMER_CONNECTIONS; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED)."""
+        from broker.protocol import group_bodies
+
+        r = await self.call(broker_addr, RequestCode.GET_ALL_CONSUMER_CONNECTIONS)
+        return group_bodies.ConsumerConnectionTable.from_json(r.body or b"{}").connectionTable
 
     async def consumer_running_info(
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False
@@ -432,6 +450,17 @@ class AdminApi:
         ext = {"topic": topic, **({"msgId": msg_id} if msg_id else {"key": key or ""})}
         r = await self.call(broker_addr, RequestCode.CANCEL_TIMER_MESSAGE, ext=ext)
         return TimerCancelBody.from_json(r.body or b"{}")
+
+    # == broker: rebalance history ============================================================
+    async def rebalance_history(
+        self, broker_addr: str, group: str, since_ms: int = 0
+    ) -> RebalanceHistoryBody:
+        """Who holds each queue of ``group`` on the broker, and the moves from ``since_ms`` on."""
+        from broker.protocol.rebalances import RebalanceHistoryBody
+
+        ext = {"consumerGroup": group, "beginTimestamp": str(since_ms)}
+        r = await self.call(broker_addr, RequestCode.GET_REBALANCE_HISTORY, ext=ext)
+        return RebalanceHistoryBody.from_json(r.body or b"")
 
     # == broker: store maintenance ===========================================================
     async def query_consume_queue(

@@ -20,7 +20,7 @@ from broker.server.config import BrokerConfig
 from broker.settings import SettingsError
 from cli import cluster_local
 from tests.acl.conftest import Certs
-from tests.ha.test_failover import _free_base_port
+from tests.ports import free_base_port
 
 pytestmark = pytest.mark.servers
 
@@ -50,7 +50,7 @@ async def _scenario(tmp: Path, certs: Certs) -> None:
         f"tlsTrustCertPath={certs.ca}\ntlsClientAuth=require\ntlsClientTrustCertPath={certs.ca}\n"
         "haTlsEnable=true\n"
     )
-    base = _free_base_port()
+    base = free_base_port()
     members = await asyncio.to_thread(cluster_local.start, tmp / "c", 1, 1, base, True, conf)
     master = next(m for m in members if m.role == "SYNC_MASTER")
     client_tls = client_context(certs.ca, certs.client_cert, certs.client_key)

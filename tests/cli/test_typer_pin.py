@@ -26,6 +26,7 @@ CLICK_API = [
     ("typer._click.exceptions", "MissingParameter"),
     ("typer._click.exceptions", "NoArgsIsHelpError"),
     ("typer._click.exceptions", "UsageError"),
+    ("typer._click.formatting", "HelpFormatter"),
 ]
 DESCRIPTOR = ["annotation", "parameter_info", "is_list", "is_file", "is_path", "is_choice", "choices"]
 

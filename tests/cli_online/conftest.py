@@ -106,14 +106,9 @@ def _start_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One node for the whole session with topic ``Orders`` (4 queues, 12 messages) and group
-    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat)."""
-    from admin.service import AdminService
-
-    store = tmp_path_factory.mktemp("online-store")
-    plan = NodePlan(
+def node_plan(store: Path) -> NodePlan:
+    """A NameServer and broker ``broker-a`` on free loopback ports, keeping everything in ``store``."""
+    return NodePlan(
         namesrv=NamesrvConfig(
             listen_port=0,
             kv_config_path=store / "namesrv" / "kvConfig.json",
@@ -130,7 +125,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         http_host="127.0.0.1",
         http_port=0,
     )
-    node = Node(plan)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One node for the whole session with topic ``Orders`` (4 queues, 12 messages) and group
+    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat)."""
+    from admin.service import AdminService
+
+    store = tmp_path_factory.mktemp("online-store")
+    node = Node(node_plan(store))
     loop = _start_loop()
     client_box: list[RemotingClient] = []
 

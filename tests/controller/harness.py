@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +19,7 @@ from broker.protocol.ha import HARuntimeInfo
 from broker.store.message_store import MessageStore
 from cli import cluster_local
 from cli.cluster_local import Member
+from tests.ports import free_base_port
 
 # small store files: a killed broker's restart recovers in a moment instead of reading 1 GiB files
 SMALL_STORE = (
@@ -32,23 +31,6 @@ SMALL_STORE = (
 GROUP = "broker-a"
 WAIT = 120.0  # seconds any one condition may take on a loaded machine before the test gives up
 CALL_TIMEOUT = 10.0  # a process just resumed or restarted under load can be slow to answer
-
-
-def free_base_port() -> int:
-    """A base below the ephemeral range with every port of the cluster free (bound once to check)."""
-    while True:
-        base = random.randrange(20000, 32700, 100)
-        if all(_bindable(base + d) for d in (0, 3, 4, 5, 6, 7, 8, 10, 12, 20, 22, 30, 32)):
-            return base
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 async def until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:

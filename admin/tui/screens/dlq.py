@@ -85,8 +85,8 @@ class DlqScreen(LiveScreen[DlqView]):
         special.focus()
 
     async def fetch(self, service: AdminService) -> DlqView:
-        retry, dlq, browse = await asyncio.gather(
-            service.retry_list(), service.dlq_list(), self._browse(service, BROWSE_LIMIT)
+        (retry, dlq), browse = await asyncio.gather(
+            service.retry_and_dlq_list(), self._browse(service, BROWSE_LIMIT)
         )
         return DlqView(retry, dlq, browse)
 
