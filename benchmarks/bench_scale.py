@@ -40,17 +40,14 @@ from benchmarks import raw_probe
 from benchmarks.bench_cli import rmq_up
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.bodies import (
-    ConsumerData,
     DataVersion,
-    HeartbeatData,
-    ProducerData,
     RegisterBrokerBody,
-    SubscriptionData,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
     TopicRouteData,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from broker.protocol.headers import (
     GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,

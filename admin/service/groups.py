@@ -107,12 +107,12 @@ def _running_view(
 ) -> ClientRunningInfo:
     """One client's answer (``info``), or why it could not be asked (``error``)."""
     from admin.models.groups import ClientRunningInfo, QueueRuntime, Subscription, TopicRates
-    from broker.protocol import running_info as RI
+    from broker.protocol import running_info
 
     now_ms = _now_ms()
 
     props = dict(info.properties) if info is not None else {}
-    start = props.get(RI.PROP_CONSUMER_START_TIMESTAMP, "")
+    start = props.get(running_info.PROP_CONSUMER_START_TIMESTAMP, "")
     queues = sorted(
         (
             QueueRuntime(
@@ -151,8 +151,8 @@ def _running_view(
         ),
         key=lambda s: s.topic,
     )
-    consume_type = _CONSUME_TYPES.get(props.get(RI.PROP_CONSUME_TYPE, ""))
-    orderly = props.get(RI.PROP_CONSUME_ORDERLY, "").lower() == "true"
+    consume_type = _CONSUME_TYPES.get(props.get(running_info.PROP_CONSUME_TYPE, ""))
+    orderly = props.get(running_info.PROP_CONSUME_ORDERLY, "").lower() == "true"
     return ClientRunningInfo(
         client_id=client.client_id,
         address=client.address,
@@ -160,11 +160,11 @@ def _running_view(
         version=client.version,
         broker=client.broker,
         error=error,
-        client_version=props.get(RI.PROP_CLIENT_VERSION),
+        client_version=props.get(running_info.PROP_CLIENT_VERSION),
         consume_type=consume_type,
         orderly=orderly,
         start_timestamp=int(start) if start.isdigit() else 0,
-        namesrv_addr=props.get(RI.PROP_NAMESERVER_ADDR),
+        namesrv_addr=props.get(running_info.PROP_NAMESERVER_ADDR),
         properties=props,
         subscriptions=subs,
         queues=queues,

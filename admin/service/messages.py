@@ -179,10 +179,10 @@ class MessageOps(ServiceBase):
         self, plan: _QueuePlan, topic: str, offset: int, group: str, expression: str
     ) -> tuple[list[MessageRecord], int, bool]:
         """One PULL: (records, next offset, whether more may follow)."""
-        from broker.protocol import headers as H
+        from broker.protocol import headers
         from broker.protocol.message import decode_records
 
-        header = H.PullMessageRequestHeader(
+        header = headers.PullMessageRequestHeader(
             consumerGroup=group,
             topic=topic,
             queueId=plan.queue_id,
@@ -196,7 +196,7 @@ class MessageOps(ServiceBase):
             expressionType="TAG",
         )
         r = await self.api.call(plan.address, RequestCode.PULL_MESSAGE, header, ok=_PULL_OK)
-        nxt = H.PullMessageResponseHeader.from_ext_fields(r.ext_fields).nextBeginOffset
+        nxt = headers.PullMessageResponseHeader.from_ext_fields(r.ext_fields).nextBeginOffset
         if r.code == ResponseCode.SUCCESS:
             return list(decode_records(r.body or b"")), nxt, True
         return [], nxt, r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and nxt > offset
@@ -326,7 +326,7 @@ class MessageOps(ServiceBase):
         for the first message."""
         from admin.models.messages import Messages
         from broker.client.pull import build_subscription
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
         from broker.protocol.message import decode_records
         from broker.protocol.pop import (
             MAX_INVISIBLE_MS,
@@ -364,7 +364,7 @@ class MessageOps(ServiceBase):
                         popped = list(decode_records(r.body))
                         add_receipts(popped, PopMessageResponseHeader.parse(r.ext_fields), name)
                         for rec in popped:  # every receipt readable before any is used
-                            Receipt.decode(rec.properties[P.POP_CK])
+                            Receipt.decode(rec.properties[message_properties.POP_CK])
                     except ValueError as exc:
                         raise OperationFailed(f"broker {name} answered a POP unreadably: {exc}") from None
                     popped, strays = tag_strays(popped, tags)
@@ -375,26 +375,28 @@ class MessageOps(ServiceBase):
             await asyncio.sleep(0.1)
 
     async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
         from broker.protocol.pop import Receipt
 
-        header = Receipt.decode(record.properties[P.POP_CK]).ack_header(group, record.topic)
+        header = Receipt.decode(record.properties[message_properties.POP_CK]).ack_header(group, record.topic)
         await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
 
     async def _committed(self, plan: _QueuePlan, topic: str, group: str) -> int:
-        from broker.protocol import headers as H
+        from broker.protocol import headers
 
-        header = H.QueryConsumerOffsetRequestHeader(consumerGroup=group, topic=topic, queueId=plan.queue_id)
+        header = headers.QueryConsumerOffsetRequestHeader(
+            consumerGroup=group, topic=topic, queueId=plan.queue_id
+        )
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         r = await self.api.call(plan.address, RequestCode.QUERY_CONSUMER_OFFSET, header, ok=ok)
         if r.code != ResponseCode.SUCCESS:
             return -1
-        return H.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
+        return headers.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
 
     async def _commit(self, plan: _QueuePlan, topic: str, group: str, offset: int) -> None:
-        from broker.protocol import headers as H
+        from broker.protocol import headers
 
-        header = H.UpdateConsumerOffsetRequestHeader(
+        header = headers.UpdateConsumerOffsetRequestHeader(
             consumerGroup=group, topic=topic, queueId=plan.queue_id, commitOffset=offset
         )
         await self.api.call(plan.address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
@@ -407,8 +409,8 @@ class MessageOps(ServiceBase):
         import random
 
         from admin.models.messages import SendReceipt
-        from broker.protocol import headers as H
-        from broker.protocol import properties as P
+        from broker.protocol import headers
+        from broker.protocol import properties as message_properties
 
         route = await self._route(msg.topic)
         masters = self._route_masters(route)
@@ -427,15 +429,15 @@ class MessageOps(ServiceBase):
             return await self._send_traced(msg, broker_name, queue_id)
         uniq = _uniq_keys().next()
         props = dict(msg.properties)
-        props[P.UNIQ_KEY] = uniq
-        props[P.WAIT] = "true"
+        props[message_properties.UNIQ_KEY] = uniq
+        props[message_properties.WAIT] = "true"
         if msg.tags:
-            props[P.TAGS] = msg.tags
+            props[message_properties.TAGS] = msg.tags
         if msg.keys:
-            props[P.KEYS] = " ".join(msg.keys)
+            props[message_properties.KEYS] = " ".join(msg.keys)
         if msg.delay_level > 0:
-            props[P.DELAY] = str(msg.delay_level)
-        v1 = H.SendMessageRequestHeader(
+            props[message_properties.DELAY] = str(msg.delay_level)
+        v1 = headers.SendMessageRequestHeader(
             producerGroup=PRODUCER_GROUP,
             topic=msg.topic,
             defaultTopic="TBW102",
@@ -444,16 +446,16 @@ class MessageOps(ServiceBase):
             sysFlag=0,
             bornTimestamp=int(time.time() * 1000),
             flag=0,
-            properties=P.encode_properties(props),
+            properties=message_properties.encode_properties(props),
         )
         r = await self.api.call(
             masters[broker_name],
             RequestCode.SEND_MESSAGE_V2,
-            H.SendMessageRequestHeaderV2.from_v1(v1),
+            headers.SendMessageRequestHeaderV2.from_v1(v1),
             body=msg.body,
             ok=tuple(_SEND_STATUS),
         )
-        answer = H.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
+        answer = headers.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
         return SendReceipt(
             topic=msg.topic,
             broker_name=broker_name,
@@ -566,10 +568,14 @@ class MessageOps(ServiceBase):
         ``to_topic``: same body, tags, keys and user properties, a fresh send with a new UNIQ_KEY."""
         from admin.models.messages import OutgoingMessage
         from broker.client.dlq_ops import resend_properties
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
 
         record = (await self.message_get(msg_id, topic)).messages[0]
-        props = {k: v for k, v in resend_properties(record).items() if k not in (P.TAGS, P.KEYS, P.UNIQ_KEY)}
+        props = {
+            k: v
+            for k, v in resend_properties(record).items()
+            if k not in (message_properties.TAGS, message_properties.KEYS, message_properties.UNIQ_KEY)
+        }
         return await self.message_send(
             OutgoingMessage(to_topic or record.topic, record.body, record.tags, record.keys, props)
         )

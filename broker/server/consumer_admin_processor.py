@@ -7,14 +7,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from broker.protocol.bodies import (
+from broker.protocol.bodies import GroupList, MessageQueue
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
+from broker.protocol.group_bodies import (
     Connection,
     ConsumerConnection,
     ConsumerConnectionTable,
     ConsumeStats,
     ConsumeStatsList,
-    GroupList,
-    MessageQueue,
     OffsetWrapper,
     ProducerConnection,
     ProducerInfo,
@@ -24,8 +25,6 @@ from broker.protocol.bodies import (
     TopicStatsTable,
     TopicStatsTables,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.consume_directly import ConsumeMessageDirectlyResultRequestHeader
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     GetConsumerConnectionListRequestHeader,

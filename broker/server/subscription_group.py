@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.protocol import lenient_json
-from broker.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig
+from broker.protocol.bodies import BodyError, DataVersion
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
 from broker.server.kept_parts import KeptParts
 from broker.store.config_files import ConfigFile

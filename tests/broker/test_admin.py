@@ -6,18 +6,20 @@ import time
 from pathlib import Path
 
 from broker.protocol.bodies import (
-    ConsumeStats,
     GroupList,
     KVTable,
     MessageQueue,
-    ResetOffsetBody,
-    SubscriptionGroupConfig,
     TopicConfigAndMappingSerializeWrapper,
-    TopicStatsTable,
-    TopicStatsTables,
     load_json,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
+    ConsumeStats,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicStatsTable,
+    TopicStatsTables,
+)
 from broker.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,

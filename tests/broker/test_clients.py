@@ -6,15 +6,15 @@ import asyncio
 from pathlib import Path
 
 from broker.client.remoting_client import RemotingChannel, RemotingClient
-from broker.protocol.bodies import (
+from broker.protocol.bodies import MessageQueue
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
     ConsumerConnection,
     ConsumerConnectionTable,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
-    MessageQueue,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     ConsumerGroupRequestHeader,
     UnregisterClientRequestHeader,
