@@ -4,7 +4,7 @@
 
 ``make proto`` runs it after an edit of the .proto; the generated ``messaging_pb2.py`` and
 ``messaging_pb2.pyi`` are committed beside it (an installed rmqkit needs no protoc), and
-``tests/grpc/test_generated_code.py`` fails when they are not what this generates. Needs the ``dev``
+``tests/broker/grpc/test_generated_code.py`` fails when they are not what this generates. Needs the ``dev``
 extra: protoc from grpcio-tools, the stubs from mypy-protobuf.
 """
 

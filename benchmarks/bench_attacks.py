@@ -1,7 +1,8 @@
-"""The gRPC attack suite, timed: each attack of ``tests/grpc/attacks.py`` runs against ``rmq up`` while a
-normal client sends over remoting, looks routes up at the NameServer and asks the gRPC port for routes
-on its own connection. Per attack: the normal client's worst p99 of the three (the target is 1 s),
-each one's p99, how much the broker's peak memory grew, and what the broker did to the attacker.
+"""The gRPC attack suite, timed: each attack of ``tests/broker/grpc/attacks.py`` runs against
+``rmq up`` while a normal client sends over remoting, looks routes up at the NameServer and asks
+the gRPC port for routes on its own connection. Per attack: the normal client's worst p99 of the
+three (the target is 1 s), each one's p99, how much the broker's peak memory grew, and what the
+broker did to the attacker.
 A first row runs the normal client alone, for scale.
 """
 
@@ -11,7 +12,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.grpc.attacks import ATTACKS, Attack, MiB, Node, NormalClient, Outcome, prepare, rmq_up, run_attack
+from tests.broker.grpc.attacks import (
+    ATTACKS,
+    Attack,
+    MiB,
+    Node,
+    NormalClient,
+    Outcome,
+    prepare,
+    rmq_up,
+    run_attack,
+)
 
 Result = dict[str, object]
 OPERATIONS = ("remoting_send", "route_lookup", "grpc_query_route")

@@ -56,7 +56,7 @@ from broker.client.simple_consumer import SimpleConsumer
 from broker.grpc.calls import NativeGrpcServer
 from broker.protocol.bodies import TopicConfig
 from broker.remoting.server import install_uvloop
-from tests.grpc.attacks import Node, rmq_up
+from tests.broker.grpc.attacks import Node, rmq_up
 
 Result = dict[str, object]
 DRIVER = Path(__file__).resolve().parents[1] / "tests" / "grpc" / "drivers" / "py5_bench.py"
@@ -397,7 +397,7 @@ def _check_room(folder: Path, backlog: int) -> None:
 
 
 def run(quick: bool) -> list[Result]:
-    from tests.grpc.peers5 import install_python5_client
+    from tests.broker.grpc.peers5 import install_python5_client
 
     python = install_python5_client()
     rounds, seconds = (1, 3.0) if quick else (3, 5.0)

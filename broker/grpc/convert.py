@@ -82,7 +82,7 @@ def message_type_of(props: dict[str, str]) -> PB.MessageType.ValueType:
     return MT_NORMAL
 
 
-# Field numbers of messaging.proto that encode_message writes (tests/grpc pins them to the schema).
+# Field numbers of messaging.proto that encode_message writes (tests/broker/grpc pins them to the schema).
 # Final: the compiled module inlines them instead of looking them up on every use.
 _RESOURCE_NAME_KEY: Final = b"\x12"  # Resource.name (2), length-delimited
 _MESSAGE_TOPIC: Final = 1

@@ -30,7 +30,7 @@ ENTRY_SIZE: Final = 20
 DEFAULT_SLOTS: Final = 5_000_000
 DEFAULT_ENTRIES: Final = 20_000_000
 
-# The packers that write the map are not Final: tests/store/test_index_crash.py swaps them to cut a put
+# The packers that write the map are not Final: tests/broker/store/test_index_crash.py swaps them to cut a put
 # after any write, and a Final name would be bound at compile time under mypyc.
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")

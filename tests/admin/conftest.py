@@ -1,3 +1,3 @@
 """The admin service tests share the real node of the CLI tests."""
 
-from tests.cli_online.conftest import cluster  # noqa: F401
+from tests.cli.online.conftest import cluster  # noqa: F401

@@ -15,7 +15,7 @@ from admin.service.base import admin_error
 from broker.client.admin_api import RemoteError
 from broker.client.remoting_client import RemotingClosedError, RemotingConnectError, RemotingTimeoutError
 from broker.protocol.codes import RequestCode, ResponseCode
-from tests.cli_online.conftest import GROUP, TOPIC, Cluster
+from tests.cli.online.conftest import GROUP, TOPIC, Cluster
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ broker serves. Written for rmqkit from the documented message and field names an
 names and numbers are what makes it wire-compatible with the official clients.
 
 `make proto` generates messaging_pb2.py and its typing stubs messaging_pb2.pyi beside it (protoc
-from grpcio-tools, mypy-protobuf); tests/grpc/test_generated_code.py fails when they are stale.
+from grpcio-tools, mypy-protobuf); tests/broker/grpc/test_generated_code.py fails when stale.
 Fields the broker neither reads nor writes are left out; protobuf keeps them as unknown fields.
 """
 

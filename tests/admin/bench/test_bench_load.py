@@ -8,7 +8,7 @@ import pytest
 
 from admin.bench.load import QueueRef, RemotingLoad
 from broker.protocol.msgid import UniqKeyGenerator
-from tests.broker.conftest import async_test, pull, records, running_broker
+from tests.broker.server.conftest import async_test, pull, records, running_broker
 
 _BROKER_MADE = UniqKeyGenerator(ip=b"\x0a\x00\x00\x09", pid=7)  # a prefix no client here has
 

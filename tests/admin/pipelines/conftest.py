@@ -27,7 +27,7 @@ from broker.store.config import StoreConfig
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # pyspark_rocketmq.py is a top-level module of the repository
     sys.path.insert(0, str(ROOT))
 

@@ -17,7 +17,7 @@ from admin.pipelines.readers import read_range
 from broker.client.message import Message
 from broker.client.producer import Producer
 from broker.protocol.bodies import MessageQueue
-from tests.spark.conftest import Cluster
+from tests.admin.pipelines.conftest import Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

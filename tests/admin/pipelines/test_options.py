@@ -11,8 +11,8 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from broker.store.message_store import MessageStore, PutMessage
-from tests.spark.conftest import BROKER, MESSAGES, TOPIC, Cluster
-from tests.store.helpers import small_config
+from tests.admin.pipelines.conftest import BROKER, MESSAGES, TOPIC, Cluster
+from tests.broker.store.helpers import small_config
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.spark.conftest import MESSAGES, TOPIC, Cluster
+from tests.admin.pipelines.conftest import MESSAGES, TOPIC, Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

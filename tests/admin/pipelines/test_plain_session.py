@@ -14,7 +14,7 @@ import pytest
 
 from broker.client.message import Message
 from broker.client.producer import Producer
-from tests.spark.conftest import MESSAGES, ROOT, TOPIC, Cluster
+from tests.admin.pipelines.conftest import MESSAGES, ROOT, TOPIC, Cluster
 
 pytestmark = pytest.mark.servers
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from tests.spark.conftest import BROKER, MESSAGES, TOPIC, Cluster
+from tests.admin.pipelines.conftest import BROKER, MESSAGES, TOPIC, Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

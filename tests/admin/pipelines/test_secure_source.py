@@ -19,7 +19,7 @@ from admin.profiles import Profile
 from broker.client.message import Message
 from broker.client.producer import Producer
 from cli.main import app as rmq_app
-from tests.acl.conftest import (  # noqa: F401  (certs is a fixture)
+from tests.broker.acl.conftest import (  # noqa: F401  (certs is a fixture)
     ACL_YAML,
     APP,
     GROUP,

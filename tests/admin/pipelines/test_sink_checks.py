@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from pyspark.errors import PySparkException
 
-from tests.spark.conftest import Cluster
+from tests.admin.pipelines.conftest import Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

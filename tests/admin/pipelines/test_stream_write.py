@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.spark.conftest import Cluster
+from tests.admin.pipelines.conftest import Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

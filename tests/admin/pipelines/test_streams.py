@@ -16,7 +16,7 @@ from pyspark.errors import PySparkException
 
 from broker.client.message import Message
 from broker.client.producer import Producer
-from tests.spark.conftest import BROKER, Cluster
+from tests.admin.pipelines.conftest import BROKER, Cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -147,7 +147,7 @@ def test_a_broker_restart_is_waited_for(spark: SparkSession, cluster: Cluster, t
     from broker.node import Node, NodePlan
     from broker.server.config import BrokerConfig
     from broker.store.config import StoreConfig
-    from tests.features.conftest import free_port
+    from tests.broker.server.delivery.conftest import free_port
 
     port = free_port()
     plan = NodePlan(

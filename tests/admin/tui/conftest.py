@@ -25,7 +25,7 @@ from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import heartbeat, keep_heartbeating, send
+from tests.cli.online.conftest import heartbeat, keep_heartbeating, send
 
 T = TypeVar("T")
 TOPIC, GROUP, MESSAGES = "Orders", "orders-cg", 12

@@ -20,9 +20,9 @@ from broker.client import ConsumeConcurrentlyStatus, MessageExt, PushConsumer
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.cli_online.conftest import send
-from tests.tui.conftest import TuiCluster, run, until
-from tests.tui.helpers import app_for
+from tests.admin.tui.conftest import TuiCluster, run, until
+from tests.admin.tui.helpers import app_for
+from tests.cli.online.conftest import send
 
 pytestmark = pytest.mark.servers
 TOPIC, PER_QUEUE = "ActShipments", 3  # a topic of these tests only: the session's Orders stays as it was

@@ -16,7 +16,7 @@ from admin.service import AdminService
 from admin.tui.screens.confirm import ConfirmScreen
 from admin.tui.screens.help import HelpScreen
 from broker.node import Node
-from tests.tui.conftest import (
+from tests.admin.tui.conftest import (
     TuiCluster,
     broker_plan,
     dead_letters,
@@ -25,7 +25,7 @@ from tests.tui.conftest import (
     start_loop,
     until,
 )
-from tests.tui.helpers import app_for, rows
+from tests.admin.tui.helpers import app_for, rows
 
 
 def test_resend_dead_letters_to_the_group_after_typing_its_name(tui_cluster: TuiCluster) -> None:
@@ -184,7 +184,7 @@ def test_stale_answers_are_dropped() -> None:
             if Slow.calls == 1:
                 await asyncio.sleep(0.5)
                 raise AssertionError("the first, slow answer must not be shown")
-            from tests.tui.fakes import FakeService
+            from tests.admin.tui.fakes import FakeService
 
             return await FakeService().cluster_status()
 
@@ -216,4 +216,4 @@ def test_refresh_below_one_second_is_refused(refresh: str) -> None:
 
 def test_rmq_help_does_not_import_textual() -> None:
     code = "import sys, cli.main; assert 'textual' not in sys.modules, 'textual imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[3])

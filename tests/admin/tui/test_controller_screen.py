@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from admin.tui.screens.controller import ASKING, NO_CONTROLLER, ControllerScreen
-from tests.controller.harness import GROUP, Cluster, until
-from tests.tui.conftest import TuiCluster, run
-from tests.tui.conftest import until as shown
-from tests.tui.helpers import app_for, column, rows
+from tests.admin.tui.conftest import TuiCluster, run
+from tests.admin.tui.conftest import until as shown
+from tests.admin.tui.helpers import app_for, column, rows
+from tests.broker.controller.harness import GROUP, Cluster, until
 
 pytestmark = pytest.mark.servers
 

@@ -9,8 +9,8 @@ import pytest
 from admin.models import GroupSpec, TopicSpec
 from admin.service import AdminService
 from broker.client import ConsumeConcurrentlyStatus, MessageExt, PushConsumer
-from tests.tui.conftest import TuiCluster, run, until
-from tests.tui.helpers import app_for, rows
+from tests.admin.tui.conftest import TuiCluster, run, until
+from tests.admin.tui.helpers import app_for, rows
 
 pytestmark = pytest.mark.servers
 TOPIC, GROUP = "RebalanceTopic", "rebalance-cg"

@@ -7,9 +7,9 @@ from admin.service import AdminService
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.message import MessageScreen
 from admin.units import size
-from tests.cli_online.conftest import heartbeat
-from tests.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
-from tests.tui.helpers import app_for, column, rows
+from tests.admin.tui.conftest import DEAD, DLQ_GROUP, GROUP, MESSAGES, TOPIC, TuiCluster, run, until
+from tests.admin.tui.helpers import app_for, column, rows
+from tests.cli.online.conftest import heartbeat
 
 
 def test_cluster_screen_shows_the_brokers_as_the_service_does(tui_cluster: TuiCluster) -> None:

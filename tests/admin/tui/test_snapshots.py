@@ -1,6 +1,6 @@
 """Each screen at 120x40 with fixed data (a fake admin service), compared with the SVG screenshots in
-tests/tui/snapshots/. A missing snapshot fails; ``RMQ_UPDATE_SNAPSHOTS=1 pytest tests/tui`` writes or
-rewrites them after a deliberate change; look at the SVGs before committing them."""
+tests/admin/tui/snapshots/. A missing snapshot fails; ``RMQ_UPDATE_SNAPSHOTS=1 pytest tests/admin/tui``
+writes or rewrites them after a deliberate change; look at the SVGs before committing them."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from admin.tui import DashboardApp
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.message import MessageScreen
-from tests.tui.conftest import run, until
-from tests.tui.fakes import T0, FakeService
+from tests.admin.tui.conftest import run, until
+from tests.admin.tui.fakes import T0, FakeService
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

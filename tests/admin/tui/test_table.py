@@ -10,8 +10,8 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 
 from admin.tui.table import CHUNK, PATCH_LIMIT, LiveTable, Row
-from tests.tui.conftest import run, until
-from tests.tui.helpers import cell_text
+from tests.admin.tui.conftest import run, until
+from tests.admin.tui.helpers import cell_text
 
 
 class TableApp(App[None]):

@@ -19,8 +19,8 @@ from admin.service import AdminService
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.cli_online.conftest import send
-from tests.tui.conftest import TuiCluster, dead_letters
+from tests.admin.tui.conftest import TuiCluster, dead_letters
+from tests.cli.online.conftest import send
 
 pytestmark = [
     pytest.mark.servers,

@@ -32,7 +32,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CommandHeader
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.config import BrokerConfig
-from tests.acl.conftest import security
+from tests.broker.acl.conftest import security
 from tests.peers.conftest import LoopThread, small_store
 
 ROOT = Credentials("root", "root-pass-Kd93")

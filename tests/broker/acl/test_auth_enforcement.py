@@ -23,8 +23,8 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
 from broker.settings import SettingsError
-from tests.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry, start_auth_node, user
-from tests.grpc.conftest import run5
+from tests.broker.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry, start_auth_node, user
+from tests.broker.grpc.conftest import run5
 
 APP = Credentials("orders-app", "orders-pass-31")
 ORDERS, OTHER, DENIED, GROUP = "AuthOrders", "AuthOther", "AuthDenied", "auth-cg"

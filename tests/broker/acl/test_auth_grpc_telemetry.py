@@ -19,8 +19,8 @@ from broker.protocol.auth_bodies import AclRequestHeader
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode
 from broker.protocol.group_bodies import SubscriptionGroupConfig
-from tests.acl.test_auth_codes import AuthNode, acl, create_user, entry, start_auth_node
-from tests.grpc.conftest import run5
+from tests.broker.acl.test_auth_codes import AuthNode, acl, create_user, entry, start_auth_node
+from tests.broker.grpc.conftest import run5
 
 APP = Credentials("tele-app", "tele-pass-58")
 ORDERS, READ_ONLY, UNLISTED = "TeleOrders", "TeleReadOnly", "TeleUnlisted"

@@ -18,8 +18,8 @@ from broker.acl.signer import Credentials
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import ResponseCode
 from broker.protocol.remoting import make_request
-from tests.acl.conftest import ADMIN, APP, TOPIC, AclCluster, security
-from tests.acl.test_remoting import _send
+from tests.broker.acl.conftest import ADMIN, APP, TOPIC, AclCluster, security
+from tests.broker.acl.test_remoting import _send
 
 Rmq = Callable[..., Result]
 

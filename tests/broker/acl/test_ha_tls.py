@@ -19,7 +19,7 @@ from broker.client.producer import Producer
 from broker.server.config import BrokerConfig
 from broker.settings import SettingsError
 from cli import cluster_local
-from tests.acl.conftest import Certs
+from tests.broker.acl.conftest import Certs
 from tests.ports import free_base_port
 
 pytestmark = pytest.mark.servers

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from broker.acl.signer import Credentials
-from tests.acl.conftest import APP, OTHER_TOPIC, SECRETS, TOPIC, AclCluster
-from tests.grpc.conftest import run5
+from tests.broker.acl.conftest import APP, OTHER_TOPIC, SECRETS, TOPIC, AclCluster
+from tests.broker.grpc.conftest import run5
 from tests.peers import install
 from tests.peers.runner import _consumer_args, _producer_args, run_driver, start_driver
 

@@ -23,7 +23,7 @@ from broker.client.producer import Producer
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import make_request
-from tests.acl.conftest import ADMIN, APP, GROUP, OTHER_TOPIC, SECRETS, TOPIC, AclCluster, security
+from tests.broker.acl.conftest import ADMIN, APP, GROUP, OTHER_TOPIC, SECRETS, TOPIC, AclCluster, security
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from broker.acl.permissions import ANY, DENY, PUB, SUB, Need, allows, needs_of
 from broker.protocol.codes import RequestCode
 from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.remoting import make_request
-from tests.acl.conftest import ACL_YAML, ADMIN, APP, OTHER_TOPIC, TOPIC
+from tests.broker.acl.conftest import ACL_YAML, ADMIN, APP, OTHER_TOPIC, TOPIC
 
 
 def test_remoting_signature_is_hmac_sha1_of_sorted_values_and_body() -> None:

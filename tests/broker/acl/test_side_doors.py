@@ -36,8 +36,8 @@ from broker.protocol.remoting import RemotingCommand, make_request
 from broker.protocol.trace import TRACE_TOPIC, TraceRecord, TraceType, encode
 from broker.server.config import load_broker_settings
 from cli.run import up_plan
-from tests.acl.conftest import security
-from tests.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry
+from tests.broker.acl.conftest import security
+from tests.broker.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry
 from tests.peers.conftest import LoopThread
 
 pytestmark = pytest.mark.servers

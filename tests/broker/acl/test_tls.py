@@ -22,7 +22,7 @@ from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import Message, MQClientError
 from broker.client.producer import Producer
 from cli.main import app as rmq_app
-from tests.acl.conftest import (
+from tests.broker.acl.conftest import (
     ACL_YAML,
     ADMIN,
     APP,

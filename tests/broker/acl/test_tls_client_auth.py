@@ -12,8 +12,8 @@ import pytest
 from broker.acl.tls import client_context
 from broker.protocol.codes import RequestCode
 from broker.protocol.remoting import encode_command, make_request
-from tests.acl.conftest import Certs
-from tests.broker.conftest import async_test, running_broker
+from tests.broker.acl.conftest import Certs
+from tests.broker.server.conftest import async_test, running_broker
 
 pytestmark = pytest.mark.servers
 

@@ -19,8 +19,8 @@ from broker.client import (
     SimpleConsumer,
 )
 from broker.protocol.trace import TraceType
-from tests.client.conftest import async_test, needs_servers, running_cluster
-from tests.client.test_trace import listener, trace_records, until
+from tests.broker.client.conftest import async_test, needs_servers, running_cluster
+from tests.broker.client.test_trace import listener, trace_records, until
 
 NAMESRV = "127.0.0.1:9876"  # never dialled: constructors do not connect
 

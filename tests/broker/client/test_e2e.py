@@ -34,7 +34,7 @@ from broker.client import (
 from broker.client.api import request
 from broker.protocol import headers as H
 from broker.protocol.codes import RequestCode
-from tests.client.conftest import FAST_DELAY_LEVELS, async_test, needs_servers, running_cluster
+from tests.broker.client.conftest import FAST_DELAY_LEVELS, async_test, needs_servers, running_cluster
 
 pytestmark = needs_servers
 

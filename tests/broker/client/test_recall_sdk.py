@@ -13,7 +13,7 @@ from broker.client import Message, MQBrokerError, MQClientError, Producer
 from broker.protocol import properties as P
 from broker.protocol.codes import ResponseCode
 from broker.protocol.message import decode_record
-from tests.client.conftest import async_test, needs_servers, running_cluster
+from tests.broker.client.conftest import async_test, needs_servers, running_cluster
 
 pytestmark = needs_servers
 TOPIC = "RecallSdk"

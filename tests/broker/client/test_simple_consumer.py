@@ -24,7 +24,7 @@ from broker.protocol.codes import ResponseCode
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.message import decode_records, encode_record, pack_host, scan_records
 from broker.protocol.pop import PopMessageResponseHeader, add_receipts, start_offsets, tag_strays
-from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster
+from tests.broker.client.conftest import Cluster, async_test, needs_servers, running_cluster
 
 pytestmark = needs_servers
 

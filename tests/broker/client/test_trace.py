@@ -35,7 +35,7 @@ from broker.protocol.trace import (
     encode,
     encode_all,
 )
-from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster
+from tests.broker.client.conftest import Cluster, async_test, needs_servers, running_cluster
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER

@@ -18,7 +18,7 @@ from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import _start_loop
+from tests.cli.online.conftest import _start_loop
 
 pytestmark = pytest.mark.servers
 

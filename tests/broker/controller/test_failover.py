@@ -35,7 +35,7 @@ from broker.protocol.ha import HARuntimeInfo
 from broker.protocol.msgid import decode_offset_msg_id
 from broker.store.message_store import MessageStore
 from cli.cluster_local import Member
-from tests.controller.harness import GROUP, Cluster, commitlog_digest, until
+from tests.broker.controller.harness import GROUP, Cluster, commitlog_digest, until
 
 pytestmark = pytest.mark.servers
 

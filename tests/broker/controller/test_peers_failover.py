@@ -28,7 +28,7 @@ from broker.client.admin_api import RemoteError
 from broker.client.remoting_client import RemotingError
 from broker.protocol.bodies import TopicConfig
 from broker.store.message_store import MessageStore
-from tests.controller.harness import GROUP, WAIT, Cluster, commitlog_digest, until
+from tests.broker.controller.harness import GROUP, WAIT, Cluster, commitlog_digest, until
 from tests.peers import install
 from tests.peers.runner import DriverProcess, start_alions_consumer, start_driver
 

@@ -1,6 +1,6 @@
 """Hostile and careless clients of the gRPC port, a normal client beside them, and the broker they
 run against (``rmq up`` in its own process, so its memory is its own): shared by the attack suite
-(``tests/grpc/test_attacks.py``) and its benchmark (``python -m benchmarks attacks``).
+(``tests/broker/grpc/test_attacks.py``) and its benchmark (``python -m benchmarks attacks``).
 
 Every attack is a raw HTTP/2 client on loopback that sends what it is made of for a bounded time (or
 until the broker stops reading or closes the connection); :class:`NormalClient` meanwhile sends

@@ -20,7 +20,7 @@ from broker.node import Node, NodePlan
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
-from tests.grpc import peers5
+from tests.broker.grpc import peers5
 from tests.peers.conftest import LoopThread, small_store
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"

@@ -6,7 +6,7 @@ same way ``tests/peers/install.py`` installs the remoting peers (file lock, vers
 * rocketmq-client-nodejs 1.0.8 (npm) in ``.cache/peers/node5``.
 
 With ``RMQ_SKIP_PEERS=1`` the ``ensure_*`` functions skip the calling test instead.
-Run ``python -m tests.grpc.peers5`` to warm the cache.
+Run ``python -m tests.broker.grpc.peers5`` to warm the cache.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The gRPC port under attack (``tests/grpc/attacks.py``): each hostile client runs for a moment against
-``rmq up`` while a normal client sends and looks routes up beside it. The broker never dies, its peak
+"""The gRPC port under attack (``tests/broker/grpc/attacks.py``): each hostile client runs for a moment
+against ``rmq up`` while a normal client sends and looks routes up beside it. The broker never dies, its peak
 memory stays within MEMORY_BOUND of what it held before the attacks, the normal client's every send and
 lookup completes, and floods of control frames are ended with GOAWAY(ENHANCE_YOUR_CALM). Latencies are
 recorded by ``python -m benchmarks attacks``, not asserted here."""
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from broker.protocol.http2 import ENHANCE_YOUR_CALM, PREFACE
-from tests.grpc.attacks import ATTACKS, Attack, MiB, Node, NormalClient, prepare, rmq_up, run_attack
+from tests.broker.grpc.attacks import ATTACKS, Attack, MiB, Node, NormalClient, prepare, rmq_up, run_attack
 
 pytestmark = pytest.mark.servers
 

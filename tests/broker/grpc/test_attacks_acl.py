@@ -11,9 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.acl.conftest import ACL_YAML, ADMIN
-from tests.grpc.attacks import HEADER_ATTACKS, Attack, MiB, Node, NormalClient, prepare, rmq_up, run_attack
-from tests.grpc.test_attacks import MEMORY_BOUND, SECONDS
+from tests.broker.acl.conftest import ACL_YAML, ADMIN
+from tests.broker.grpc.attacks import (
+    HEADER_ATTACKS,
+    Attack,
+    MiB,
+    Node,
+    NormalClient,
+    prepare,
+    rmq_up,
+    run_attack,
+)
+from tests.broker.grpc.test_attacks import MEMORY_BOUND, SECONDS
 
 pytestmark = pytest.mark.servers
 

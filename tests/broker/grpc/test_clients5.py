@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.grpc.conftest import GrpcCluster, run5
+from tests.broker.grpc.conftest import GrpcCluster, run5
 from tests.peers import runner
 
 

@@ -21,7 +21,7 @@ from broker.protocol.headers import (
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
-from tests.grpc.test_grpc_service import Client, _broker, _message, async_test
+from tests.broker.grpc.test_grpc_service import Client, _broker, _message, async_test
 
 
 async def _send(client: Client, topic: str, delivery_timestamp: Any = None, **sp: Any) -> Any:

@@ -23,7 +23,7 @@ from broker.protocol.properties import encode_properties
 from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
-from tests.grpc.test_grpc_service import Client, _broker, _message, async_test
+from tests.broker.grpc.test_grpc_service import Client, _broker, _message, async_test
 
 TOPIC = "Recall"
 

@@ -12,7 +12,7 @@ import pytest
 
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.server import NameServer
-from tests.namesrv.helpers import config_in
+from tests.broker.namesrv.helpers import config_in
 
 
 @pytest.fixture

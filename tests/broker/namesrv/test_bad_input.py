@@ -15,7 +15,7 @@ from broker.protocol import headers as H
 from broker.protocol.bodies import ClusterInfo
 from broker.protocol.codes import RequestCode, ResponseCode, SerializeType
 from broker.protocol.remoting import RemotingCommand
-from tests.namesrv.helpers import raw_call, registration, request, topic_table
+from tests.broker.namesrv.helpers import raw_call, registration, request, topic_table
 
 BROKER = "127.0.0.1:10911"
 ANSWERS_TO_BAD_INPUT = {ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR, ResponseCode.INVALID_PARAMETER}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from broker.namesrv.route_table import BrokerIdentity, RegisterResult, RouteTable
 from broker.protocol.bodies import DataVersion, QueueData, TopicRouteData
-from tests.namesrv.helpers import topic_table
+from tests.broker.namesrv.helpers import topic_table
 
 MASTER = BrokerIdentity("C1", "10.0.0.1:10911", "broker-a", 0)
 SLAVE = BrokerIdentity("C1", "10.0.0.2:10911", "broker-a", 1)

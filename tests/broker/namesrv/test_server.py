@@ -13,7 +13,7 @@ from broker.protocol import headers as H
 from broker.protocol.bodies import ClusterInfo, DataVersion, KVTable, QueueData, TopicList, TopicRouteData
 from broker.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand
-from tests.namesrv.helpers import (
+from tests.broker.namesrv.helpers import (
     async_test,
     config_in,
     eventually,

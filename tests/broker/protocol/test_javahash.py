@@ -11,7 +11,7 @@ from broker.protocol.message import body_crc
 from tests.vectors import load
 
 HASHES = load("java_hash_crc_vectors.json")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_java_hash_vectors() -> None:

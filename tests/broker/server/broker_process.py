@@ -1,6 +1,6 @@
 """Run a broker on a store folder until killed; prints its address once it is serving.
 
-Used by the crash test: ``python -m tests.broker.broker_process STORE``.
+Used by the crash test: ``python -m tests.broker.server.broker_process STORE``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from broker.server.broker import Broker
-from tests.broker.conftest import broker_config, small_store
+from tests.broker.server.conftest import broker_config, small_store
 
 
 async def main(store: Path) -> None:

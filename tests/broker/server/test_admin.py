@@ -34,7 +34,7 @@ from broker.protocol.headers import (
 )
 from broker.protocol.message import decode_records
 from broker.protocol.msgid import decode_offset_msg_id
-from tests.broker.conftest import async_test, call, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, call, pull, records, running_broker, send
 
 
 def create(topic: str, queues: int = 2, perm: int = 6) -> CreateTopicRequestHeader:

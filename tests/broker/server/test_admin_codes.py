@@ -23,8 +23,8 @@ from broker.protocol.headers import (
     QueryConsumeQueueRequestHeader,
 )
 from broker.protocol.javahash import tags_code
-from tests.broker.conftest import async_test, call, heartbeat_body, running_broker, send
-from tests.broker.test_admin import create
+from tests.broker.server.conftest import async_test, call, heartbeat_body, running_broker, send
+from tests.broker.server.test_admin import create
 
 DAY = 86400
 

@@ -21,7 +21,7 @@ from broker.protocol.headers import (
 )
 from broker.protocol.remoting import RemotingCommand
 from broker.server.broker import Broker
-from tests.broker.conftest import async_test, call, heartbeat_body, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, call, heartbeat_body, pull, records, running_broker, send
 
 
 async def heartbeat(

@@ -14,7 +14,7 @@ from broker.protocol.bodies import KVTable
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import CreateTopicRequestHeader
 from broker.server.broker import Broker
-from tests.broker.conftest import async_test, call, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, call, pull, records, running_broker, send
 
 pytestmark = pytest.mark.servers
 

@@ -24,8 +24,8 @@ from broker.protocol.request_mode import (
 from broker.server.broker import Broker
 from broker.server.config import load_broker_settings
 from broker.settings import SettingsError
-from tests.broker.conftest import async_test, call, heartbeat_body, running_broker
-from tests.broker.test_admin import create
+from tests.broker.server.conftest import async_test, call, heartbeat_body, running_broker
+from tests.broker.server.test_admin import create
 
 TOPIC, GROUP = "Modes", "modes-cg"
 POP = MessageRequestMode.POP

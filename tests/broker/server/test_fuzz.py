@@ -19,7 +19,7 @@ from broker.protocol.message import BatchItem, decode_record, encode_batch
 from broker.protocol.properties import decode_properties, encode_properties
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
-from tests.broker.conftest import broker_config, small_store
+from tests.broker.server.conftest import broker_config, small_store
 
 T = TypeVar("T")
 SEND_KEYS = [*"abcdefghijklmn", "bname", "ns"]

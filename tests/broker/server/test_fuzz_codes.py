@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import REQUEST_HEADERS
-from tests.broker.test_fuzz import KNOWN_CODES, LiveBroker, values
+from tests.broker.server.test_fuzz import KNOWN_CODES, LiveBroker, values
 
-# held until suspendTimeoutMillis / pollTime (tests/broker/test_fuzz.py), or answered by nothing
+# held until suspendTimeoutMillis / pollTime (tests/broker/server/test_fuzz.py), or answered by nothing
 SKIPPED = {
     RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE, RequestCode.POP_MESSAGE,
     RequestCode.END_TRANSACTION,

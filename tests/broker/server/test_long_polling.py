@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from broker.protocol.codes import ResponseCode
-from tests.broker.conftest import async_test, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, pull, records, running_broker, send
 
 SUSPEND = 0x2 | 0x4
 

@@ -16,7 +16,7 @@ from broker.protocol.codes import RequestCode
 from broker.protocol.group_bodies import GetConsumerListByGroupResponseBody
 from broker.protocol.headers import ConsumerGroupRequestHeader
 from broker.protocol.remoting import RemotingCommand
-from tests.broker.conftest import async_test, call, heartbeat_body, running_broker
+from tests.broker.server.conftest import async_test, call, heartbeat_body, running_broker
 
 pytestmark = pytest.mark.servers
 

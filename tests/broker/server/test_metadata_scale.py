@@ -24,7 +24,7 @@ from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import GetRouteInfoRequestHeader
 from broker.protocol.remoting import make_request
-from tests.broker.conftest import broker_config, small_store
+from tests.broker.server.conftest import broker_config, small_store
 
 pytestmark = pytest.mark.servers
 

@@ -13,7 +13,7 @@ from broker.protocol.headers import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from tests.broker.conftest import async_test, call, pull, running_broker, send
+from tests.broker.server.conftest import async_test, call, pull, running_broker, send
 
 
 def query(topic: str, queue_id: int, set_zero: bool | None = None) -> QueryConsumerOffsetRequestHeader:

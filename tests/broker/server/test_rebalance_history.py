@@ -14,7 +14,7 @@ from broker.protocol.group_bodies import ConsumerData, HeartbeatData, Subscripti
 from broker.protocol.rebalances import FlappingQueue, QueueMove, RebalanceHistoryBody
 from broker.remoting.client import RemotingClient
 from broker.server.rebalance_history import SETTLE_MS, Limits, RebalanceHistory
-from tests.broker.conftest import async_test, call, pull, running_broker
+from tests.broker.server.conftest import async_test, call, pull, running_broker
 
 
 class Clock:

@@ -12,7 +12,7 @@ from broker.protocol.headers import CreateTopicRequestHeader, RegisterBrokerRequ
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
 from broker.remoting.server import RemotingServer
-from tests.broker.conftest import async_test, call, running_broker
+from tests.broker.server.conftest import async_test, call, running_broker
 
 
 class FakeNameServer:

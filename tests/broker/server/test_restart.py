@@ -13,9 +13,9 @@ from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.broker.conftest import async_test, call, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, call, pull, records, running_broker, send
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @async_test
@@ -44,7 +44,7 @@ async def test_graceful_restart_keeps_everything(tmp_path: Path) -> None:
 @async_test
 async def test_killed_broker_recovers_messages_and_offsets(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.broker.broker_process", str(tmp_path)],
+        [sys.executable, "-m", "tests.broker.server.broker_process", str(tmp_path)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -36,8 +36,8 @@ from broker.protocol.running_info import (
 )
 from broker.server import consumer_admin_processor
 from cli.mqadmin.render import version_desc
-from tests.broker.conftest import heartbeat_body
-from tests.client.conftest import Cluster, async_test, running_cluster
+from tests.broker.client.conftest import Cluster, async_test, running_cluster
+from tests.broker.server.conftest import heartbeat_body
 
 TOPIC = "RunTopic"
 

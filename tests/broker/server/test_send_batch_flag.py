@@ -7,7 +7,7 @@ from pathlib import Path
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import BatchItem, encode_batch
 from broker.protocol.properties import encode_properties
-from tests.broker.conftest import async_test, call, pull, records, running_broker
+from tests.broker.server.conftest import async_test, call, pull, records, running_broker
 
 
 def v1_fields(topic: str, **extra: str) -> dict[str, str]:

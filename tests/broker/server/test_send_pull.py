@@ -9,7 +9,7 @@ from broker.protocol.headers import SendMessageRequestHeaderV2
 from broker.protocol.message import BatchItem, encode_batch
 from broker.protocol.properties import encode_properties
 from broker.store.dispatch import SCHEDULE_TOPIC
-from tests.broker.conftest import async_test, call, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, call, pull, records, running_broker, send
 
 
 @async_test

@@ -13,7 +13,7 @@ from pathlib import Path
 from broker.protocol.codes import ResponseCode
 from broker.server.write_bursts import FlushWaits
 from broker.store.flush import FlushService
-from tests.broker.conftest import async_test, pull, records, running_broker, send
+from tests.broker.server.conftest import async_test, pull, records, running_broker, send
 
 
 class _Disk:

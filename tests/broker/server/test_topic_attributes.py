@@ -16,7 +16,7 @@ from broker.server.topic_config import (
     TopicAttributeError,
     alter_topic_attributes,
 )
-from tests.broker.conftest import async_test, call, running_broker
+from tests.broker.server.conftest import async_test, call, running_broker
 
 MESSAGE_TYPES = "[UNSPECIFIED, TRANSACTION, FIFO, MIXED, DELAY, NORMAL]"
 

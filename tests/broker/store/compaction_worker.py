@@ -1,7 +1,7 @@
 """Child of the compaction crash test: writes new values, then compacts and SIGKILLs itself at one
 chosen moment of the compaction (or, for the last moment, lets the parent kill it after it finished).
 
-Run as ``python -m tests.store.compaction_worker STORE ATTEMPT``; ATTEMPT picks the moment from
+Run as ``python -m tests.broker.store.compaction_worker STORE ATTEMPT``; ATTEMPT picks the moment from
 :data:`MOMENTS`.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.store import compaction_log
-from tests.store.test_compaction import MOMENTS, NEW_VALUES, new_values, open_compacting, write
+from tests.broker.store.test_compaction import MOMENTS, NEW_VALUES, new_values, open_compacting, write
 
 
 def _die() -> None:

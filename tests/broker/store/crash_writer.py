@@ -1,6 +1,6 @@
 """Writer process for the crash test: appends under SYNC_FLUSH and prints each acknowledged seq.
 
-Run as ``python -m tests.store.crash_writer STORE FIRST_SEQ [SETTING=INT ...]``; it writes until
+Run as ``python -m tests.broker.store.crash_writer STORE FIRST_SEQ [SETTING=INT ...]``; it writes until
 killed. The settings override the small store geometry of the tests.
 """
 
@@ -10,7 +10,7 @@ import random
 import sys
 from pathlib import Path
 
-from tests.store.helpers import message_for, open_store
+from tests.broker.store.helpers import message_for, open_store
 
 
 def main() -> None:

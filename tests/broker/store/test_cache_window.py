@@ -14,8 +14,8 @@ import pytest
 from broker.client.admin_api import AdminApi
 from broker.protocol.message import decode_record
 from broker.store.message_store import CACHE_DROP_STEP, GetStatus, MessageStore, PutMessage
-from tests.features2.conftest import async_test, running
-from tests.store.helpers import open_store
+from tests.broker.server.messaging.conftest import async_test, running
+from tests.broker.store.helpers import open_store
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="page residency is read with Linux mincore")
 

@@ -15,12 +15,12 @@ from broker.protocol.message import decode_records
 from broker.store.compaction_store import COMPACTION_DIR
 from broker.store.message_store import GetStatus, MessageStore, PutMessage
 from cli.main import app
-from tests.store.helpers import open_store
+from tests.broker.store.helpers import open_store
 
 TOPIC = "Prices"
 KEYS = 50
 NEW_VALUES = 300
-# the moments of a compaction the crash test kills it at (see tests/store/compaction_worker.py)
+# the moments of a compaction the crash test kills it at (see tests/broker/store/compaction_worker.py)
 MOMENTS = ("rewriting", "marked", "deleted", "moving", "finished")
 
 
@@ -123,7 +123,7 @@ def test_sigkill_mid_compaction_loses_no_newest_value(tmp_path: Path) -> None:
     # a child compacts the same store and is SIGKILLed at each moment of a compaction in turn
     for attempt, moment in enumerate(MOMENTS):
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.store.compaction_worker", str(tmp_path), str(attempt)],
+            [sys.executable, "-m", "tests.broker.store.compaction_worker", str(tmp_path), str(attempt)],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -13,15 +13,15 @@ import time
 from pathlib import Path
 
 from broker.protocol.message import decode_record
-from tests.store.helpers import TOPIC, body_for, open_store, seq_of
+from tests.broker.store.helpers import TOPIC, body_for, open_store, seq_of
 
 ROUNDS = 20
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _run_writer(root: Path, first_seq: int, run_for: float) -> set[int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_writer", str(root), str(first_seq)],
+        [sys.executable, "-m", "tests.broker.store.crash_writer", str(root), str(first_seq)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

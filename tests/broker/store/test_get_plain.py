@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from broker.store.message_store import GetResult, MessageStore, PutMessage
-from tests.store.helpers import open_store
+from tests.broker.store.helpers import open_store
 
 
 def _same(plain: GetResult, general: GetResult) -> None:

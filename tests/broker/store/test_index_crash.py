@@ -16,7 +16,7 @@ import pytest
 
 from broker.store import index_file
 from broker.store.index_service import IndexService
-from tests.store.test_index_service import ALL_TIME, T0, Message, _check_all_found, _expected, _put_all
+from tests.broker.store.test_index_service import ALL_TIME, T0, Message, _check_all_found, _expected, _put_all
 
 SLOTS, ENTRIES = 4, 64  # few slots: keys of different messages share chains
 MESSAGES: list[Message] = [

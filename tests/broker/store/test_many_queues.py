@@ -8,7 +8,7 @@ from pathlib import Path
 
 from broker.protocol.message import decode_record
 from broker.store.message_store import GetStatus, PutMessage
-from tests.store.helpers import open_store
+from tests.broker.store.helpers import open_store
 
 QUEUES, ROUNDS, BUDGET = 40, 3, 4
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from broker.store.message_store import MessageStore
-from tests.store.helpers import message_for, open_store
+from tests.broker.store.helpers import message_for, open_store
 
 pytestmark = pytest.mark.servers  # starts a writer process
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # files far larger than the bound on zeros a torn append may hold (body limit + 64 KiB)
 GEOMETRY = {"mapped_file_size_commit_log": 8 << 20, "max_message_size": 16 << 10}
 SENTINEL = b"\xa5" * 8  # stands for bytes a restart must not touch, far past the written data
@@ -25,7 +25,7 @@ SENTINEL = b"\xa5" * 8  # stands for bytes a restart must not touch, far past th
 def _kill_writer_midway(root: Path) -> None:
     args = [f"{k}={v}" for k, v in GEOMETRY.items()]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_writer", str(root), "0", *args],
+        [sys.executable, "-m", "tests.broker.store.crash_writer", str(root), "0", *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from broker.store.message_store import MessageStore, PutMessage, PutStatus
-from tests.store.helpers import small_config
+from tests.broker.store.helpers import small_config
 
 HOUR = 3600.0
 

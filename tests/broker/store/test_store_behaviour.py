@@ -16,7 +16,7 @@ from broker.store.config_files import ConfigFile, decode_offset_file, encode_off
 from broker.store.consume_queue import Boundary
 from broker.store.errors import StoreLockedError
 from broker.store.message_store import GetStatus, MessageStore, PutMessage, PutStatus
-from tests.store.helpers import open_store, small_config
+from tests.broker.store.helpers import open_store, small_config
 from tests.vectors import wire_item
 
 

@@ -22,7 +22,7 @@ from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import (
+from tests.cli.online.conftest import (
     GROUP,
     MESSAGES,
     TOPIC,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from broker.acl import config as acl_config
-from tests.acl.conftest import ACL_YAML, ADMIN, SECRETS, AclCluster, seed, start_node
-from tests.mqadmin.conftest import Run
+from tests.broker.acl.conftest import ACL_YAML, ADMIN, SECRETS, AclCluster, seed, start_node
+from tests.cli.mqadmin.conftest import Run
 
 Mqadmin = Callable[..., Run]
 

@@ -10,7 +10,7 @@ import pytest
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from tests.mqadmin.conftest import Cluster, Run
+from tests.cli.mqadmin.conftest import Cluster, Run
 from tests.peers.conftest import LoopThread, small_store
 
 Mqadmin = Callable[..., Run]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.mqadmin.conftest import Cluster, Run
-from tests.mqadmin.test_more_commands import one_line_error
+from tests.cli.mqadmin.conftest import Cluster, Run
+from tests.cli.mqadmin.test_maintenance_commands import one_line_error
 
 Mq = Callable[..., Run]
 TOPIC, GROUP = "ModeT", "mode-cg"

@@ -10,9 +10,9 @@ from pathlib import Path
 from admin.models.names import TopicKind, is_system_group, topic_kind
 from broker.client.remoting_client import RemotingClient
 from cli.mqadmin.render import java_double
-from tests.cli_online.conftest import send
-from tests.mqadmin.conftest import Cluster, Run
-from tests.mqadmin.test_more_commands import one_line_error
+from tests.cli.mqadmin.conftest import Cluster, Run
+from tests.cli.mqadmin.test_maintenance_commands import one_line_error
+from tests.cli.online.conftest import send
 
 Mq = Callable[..., Run]
 TOPIC = "MetricsT"

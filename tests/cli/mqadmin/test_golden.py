@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from cli.mqadmin.render import hashmap_order, java_double, version_desc
-from tests.mqadmin.conftest import GROUP, TOPIC, Cluster, Run
+from tests.cli.mqadmin.conftest import GROUP, TOPIC, Cluster, Run
 
 Mq = Callable[..., Run]
 HUMAN = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"

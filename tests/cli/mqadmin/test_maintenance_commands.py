@@ -14,7 +14,7 @@ from pathlib import Path
 
 from broker.protocol.javahash import tags_code
 from broker.protocol.msgid import decode_offset_msg_id
-from tests.mqadmin.conftest import GROUP, TOPIC, Cluster, Run
+from tests.cli.mqadmin.conftest import GROUP, TOPIC, Cluster, Run
 
 Mq = Callable[..., Run]
 RULE = "=" * 38

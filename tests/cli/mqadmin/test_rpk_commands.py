@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.cli_online.conftest import send
-from tests.mqadmin.conftest import GROUP, TOPIC, Cluster
+from tests.cli.mqadmin.conftest import GROUP, TOPIC, Cluster
+from tests.cli.online.conftest import send
 
 
 def test_message_track_and_resend(rmq_alias: Callable[..., tuple[int, str]], node: Cluster) -> None:

@@ -23,7 +23,7 @@ from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
 from cli.main import app
-from tests.mqadmin.conftest import Cluster, Run
+from tests.cli.mqadmin.conftest import Cluster, Run
 
 Mq = Callable[..., Run]
 RT_TOPIC = "RtTopic"
@@ -273,7 +273,7 @@ def test_cluster_rt(mqadmin: Mq) -> None:
 
 
 def test_ctrl_c_ends_an_interval_loop_quietly(mqadmin: Mq, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.cli_online.conftest import interrupt_watch_after
+    from tests.cli.online.conftest import interrupt_watch_after
 
     interrupt_watch_after(monkeypatch, 2)
     run = mqadmin("clusterList", "-i", "1")

@@ -22,8 +22,8 @@ from broker.node import Node, NodePlan
 from broker.protocol.trace import TRACE_TOPIC
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import Cluster, _start_loop
-from tests.mqadmin.conftest import Run
+from tests.cli.mqadmin.conftest import Run
+from tests.cli.online.conftest import Cluster, _start_loop
 
 if TYPE_CHECKING:
     from admin.models.traces import TraceEntry

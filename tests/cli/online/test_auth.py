@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from tests.cli_online.conftest import Cluster
+from tests.cli.online.conftest import Cluster
 
 Rmq = Callable[..., Result]
 PASSWORD = "pw-Auth-91xq"

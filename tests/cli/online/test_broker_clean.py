@@ -14,9 +14,9 @@ from typer.testing import CliRunner, Result
 
 from broker.protocol.codes import RequestCode
 from cli.main import app
-from tests.broker.conftest import async_test, call, running_broker, send
-from tests.broker.test_admin import create
-from tests.broker.test_admin_codes import DAY, TINY_COMMITLOG
+from tests.broker.server.conftest import async_test, call, running_broker, send
+from tests.broker.server.test_admin import create
+from tests.broker.server.test_admin_codes import DAY, TINY_COMMITLOG
 
 
 def _rmq(*args: str) -> Result:

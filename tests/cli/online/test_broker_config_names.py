@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import Cluster
+from tests.cli.online.conftest import Cluster
 
 Rmq = Callable[..., Result]
 INTERNAL = ("fileReservedTimeHours", "storePath", "brokerIp1", "checkCrcOnRecover", "extra")

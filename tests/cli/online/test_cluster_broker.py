@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import Result
 
-from tests.cli_online.conftest import CLOSED_ADDR, Cluster, interrupt_watch_after
+from tests.cli.online.conftest import CLOSED_ADDR, Cluster, interrupt_watch_after
 
 Rmq = Callable[..., Result]
 BROKER_KEYS = {

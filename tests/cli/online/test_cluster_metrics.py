@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import Cluster
+from tests.cli.online.conftest import Cluster
 
 Rmq = Callable[..., Result]
 

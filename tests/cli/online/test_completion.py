@@ -13,10 +13,10 @@ from typer.testing import Result
 
 from cli.completion import Shell
 from cli.completion_gen import FILES, render
-from tests.cli_online.conftest import TOPIC, Cluster
+from tests.cli.online.conftest import TOPIC, Cluster
 
 Rmq = Callable[..., Result]
-COMPLETIONS = Path(__file__).resolve().parents[2] / "completions"
+COMPLETIONS = Path(__file__).resolve().parents[3] / "completions"
 
 
 @pytest.mark.parametrize("shell", list(Shell))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import Cluster
+from tests.cli.online.conftest import Cluster
 
 Rmq = Callable[..., Result]
 TOPIC, GROUP = "ModeOnline", "mode-online-cg"

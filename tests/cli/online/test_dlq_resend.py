@@ -15,9 +15,9 @@ from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, Messa
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from tests.cli_online.conftest import Cluster, _start_loop
-from tests.store.helpers import small_config
-from tests.tui.conftest import dead_letters
+from tests.admin.tui.conftest import dead_letters
+from tests.broker.store.helpers import small_config
+from tests.cli.online.conftest import Cluster, _start_loop
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import GROUP, TOPIC, Cluster
+from tests.cli.online.conftest import GROUP, TOPIC, Cluster
 
 Rmq = Callable[..., Result]
 

@@ -14,7 +14,7 @@ from broker.client.remoting_client import RemotingChannel, RemotingClient
 from broker.protocol.codes import RequestCode
 from broker.protocol.remoting import RemotingCommand
 from broker.server import consumer_admin_processor
-from tests.cli_online.conftest import Cluster, heartbeat
+from tests.cli.online.conftest import Cluster, heartbeat
 
 Rmq = Callable[..., Result]
 TOPIC = "ClientsTopic"

@@ -19,8 +19,8 @@ from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.server.config import BrokerConfig
-from tests.cli_online.conftest import TOPIC, Cluster, _start_loop, interrupt_watch_after, send
-from tests.store.helpers import small_config
+from tests.broker.store.helpers import small_config
+from tests.cli.online.conftest import TOPIC, Cluster, _start_loop, interrupt_watch_after, send
 
 Rmq = Callable[..., Result]
 DLQ_GROUP = "fixes-dlq-cg"

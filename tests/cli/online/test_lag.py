@@ -18,7 +18,7 @@ from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.cli_online.conftest import Cluster, send
+from tests.cli.online.conftest import Cluster, send
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import TOPIC, Cluster
+from tests.cli.online.conftest import TOPIC, Cluster
 
 Rmq = Callable[..., Result]
 MESSAGE_KEYS = {

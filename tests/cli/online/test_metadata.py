@@ -13,7 +13,7 @@ from typer.testing import Result
 
 from admin.errors import BadInput
 from admin.metadata_file import load_metadata
-from tests.cli_online.conftest import TOPIC, Cluster
+from tests.cli.online.conftest import TOPIC, Cluster
 
 Rmq = Callable[..., Result]
 

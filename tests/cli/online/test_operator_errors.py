@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import Result
 
-from tests.cli_online.conftest import GROUP, Cluster
+from tests.cli.online.conftest import GROUP, Cluster
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from tests.cli_online.conftest import CLOSED_ADDR, Cluster
+from tests.cli.online.conftest import CLOSED_ADDR, Cluster
 
 Rmq = Callable[..., Result]
 

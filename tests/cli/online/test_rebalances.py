@@ -15,7 +15,7 @@ from typer.testing import Result
 
 from broker.client import ConsumeConcurrentlyStatus, MessageExt, PushConsumer
 from broker.node import Node
-from tests.cli_online.conftest import _start_loop, node_plan
+from tests.cli.online.conftest import _start_loop, node_plan
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers

@@ -13,8 +13,8 @@ from typer.testing import Result
 
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.msgid import UniqKeyGenerator
-from tests.cli_online.conftest import TOPIC, Cluster, send
-from tests.features.conftest import pull_all
+from tests.broker.server.delivery.conftest import pull_all
+from tests.cli.online.conftest import TOPIC, Cluster, send
 
 pytestmark = pytest.mark.servers
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from typer.testing import Result
 
-from tests.cli_online.conftest import MESSAGES, TOPIC, Cluster
+from tests.cli.online.conftest import MESSAGES, TOPIC, Cluster
 
 Rmq = Callable[..., Result]
 

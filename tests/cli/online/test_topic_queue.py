@@ -9,7 +9,7 @@ from typer.testing import Result
 
 from broker.protocol.javahash import java_hash
 from broker.protocol.msgid import decode_offset_msg_id
-from tests.cli_online.conftest import TOPIC, Cluster
+from tests.cli.online.conftest import TOPIC, Cluster
 
 Rmq = Callable[..., Result]
 

@@ -15,8 +15,8 @@ from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.server.config import BrokerConfig
-from tests.cli_online.conftest import _start_loop, send
-from tests.store.helpers import small_config
+from tests.broker.store.helpers import small_config
+from tests.cli.online.conftest import _start_loop, send
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers

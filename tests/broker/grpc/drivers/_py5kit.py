@@ -35,7 +35,7 @@ def load_client() -> Any:
 
 
 def config(rocketmq: Any, endpoints: str, request_timeout: int = 5) -> Any:
-    # ACL credentials when the test sets them (tests/acl); empty ones mean "no authentication"
+    # ACL credentials when the test sets them (tests/broker/acl); empty ones mean "no authentication"
     env = os.environ
     credentials = rocketmq.Credentials(env.get("RMQ_ACCESS_KEY", ""), env.get("RMQ_SECRET_KEY", ""))
     return rocketmq.ClientConfiguration(endpoints, credentials, request_timeout=request_timeout)

@@ -19,10 +19,10 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.message import MessageRecord, decode_records
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
-from tests.broker.conftest import pull_header, running_broker
+from tests.broker.server.conftest import pull_header, running_broker
 
 DELAY_LEVELS = "1s 1s 2s " + " ".join(["1s"] * 15)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 RMQ = REPO / ".venv" / "bin" / "rmq"
 
 

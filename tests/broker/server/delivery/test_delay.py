@@ -13,8 +13,8 @@ from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import make_request
 from broker.store.config_files import ConfigFile, decode_delay_file
 from broker.store.dispatch import SCHEDULE_TOPIC
-from tests.broker.conftest import async_test, pull_header, send
-from tests.features.conftest import RmqUpProcess, feature_broker, pull_all, v2_fields, wait_for
+from tests.broker.server.conftest import async_test, pull_header, send
+from tests.broker.server.delivery.conftest import RmqUpProcess, feature_broker, pull_all, v2_fields, wait_for
 
 
 @async_test

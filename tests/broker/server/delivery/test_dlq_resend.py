@@ -10,9 +10,9 @@ from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
-from tests.broker.conftest import async_test, send
-from tests.features.conftest import feature_broker, pull_all, v2_fields
-from tests.features.test_retry_dlq import send_back
+from tests.broker.server.conftest import async_test, send
+from tests.broker.server.delivery.conftest import feature_broker, pull_all, v2_fields
+from tests.broker.server.delivery.test_retry_dlq import send_back
 
 
 async def three_dead_letters(client: RemotingClient, broker: Broker) -> None:

@@ -22,7 +22,7 @@ from broker.node import Node, NodePlan
 from broker.protocol.bodies import TopicConfig
 from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
-from tests.features.conftest import DELAY_LEVELS, pull_all
+from tests.broker.server.delivery.conftest import DELAY_LEVELS, pull_all
 from tests.peers import install
 from tests.peers.conftest import LoopThread, small_store, wait_until
 from tests.peers.runner import (

@@ -13,8 +13,8 @@ from broker.protocol.headers import ConsumerSendMsgBackRequestHeader
 from broker.protocol.message import MessageRecord
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.server.broker import Broker
-from tests.broker.conftest import async_test, call, send
-from tests.features.conftest import feature_broker, pull_all, v2_fields, wait_for
+from tests.broker.server.conftest import async_test, call, send
+from tests.broker.server.delivery.conftest import feature_broker, pull_all, v2_fields, wait_for
 
 
 async def send_back(

@@ -26,71 +26,72 @@ from broker.store.config import StoreConfig
 from broker.store.mapped_file import ADVICE_RANDOM
 from broker.store.message_store import MessageStore, PutMessage
 from broker.store.timer_wheel import SLOTS_TOTAL
-from tests.broker.conftest import async_test, call, running_broker, send
-from tests.store.helpers import small_config
+from tests.broker.server.conftest import async_test, call, running_broker, send
+from tests.broker.store.helpers import small_config
 
 pytestmark = pytest.mark.servers
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 HERE = "here"  # proved by a test of this module (listed in PROVED_HERE)
 
 # setting or attribute -> the test file that proves its effect or its refusal
 ELSEWHERE: dict[str, str] = {
-    "aclEnable": "tests/acl/test_auth_enforcement.py",
-    "aclFile": "tests/acl/test_tls.py",
-    "authenticationEnabled": "tests/acl/test_auth_enforcement.py",
-    "authenticationWhitelist": "tests/acl/test_auth_enforcement.py",
-    "authorizationEnabled": "tests/acl/test_auth_codes.py",
-    "initAuthenticationUser": "tests/acl/test_auth_enforcement.py",
-    "tlsEnable": "tests/acl/test_tls.py",
-    "tlsCertPath": "tests/acl/test_tls.py",
-    "tlsKeyPath": "tests/acl/test_tls.py",
-    "tlsClientTrustCertPath": "tests/acl/test_tls.py",
-    "tlsTrustCertPath": "tests/acl/test_tls_client_auth.py",
-    "tlsClientAuth": "tests/acl/test_tls_client_auth.py",
-    "brokerIP1": "tests/run/test_settings_fixes.py",
-    "brokerIP2": "tests/run/test_settings_fixes.py",
-    "brokerId": "tests/ha/test_failover.py",
-    "brokerRole": "tests/ha/test_slave_reads.py",
-    "haListenPort": "tests/ha/test_slave_reads.py",
-    "slaveReadEnable": "tests/ha/test_slave_reads.py",
-    "namesrvAddr": "tests/ha/conftest.py",  # slaves find their master through it (test_slave_reads)
-    "listenPort": "tests/broker/conftest.py",  # every broker test connects to the port it bound
-    "grpcPort": "tests/grpc/test_grpc_service.py",
-    "httpPort": "tests/run/test_settings_fixes.py",
-    "defaultMessageRequestMode": "tests/broker/test_consume_mode.py",
-    "defaultPopShareQueueNum": "tests/broker/test_consume_mode.py",
-    "serverLoadBalancerEnable": "tests/broker/test_consume_mode.py",
-    "deleteWhen": "tests/store/test_retention.py",
-    "fileReservedTime": "tests/store/test_retention.py",
-    "flushDiskType": "tests/broker/test_sync_flush.py",
-    "compactionScheduleInternal": "tests/broker/test_compaction_topic.py",
-    "brokerWhiteRemoteAddresses": "tests/acl/test_side_doors.py",
-    "haTlsEnable": "tests/acl/test_ha_tls.py",
-    "innerClientAuthenticationCredentials": "tests/ha/test_auth_replication.py",
-    "listenHost": "tests/acl/test_lockdown_settings.py",
-    "maxMappedConsumeQueueFiles": "tests/store/test_many_queues.py",
-    "registerNameServerPeriod": "tests/broker/test_metadata_scale.py",
-    "message.type": "tests/grpc/test_message_type.py",
-    "queue.type": "tests/broker/test_topic_attributes.py",
-    "cleanup.policy": "tests/broker/test_compaction_topic.py",
-    "reserve.time": "tests/store/test_topic_reserve_time.py",
-    "cleanResourceInterval": "tests/store/test_topic_reserve_time.py",
-    "enableMixedMessageType": "tests/broker/test_topic_attributes.py",
-    "recallMessageEnable": "tests/grpc/test_recall.py",
-    "timerMaxDelaySec": "tests/features/test_timer.py",
-    "timerRollWindowSlots": "tests/features/test_timer.py",
-    "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
-    "transactionCheckMax": "tests/cli_online/test_transactions.py",
-    "enablePropertyFilter": "tests/features2/test_sql92_broker.py",
-    "rebalanceFlapMoves": "tests/broker/test_rebalance_history.py",
-    "rebalanceFlapWindowMills": "tests/broker/test_rebalance_history.py",
-    "mappedFileSizeTimerLog": "tests/features/test_timer_scale.py",
-    "enableControllerMode": "tests/controller/test_commands.py",
-    "controllerAddr": "tests/controller/test_failover.py",
-    "allAckInSyncStateSet": "tests/controller/test_failover.py",
-    "controllerHeartBeatTimeoutMills": "tests/controller/test_failover.py",
-    "haMaxTimeSlaveNotCatchup": "tests/controller/test_failover.py",
+    "aclEnable": "tests/broker/acl/test_auth_enforcement.py",
+    "aclFile": "tests/broker/acl/test_tls.py",
+    "authenticationEnabled": "tests/broker/acl/test_auth_enforcement.py",
+    "authenticationWhitelist": "tests/broker/acl/test_auth_enforcement.py",
+    "authorizationEnabled": "tests/broker/acl/test_auth_codes.py",
+    "initAuthenticationUser": "tests/broker/acl/test_auth_enforcement.py",
+    "tlsEnable": "tests/broker/acl/test_tls.py",
+    "tlsCertPath": "tests/broker/acl/test_tls.py",
+    "tlsKeyPath": "tests/broker/acl/test_tls.py",
+    "tlsClientTrustCertPath": "tests/broker/acl/test_tls.py",
+    "tlsTrustCertPath": "tests/broker/acl/test_tls_client_auth.py",
+    "tlsClientAuth": "tests/broker/acl/test_tls_client_auth.py",
+    "brokerIP1": "tests/cli/test_run_settings.py",
+    "brokerIP2": "tests/cli/test_run_settings.py",
+    "brokerId": "tests/broker/server/ha/test_failover.py",
+    "brokerRole": "tests/broker/server/ha/test_slave_reads.py",
+    "haListenPort": "tests/broker/server/ha/test_slave_reads.py",
+    "slaveReadEnable": "tests/broker/server/ha/test_slave_reads.py",
+    # slaves find their master through it (test_slave_reads)
+    "namesrvAddr": "tests/broker/server/ha/conftest.py",
+    "listenPort": "tests/broker/server/conftest.py",  # every broker test connects to the port it bound
+    "grpcPort": "tests/broker/grpc/test_grpc_service.py",
+    "httpPort": "tests/cli/test_run_settings.py",
+    "defaultMessageRequestMode": "tests/broker/server/test_consume_mode.py",
+    "defaultPopShareQueueNum": "tests/broker/server/test_consume_mode.py",
+    "serverLoadBalancerEnable": "tests/broker/server/test_consume_mode.py",
+    "deleteWhen": "tests/broker/store/test_retention.py",
+    "fileReservedTime": "tests/broker/store/test_retention.py",
+    "flushDiskType": "tests/broker/server/test_sync_flush.py",
+    "compactionScheduleInternal": "tests/broker/server/test_compaction_topic.py",
+    "brokerWhiteRemoteAddresses": "tests/broker/acl/test_side_doors.py",
+    "haTlsEnable": "tests/broker/acl/test_ha_tls.py",
+    "innerClientAuthenticationCredentials": "tests/broker/server/ha/test_auth_replication.py",
+    "listenHost": "tests/broker/acl/test_lockdown_settings.py",
+    "maxMappedConsumeQueueFiles": "tests/broker/store/test_many_queues.py",
+    "registerNameServerPeriod": "tests/broker/server/test_metadata_scale.py",
+    "message.type": "tests/broker/grpc/test_message_type.py",
+    "queue.type": "tests/broker/server/test_topic_attributes.py",
+    "cleanup.policy": "tests/broker/server/test_compaction_topic.py",
+    "reserve.time": "tests/broker/store/test_topic_reserve_time.py",
+    "cleanResourceInterval": "tests/broker/store/test_topic_reserve_time.py",
+    "enableMixedMessageType": "tests/broker/server/test_topic_attributes.py",
+    "recallMessageEnable": "tests/broker/grpc/test_recall.py",
+    "timerMaxDelaySec": "tests/broker/server/delivery/test_timer.py",
+    "timerRollWindowSlots": "tests/broker/server/delivery/test_timer.py",
+    "grpcClientIdleTimeMills": "tests/broker/grpc/test_attacks.py",
+    "transactionCheckMax": "tests/cli/online/test_transactions.py",
+    "enablePropertyFilter": "tests/broker/server/messaging/test_sql92_broker.py",
+    "rebalanceFlapMoves": "tests/broker/server/test_rebalance_history.py",
+    "rebalanceFlapWindowMills": "tests/broker/server/test_rebalance_history.py",
+    "mappedFileSizeTimerLog": "tests/broker/server/delivery/test_timer_scale.py",
+    "enableControllerMode": "tests/broker/controller/test_commands.py",
+    "controllerAddr": "tests/broker/controller/test_failover.py",
+    "allAckInSyncStateSet": "tests/broker/controller/test_failover.py",
+    "controllerHeartBeatTimeoutMills": "tests/broker/controller/test_failover.py",
+    "haMaxTimeSlaveNotCatchup": "tests/broker/controller/test_failover.py",
 }
 # where a file proves a setting without naming it: what it uses instead
 EVIDENCE = {"fileReservedTime": "_age_files"}  # files older than the default 72 hours go
@@ -319,8 +320,8 @@ async def test_compressed_register_compresses_every_full_registration(tmp_path: 
 
 
 def test_grpc_settings_become_the_limits_of_each_connection() -> None:
-    # what each limit does to a connection is proved in tests/protocol/test_http2.py and
-    # tests/grpc/test_http2_server.py; here, that the broker's settings are the limits it serves with
+    # what each limit does to a connection is proved in tests/broker/protocol/test_http2.py and
+    # tests/broker/grpc/test_http2_server.py; here, that the broker's settings are the limits it serves with
     config = BrokerConfig(
         grpc_max_concurrent_streams=7,
         grpc_max_header_list_size=2048,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from broker.protocol.codes import ResponseCode
 from broker.store.dispatch import TIMER_TOPIC
-from tests.broker.conftest import async_test, running_broker, send
-from tests.features.conftest import feature_broker, pull_all, wait_for
+from tests.broker.server.conftest import async_test, running_broker, send
+from tests.broker.server.delivery.conftest import feature_broker, pull_all, wait_for
 
 
 @async_test

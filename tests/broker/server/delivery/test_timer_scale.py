@@ -19,7 +19,7 @@ from broker.protocol.message import BatchItem, encode_batch
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import make_request
 from broker.store.message_store import MessageStore
-from tests.features.conftest import RmqUpProcess
+from tests.broker.server.delivery.conftest import RmqUpProcess
 
 pytestmark = pytest.mark.servers
 

@@ -19,9 +19,9 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.server.broker import Broker
 from broker.server.config import BrokerConfig
 from broker.settings import SettingsError
-from tests.broker.conftest import async_test, call, send
-from tests.broker.test_admin import create
-from tests.ha.conftest import ha_broker, namesrv, wait_for
+from tests.broker.server.conftest import async_test, call, send
+from tests.broker.server.ha.conftest import ha_broker, namesrv, wait_for
+from tests.broker.server.test_admin import create
 
 ROOT = Credentials("root", "root-pass-Hq27")
 TOPIC, GROUP = "AuthHaTopic", "auth-ha-cg"

@@ -18,7 +18,7 @@ from broker.client.message import MQClientError
 from broker.client.remoting_client import RemotingError
 from broker.store.message_store import MessageStore
 from cli import cluster_local
-from tests.ha.conftest import commitlogs_identical
+from tests.broker.server.ha.conftest import commitlogs_identical
 from tests.ports import free_base_port
 
 TOPIC = "FailoverTopic"

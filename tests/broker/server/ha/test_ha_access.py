@@ -16,8 +16,8 @@ from broker.client.producer import Producer
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.server import NameServer
 from broker.protocol.ha import pack_report
-from tests.broker.conftest import async_test
-from tests.ha.conftest import ha_broker, wait_for
+from tests.broker.server.conftest import async_test
+from tests.broker.server.ha.conftest import ha_broker, wait_for
 
 pytestmark = pytest.mark.servers
 

@@ -16,8 +16,8 @@ from broker.protocol.headers import PullMessageResponseHeader
 from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
 from broker.store.message_store import MessageStore, PutMessage
-from tests.broker.conftest import async_test, pull, send
-from tests.ha.conftest import commitlogs_identical, ha_broker, namesrv, store_config, wait_for
+from tests.broker.server.conftest import async_test, pull, send
+from tests.broker.server.ha.conftest import commitlogs_identical, ha_broker, namesrv, store_config, wait_for
 
 TOPIC = "HaTopic"
 

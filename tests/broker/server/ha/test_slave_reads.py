@@ -9,8 +9,8 @@ import pytest
 
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import ResponseCode
-from tests.broker.conftest import async_test, pull, send
-from tests.ha.conftest import ha_broker, namesrv, wait_for
+from tests.broker.server.conftest import async_test, pull, send
+from tests.broker.server.ha.conftest import ha_broker, namesrv, wait_for
 
 pytestmark = pytest.mark.servers
 

@@ -19,9 +19,9 @@ from broker.protocol.request_mode import (
     SetMessageRequestModeRequestBody,
 )
 from broker.server.broker import Broker
-from tests.broker.conftest import async_test, call, heartbeat_body
-from tests.broker.test_admin import create
-from tests.ha.conftest import ha_broker, namesrv
+from tests.broker.server.conftest import async_test, call, heartbeat_body
+from tests.broker.server.ha.conftest import ha_broker, namesrv
+from tests.broker.server.test_admin import create
 
 TOPIC, GROUP = "SyncModes", "sync-modes-cg"
 STALE = {

@@ -14,7 +14,7 @@ from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import LockBatchRequestBody, LockBatchResponseBody
 from broker.server.flow_control import PC_SYNCHRONIZED
 from broker.server.metrics import render_metrics
-from tests.features2.conftest import Cluster, async_test, running, send
+from tests.broker.server.messaging.conftest import Cluster, async_test, running, send
 
 TOPIC = "Ordered"
 

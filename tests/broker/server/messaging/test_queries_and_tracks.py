@@ -14,7 +14,7 @@ from broker.protocol.headers import QueryMessageRequestHeader, SendMessageReques
 from broker.protocol.message import BatchItem, encode_batch
 from broker.protocol.properties import encode_properties
 from broker.protocol.remoting import make_request
-from tests.features2.conftest import Cluster, async_test, records, running, send
+from tests.broker.server.messaging.conftest import Cluster, async_test, records, running, send
 
 TOPIC = "Indexed"
 MESSAGES = 6000  # four index entries each (three keys and the UNIQ_KEY): 24 000 keys, six index files

@@ -7,7 +7,15 @@ from pathlib import Path
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import SubscriptionData
-from tests.features2.conftest import Cluster, async_test, heartbeat, pull, records, running, send
+from tests.broker.server.messaging.conftest import (
+    Cluster,
+    async_test,
+    heartbeat,
+    pull,
+    records,
+    running,
+    send,
+)
 
 TOPIC = "Filtered"
 EXPRESSION = "n >= 5 AND color = 'red' AND region IS NOT NULL"

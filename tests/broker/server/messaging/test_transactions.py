@@ -18,7 +18,7 @@ from broker.protocol.message import (
 from broker.protocol.remoting import RemotingCommand
 from broker.server.topic_config import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from broker.server.transaction_service import SYS_TRANS_GROUP
-from tests.features2.conftest import (
+from tests.broker.server.messaging.conftest import (
     Cluster,
     FakeProducer,
     async_test,
