@@ -238,7 +238,7 @@ class Broker:
             AdminProcessor(self),
             MaintenanceProcessor(self),
             EndTransactionProcessor(self.messaging, self),
-            FilterProcessor(self),
+            FilterProcessor(self.config),
             PopProcessor(self),
             self.request_modes,
             HAProcessor(self),
