@@ -26,8 +26,8 @@ from broker.protocol.message import (
     decode_batch,
     pack_host,
 )
-from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.msgid import UniqKeyGenerator
+from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
 from broker.server.config import BrokerConfig
 from broker.server.dlq import mark_dead_letter
