@@ -243,7 +243,7 @@ class Broker:
             self.request_modes,
             HAProcessor(self),
             self.timer,
-            TimerAdminProcessor(self),
+            TimerAdminProcessor(self.timer, self.store),
             self.auth,
         ]
         if self.replicas is not None:

@@ -13,7 +13,7 @@ import base64
 import json
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -30,11 +30,10 @@ from broker.protocol.pop import (
 )
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.messaging.core import ConsumeRejected, tag_filter_of
-from broker.server.pop_service import AckStatus, InitMode, Popped
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.config import BrokerConfig
+from broker.server.messaging.core import ConsumeRejected, MessagingCore, tag_filter_of
+from broker.server.pop_service import AckStatus, InitMode, Popped, PopService
+from broker.server.stats import BrokerStats
 
 
 def _record_with_ck(record: bytes, ck: str) -> bytes:
@@ -46,12 +45,28 @@ def _record_with_ck(record: bytes, ck: str) -> bytes:
         return record
 
 
+class PopParts(Protocol):
+    """The parts of the broker POP requests use."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def messaging(self) -> MessagingCore: ...
+
+    @property
+    def pop(self) -> PopService: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+
 class PopProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PopParts) -> None:
         self.broker = broker
 
     @property
-    def pops(self) -> Any:
+    def pops(self) -> PopService:
         return self.broker.pop
 
     def handlers(self) -> dict[int, Handler]:
