@@ -92,7 +92,6 @@ class Broker:
     ) -> None:
         """``auth_store``: the users and ACLs, when a NameServer of the same process shares them."""
         self.config = config
-        self._auth_store = auth_store
         self.store_config = store_config
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
@@ -118,6 +117,8 @@ class Broker:
         self.timer = TimerService(self)
         self.request_modes = ConsumeModeProcessor(self)  # PULL/POP per topic@group; slaves copy them
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
+        # users and ACLs (RocketMQ 5), checked when on; read when the server starts
+        self.auth = AuthProcessor(config, config_dir, auth_store)
         self.ha_client: HAClient | None = None  # slaves: replication from the master
         self.slave_sync: SlaveSynchronize | None = None
         # controller mode: the controller decides the role (broker/server/controller_mode.py)
@@ -218,7 +219,6 @@ class Broker:
         # from here on the metadata files are written on a read thread, a burst of changes at once
         self.topics.save = self._topics_saver.request
         self.groups.save = self._groups_saver.request
-        self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
             self.config.listen_host,
