@@ -32,6 +32,7 @@ from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 from broker.server.consume_mode_processor import ConsumeModeProcessor
+from broker.server.consumer_admin_processor import ConsumerAdminProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.controller_mode import ReplicasManager
 from broker.server.end_transaction_processor import EndTransactionProcessor
@@ -49,6 +50,7 @@ from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
 from broker.server.pull_processor import PullProcessor
+from broker.server.query_processor import QueryProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
@@ -236,6 +238,8 @@ class Broker:
             OffsetProcessor(self.messaging),
             ClientProcessor(self),
             AdminProcessor(self),
+            ConsumerAdminProcessor(self),
+            QueryProcessor(self),
             MaintenanceProcessor(self),
             EndTransactionProcessor(self.messaging, self),
             FilterProcessor(self.config),
