@@ -112,8 +112,8 @@ class Broker:
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
-        self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
-        self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
+        self.pop = PopService(self)  # POP consumption's state, behind the messaging core
+        self.messaging = MessagingCore(self, SendService(self), self.pop)  # what remoting and gRPC call
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Frontend | None = None  # the gRPC server, when the node serves one
         self.timer = TimerService(self)
