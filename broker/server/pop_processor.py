@@ -44,7 +44,7 @@ def _record_with_ck(record: bytes, ck: str) -> bytes:
         return record
 
 
-class PopParts(Protocol):
+class PopRequestParts(Protocol):
     """The parts of the broker POP requests use."""
 
     @property
@@ -58,7 +58,7 @@ class PopParts(Protocol):
 
 
 class PopProcessor:
-    def __init__(self, broker: PopParts) -> None:
+    def __init__(self, broker: PopRequestParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

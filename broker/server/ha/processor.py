@@ -16,7 +16,7 @@ from broker.store.config_files import data_version, encode_delay_file, encode_of
 from broker.store.message_store import MessageStore
 
 
-class HAParts(Protocol):
+class HAStatusParts(Protocol):
     """The parts of the broker the replication queries read."""
 
     @property
@@ -38,7 +38,7 @@ class HAParts(Protocol):
 
 
 class HAProcessor:
-    def __init__(self, broker: HAParts) -> None:
+    def __init__(self, broker: HAStatusParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:
@@ -63,7 +63,7 @@ class HAProcessor:
         return make_response(request, body=ha_status(self.broker).to_json())
 
 
-def ha_status(broker: HAParts) -> HARuntimeInfo:
+def ha_status(broker: HAStatusParts) -> HARuntimeInfo:
     """The master's view of its slaves, or a slave's view of its master."""
     if broker.ha_client is not None:
         return HARuntimeInfo(
