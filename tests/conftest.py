@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# A loaded machine (CI on two cores) can stall one draw for seconds: slowness is not what these
+# property tests check, so neither a deadline nor the too-slow health check applies.
+settings.register_profile("rmqkit", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rmqkit")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -46,7 +46,10 @@ class Coalesced:
 
     async def _settle(self) -> None:
         try:
-            await self.settle()
+            # requests made while a run is in flight find this task alive and start none of their
+            # own: chase them until none is left uncovered
+            while self.pending:
+                await self._until(self._asked)
         except Exception:  # logged here; waiters of run() see their own error
             log.exception("%s failed", self._name)
 

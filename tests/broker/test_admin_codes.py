@@ -148,7 +148,11 @@ _NAMES = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(names=st.lists(_NAMES, min_size=1, max_size=5), queues=st.integers(-1, 3))
 def test_any_topic_list_is_applied_whole_or_not_at_all(tmp_path: Path, names: list[str], queues: int) -> None:
     @async_test

@@ -85,7 +85,11 @@ def check_still_serving(live: LiveBroker) -> None:
     assert live.invoke(RequestCode.PULL_MESSAGE, ext).code == ResponseCode.SUCCESS
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(ext=st.dictionaries(st.sampled_from(SEND_KEYS), values, max_size=12), body=st.binary(max_size=64))
 def test_fuzzed_send_headers(live: LiveBroker, ext: dict[str, str], body: bytes) -> None:
     response = live.invoke(RequestCode.SEND_MESSAGE_V2, ext, body)
@@ -94,7 +98,11 @@ def test_fuzzed_send_headers(live: LiveBroker, ext: dict[str, str], body: bytes)
         assert response.remark
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     ext=st.dictionaries(st.sampled_from(PULL_KEYS), values, max_size=12),
     suspend=st.integers(0, 50).map(str),
@@ -124,7 +132,11 @@ PROPERTY_TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(texts=st.lists(PROPERTY_TEXTS, min_size=1, max_size=4))
 def test_stored_properties_are_the_senders_map_plus_the_brokers_in_canonical_form(
     live: LiveBroker, texts: list[str]

@@ -60,7 +60,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveBroker,
     live.close()
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data(), ext=st.dictionaries(st.sampled_from(FIELDS), values, max_size=8), body=bodies)
 def test_every_code_answers_bad_input_with_a_code_and_a_remark(
     live: tuple[LiveBroker, Failures], data: st.DataObject, ext: dict[str, str], body: bytes | None

@@ -147,7 +147,7 @@ _JSON = st.recursive(
 _FIELDS = ["readQueueNums", "perm", "order", "attributes", "topicFilterType", "retryMaxTimes", "brokerId"]
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(_FIELDS), _JSON, max_size=4) | _JSON)
 def test_any_json_entry_loads_or_is_refused_cleanly(tmp_path: Path, entry: object) -> None:
     file = tmp_path / "fuzz.json"

@@ -58,9 +58,6 @@ def _delivered(cluster: Cluster, ids: list[str]) -> list[str]:
     return cluster.call(go())
 
 
-@pytest.mark.skip(
-    reason="known defect: passes alone, lists no timers after other cli_online tests share the node"
-)
 def test_list_and_cancel_by_id_and_key(cluster: Cluster, rmq: Rmq) -> None:
     ns = ("-n", cluster.namesrv, "-o", "json")
     sent = time.monotonic()

@@ -86,7 +86,11 @@ FILTERS: dict[str, tuple[dict[str, str], Any]] = {
 }
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     start=st.integers(0, PER_QUEUE),
     length=st.integers(0, PER_QUEUE),

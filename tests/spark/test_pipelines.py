@@ -76,7 +76,6 @@ def test_archive_then_replay(spark: SparkSession, cluster: Cluster, tmp_path: Pa
     assert sorted(bytes(r.body) for r in back.collect()) == sorted(s.body for s in cluster.sent)
 
 
-@pytest.mark.skip(reason="known defect: the DLQ report reads no dead letters on the merged tree")
 def test_dlq_report(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
     from broker.client.message import Message
     from broker.client.producer import Producer

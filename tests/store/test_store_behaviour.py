@@ -273,7 +273,11 @@ def test_config_file_falls_back_to_bak(tmp_path: Path) -> None:
     assert decode_offset_file(cf.load()) == {"T@g": {0: 5}}
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     batches=st.lists(st.lists(st.tuples(st.integers(0, 2), st.binary(max_size=2500)), min_size=1, max_size=6))
 )
