@@ -18,6 +18,7 @@ from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.long_polling import PullHoldService
 from broker.server.messaging.send import SendService
 from broker.server.pop_service import AckStatus, InFlight, InitMode, Popped, PopService
+from broker.server.store_access import StoreAccess
 from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
 from broker.store.consume_queue import Boundary
@@ -48,7 +49,7 @@ class Transactions(Protocol):
     def resume(self, offset: int) -> str | None: ...
 
 
-class BrokerParts(Protocol):
+class BrokerParts(StoreAccess, Protocol):
     """The parts of the broker the core uses."""
 
     @property
@@ -71,10 +72,6 @@ class BrokerParts(Protocol):
 
     @property
     def transactions(self) -> Transactions: ...
-
-    async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
-
-    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     async def read_queue(
         self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
