@@ -22,6 +22,7 @@ from benchmarks import (
     bench_ha,
     bench_index,
     bench_remoting,
+    bench_reset,
     bench_restart,
     bench_scale,
     bench_spark,
@@ -47,6 +48,7 @@ SUITES: dict[str, Callable[[bool], list[Result]]] = {
     "timers": bench_timers.run,
     "restart": bench_restart.run,
     "failover": bench_failover.run,
+    "reset": bench_reset.run,
 }
 
 

@@ -3,6 +3,11 @@ and two replicas, allAckInSyncStateSet) under synchronous sends; the master is S
 from the kill to the first write a new master acknowledges is measured, then the old master comes
 back as a replica before the next round. The floor is the heartbeat timeout (3 s): the controller
 cannot tell a dead master from a slow one sooner.
+
+The same for the C++ client (the peer driver, when it installs here): it learns routes only from its
+own NameServer poll every 30 s, so its figure is the election plus the wait for that poll. The old
+master comes back only after the client resumed, so its stale route never points at the right
+broker by chance.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from broker.client.admin_api import AdminApi, RemoteError
 from broker.client.controller_api import sync_state_data
 from broker.client.message import MQClientError
 from broker.client.remoting_client import RemotingClient, RemotingError
+from broker.protocol.bodies import TopicConfig
 from broker.protocol.msgid import decode_offset_msg_id
 from cli import cluster_local
 
@@ -29,6 +35,7 @@ TOPIC = "BenchFailover"
 GROUP = "broker-a"
 HEARTBEAT_TIMEOUT_S = cluster_local.CONTROLLER_MODE_TIMING["controllerHeartBeatTimeoutMills"] / 1000
 TARGET_S = 5.0
+CPP_ROUTE_POLL_S = 30.0  # the C++ client's fixed topic route refresh period
 SMALL_STORE = ("mappedFileSizeCommitLog=67108864", "maxHashSlotNum=100000", "maxIndexNum=400000")
 
 
@@ -110,6 +117,75 @@ async def _rounds(tmp: Path, rounds: int) -> list[float]:
     return times
 
 
+async def _cpp_rounds(tmp: Path, rounds: int) -> list[float]:
+    """Kill -> the first send the C++ client sees acknowledged, per round."""
+    from tests.peers.runner import start_driver
+
+    base = _base_port()
+    members = await asyncio.to_thread(cluster_local.start, tmp, 1, 2, base, True, None, 1, SMALL_STORE)
+    api = AdminApi(RemotingClient(connect_timeout=1.0), timeout=5.0)
+    controllers = [f"127.0.0.1:{m.port}" for m in members if m.role == "CONTROLLER"]
+    times: list[float] = []
+
+    async def master() -> str:
+        try:
+            return (await sync_state_data(api, controllers, [GROUP])).replicasInfoTable[GROUP].masterAddress
+        except (RemotingError, RemoteError, KeyError):
+            return ""
+
+    try:
+        for m in members:
+            if m.role == "AUTO":
+                await api.create_topic(f"127.0.0.1:{m.port}", TopicConfig(TOPIC, 4, 4))
+        args = [f"127.0.0.1:{base}", TOPIC, "--count", "1000000", "--interval-ms", "50", "--timeout", "600"]
+        with start_driver("cpp", "cpp_producer.py", args, timeout=600) as producer:
+
+            def acked_after(moment: float) -> list[float]:
+                events = zip(producer.arrived, list(producer.events), strict=False)
+                return [
+                    at
+                    for at, e in events
+                    if at > moment and e.get("event") == "sent" and e.get("status") == "OK"
+                ]
+
+            start = time.monotonic()
+            await _wait(lambda: len(acked_after(start)) > 20, 120)
+            for _ in range(rounds):
+                old = await master()
+                victim = next(m for m in cluster_local.read_state(tmp) if f"127.0.0.1:{m.port}" == old)
+                os.kill(victim.pid, signal.SIGKILL)
+                killed = time.monotonic()
+                await _wait(lambda: acked_after(killed), CPP_ROUTE_POLL_S * 3)  # noqa: B023
+                times.append(acked_after(killed)[0] - killed)
+                await asyncio.to_thread(cluster_local.restart, tmp, victim.name)
+                resumed = time.monotonic()
+                await _wait(lambda: len(acked_after(resumed)) > 20, 120)  # noqa: B023
+    finally:
+        await api.client.close()
+        await asyncio.to_thread(cluster_local.stop, tmp)
+    return times
+
+
+def _cpp_result(rounds: int) -> Result:
+    from tests.peers import install
+
+    try:
+        install.ensure_cpp_client()
+    except install.PeerInstallError as exc:
+        return {"name": "failover, C++ client: skipped", "value": 0, "unit": "s", "note": str(exc)[:200]}
+    with tempfile.TemporaryDirectory(prefix="bench-failover-cpp-") as tmp:
+        times = asyncio.run(_cpp_rounds(Path(tmp), rounds))
+    median = statistics.median(times)
+    return {
+        "name": f"failover, C++ client: kill -> its first acknowledged send (median of {rounds})",
+        "value": round(median, 2),
+        "unit": "s",
+        "baseline": "its route poll period",
+        "baseline_value": CPP_ROUTE_POLL_S,
+        "note": "rounds: " + ", ".join(f"{t:.2f}" for t in times),
+    }
+
+
 def run(quick: bool) -> list[Result]:
     rounds = 3 if quick else 5
     with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
@@ -125,5 +201,6 @@ def run(quick: bool) -> list[Result]:
             "baseline_value": HEARTBEAT_TIMEOUT_S,
             "met": median <= TARGET_S,
             "note": "rounds: " + ", ".join(f"{t:.2f}" for t in times),
-        }
+        },
+        _cpp_result(2 if quick else 3),
     ]

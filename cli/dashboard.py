@@ -25,6 +25,16 @@ RefreshOpt = Annotated[
     ),
 ]
 ReadOnlyOpt = Annotated[bool, typer.Option("--read-only", help="Hide every action that changes the cluster.")]
+ControllerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "-a",
+        "--controller",
+        metavar="ADDR[;ADDR]",
+        envvar="RMQ_CONTROLLER",
+        help="Controllers the controller screen asks (default: the ones brokers in controller mode name).",
+    ),
+]
 
 
 def check_refresh(refresh: float) -> float:
@@ -53,6 +63,7 @@ def launch(
     read_only: bool,
     profile: str | None,
     security: ClientSecurity | None = None,
+    controllers: list[str] | None = None,
 ) -> None:
     """Import textual and run the dashboard in this terminal (with the profile's credentials and TLS)."""
     from admin.errors import BadInput
@@ -61,7 +72,7 @@ def launch(
         from admin.tui import run_dashboard
     except ImportError as exc:
         raise BadInput(f"the dashboard needs textual: pip install 'rmqkit[tui]' ({exc})") from None
-    run_dashboard(namesrv, timeout, refresh, read_only, profile, security)
+    run_dashboard(namesrv, timeout, refresh, read_only, profile, security, controllers or ())
 
 
 def dashboard(
@@ -70,14 +81,24 @@ def dashboard(
     namesrv: NamesrvOpt = None,
     profile: ProfileOpt = None,
     timeout: TimeoutOpt = None,
+    controller: ControllerOpt = None,
 ) -> None:
-    """Live dashboard: cluster, topics, consumer groups, retry & DLQ, message lookup."""
+    """Live dashboard: cluster, topics, consumer groups, retry & DLQ, message lookup, controller mode."""
     from admin.profiles import resolve
 
     check_refresh(refresh)
     require_terminal()
     settings = resolve(namesrv=namesrv, timeout=timeout, profile=profile)
-    launch(settings.namesrv, settings.timeout, refresh, read_only, settings.profile, settings.security)
+    controllers = [a for a in (controller or "").split(";") if a.strip()]
+    launch(
+        settings.namesrv,
+        settings.timeout,
+        refresh,
+        read_only,
+        settings.profile,
+        settings.security,
+        controllers,
+    )
 
 
 def _log_to_file(path: Path) -> None:

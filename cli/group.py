@@ -1,5 +1,5 @@
 """``rmq group``: create, update, list, describe, lag, connections, clients, delete, reset-offset,
-offsets (show or undo the last reset), clone-offsets, consume-mode."""
+offsets (show or undo the last reset), rebalances, clone-offsets, consume-mode."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         GroupDescription,
         GroupLag,
         GroupList,
+        GroupRebalances,
         GroupSpec,
         OffsetClone,
         OffsetReset,
@@ -348,6 +349,26 @@ def offsets(
     if not dry_run:
         confirm(f"move the offsets of consumer group {group} back to before its last reset", yes)
     conn.emit(conn.run(lambda s: s.group_offsets_undo(group, dry_run)), _reset_sections)
+
+
+@app.command("rebalances")
+def rebalances(
+    group: GroupArg,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="TIME", help="Moves at or after TIME (epoch ms, ISO 8601, -1h)."),
+    ] = None,
+    watch: WatchOpt = None,
+    namesrv: NamesrvOpt = None,
+    profile: ProfileOpt = None,
+    timeout: TimeoutOpt = None,
+    output: OutOpt = None,
+) -> None:
+    """Which client holds each queue of GROUP, and when queues moved from one client to another, as
+    the brokers saw the pulls; a queue that keeps moving is flagged as flapping."""
+    since_ms = parse_time(since) if since else 0
+    conn = connect(namesrv, profile, timeout, output)
+    conn.show(lambda s: s.group_rebalances(group, since_ms), _rebalance_sections, watch)
 
 
 @app.command("clone-offsets")
@@ -671,6 +692,36 @@ def _snapshot_sections(snap: OffsetSnapshot) -> list[Section]:
             title=f"Offsets of {snap.group} before the {snap.reason} at {ms_time(snap.taken_ms)}",
         )
     ]
+
+
+def _rebalance_sections(r: GroupRebalances) -> list[Section]:
+    flapping = {(f.topic, f.broker_name, f.queue_id) for f in r.flapping}
+    title = f"{len(r.moves)} queue move(s) of {r.group}"
+    if r.flapping:
+        title += (
+            f"; {len(r.flapping)} queue(s) FLAPPING (more than {r.flap_moves} moves within "
+            f"{duration(r.flap_window_ms)})"
+        )
+    if r.brokers_without_history:
+        title += f"; no history on {', '.join(r.brokers_without_history)}"
+    moves = Table(
+        ["time", "topic", "broker", "queue", "from", "to", "flapping"],
+        [
+            (ms_time(m.timestamp), m.topic, m.broker_name, m.queue_id, m.from_client, m.to_client,
+             "FLAPPING" if (m.topic, m.broker_name, m.queue_id) in flapping else "")
+            for m in r.moves
+        ],
+        title=title,
+    )  # fmt: skip
+    holders = Table(
+        ["topic", "broker", "queue", "client", "since", "online"],
+        [
+            (h.topic, h.broker_name, h.queue_id, h.client_id, ms_time(h.since_timestamp), h.online)
+            for h in r.holders
+        ],
+        title="Holders",
+    )
+    return [moves, holders]
 
 
 def _clone_sections(c: OffsetClone) -> list[Section]:

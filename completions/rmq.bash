@@ -14,7 +14,7 @@ __rmq_cmds() {
         "completion") echo "install show" ;;
         "controller") echo "clean elect status" ;;
         "dlq") echo "browse export list resend" ;;
-        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list offsets reset-offset update" ;;
+        "group") echo "clients clone-offsets connections consume-mode create delete describe lag list offsets rebalances reset-offset update" ;;
         "message") echo "consume deliver get pop print query resend send trace track" ;;
         "metadata") echo "apply export" ;;
         "namesrv") echo "config kv" ;;
@@ -83,7 +83,7 @@ __rmq_opts() {
         "controller clean") echo "--living --yes -y -h --help -b --broker-name -c --cluster --ids -a --controller -n --namesrv --profile --timeout --output -o" ;;
         "controller elect") echo "-h --help -b --broker-name -c --cluster --broker-id -a --controller -n --namesrv --profile --timeout --output -o" ;;
         "controller status") echo "-h --help -a --controller -b --broker-name -c --cluster --watch -n --namesrv --profile --timeout --output -o" ;;
-        "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout" ;;
+        "dashboard") echo "--read-only -h --help --refresh -n --namesrv --profile --timeout -a --controller" ;;
         "dlq") echo "-h --help" ;;
         "dlq browse") echo "-h --help --broker-name -q --queue --from --to --begin --end -s --tags --limit -l -n --namesrv --profile --timeout --output -o" ;;
         "dlq export") echo "-h --help --file -f --limit -l -n --namesrv --profile --timeout" ;;
@@ -100,6 +100,7 @@ __rmq_opts() {
         "group lag") echo "--all -a -h --help -t --topic --max-lag --max-lag-time --watch -n --namesrv --profile --timeout --output -o" ;;
         "group list") echo "--all -a -h --help -n --namesrv --profile --timeout --output -o" ;;
         "group offsets") echo "--dry-run --yes -y -h --help -n --namesrv --profile --timeout --output -o" ;;
+        "group rebalances") echo "-h --help --since --watch -n --namesrv --profile --timeout --output -o" ;;
         "group reset-offset") echo "--to-earliest --to-latest --dry-run --yes -y -h --help -t --topic --to-time --to-offset -n --namesrv --profile --timeout --output -o" ;;
         "group update") echo "--orderly --no-orderly --broadcast --no-broadcast --consume --no-consume --from-min --no-from-min -h --help -c --cluster -b --broker --retry-max --retry-queues -n --namesrv --profile --timeout --output -o" ;;
         "message") echo "-h --help" ;;
@@ -614,6 +615,8 @@ __rmq_kind() {
         "dashboard|--namesrv") echo "-" ;;
         "dashboard|--profile") echo "-" ;;
         "dashboard|--timeout") echo "-" ;;
+        "dashboard|-a") echo "-" ;;
+        "dashboard|--controller") echo "-" ;;
         "dlq browse|--broker-name") echo "-" ;;
         "dlq browse|-q") echo "-" ;;
         "dlq browse|--queue") echo "-" ;;
@@ -742,6 +745,14 @@ __rmq_kind() {
         "group offsets|--timeout") echo "-" ;;
         "group offsets|--output") echo "table json text" ;;
         "group offsets|-o") echo "table json text" ;;
+        "group rebalances|--since") echo "-" ;;
+        "group rebalances|--watch") echo "-" ;;
+        "group rebalances|-n") echo "-" ;;
+        "group rebalances|--namesrv") echo "-" ;;
+        "group rebalances|--profile") echo "-" ;;
+        "group rebalances|--timeout") echo "-" ;;
+        "group rebalances|--output") echo "table json text" ;;
+        "group rebalances|-o") echo "table json text" ;;
         "group reset-offset|-t") echo "@topics" ;;
         "group reset-offset|--topic") echo "@topics" ;;
         "group reset-offset|--to-time") echo "-" ;;
@@ -1215,6 +1226,7 @@ __rmq_arg() {
         "group describe") echo "@groups" ;;
         "group lag") echo "-" ;;
         "group offsets") echo "show undo" ;;
+        "group rebalances") echo "@groups" ;;
         "group reset-offset") echo "@groups" ;;
         "group update") echo "@groups" ;;
         "message consume") echo "@topics" ;;

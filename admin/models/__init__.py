@@ -6,9 +6,9 @@ camelCase (docs/cli-json.md).
 
 The classes live in one module per area (``names``, ``topics``, ``topic_details``, ``groups``,
 ``cluster``, ``messages``, ``traces``, ``namesrv``, ``metadata``, ``broker_ops``, ``transactions``,
-``timers``). This package re-exports them all but imports an area only when one of its names is
-first asked for: creating dataclasses is most of the cost of importing them, and a command should pay
-only for the areas it shows (``rmq topic list`` imports ``names`` and ``topics``).
+``timers``, ``rebalances``). This package re-exports them all but imports an area only when one of
+its names is first asked for: creating dataclasses is most of the cost of importing them, and a command
+should pay only for the areas it shows (``rmq topic list`` imports ``names`` and ``topics``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 _AREAS = (
     "names", "topics", "topic_details", "groups", "cluster", "messages", "traces", "namesrv", "metadata",
-    "broker_ops", "auth", "transactions", "timers",
+    "broker_ops", "auth", "transactions", "timers", "rebalances",
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from admin.models.metadata import *  # noqa: F403
     from admin.models.names import *  # noqa: F403
     from admin.models.namesrv import *  # noqa: F403
+    from admin.models.rebalances import *  # noqa: F403
     from admin.models.timers import *  # noqa: F403
     from admin.models.topic_details import *  # noqa: F403
     from admin.models.topics import *  # noqa: F403

@@ -23,6 +23,7 @@ from admin.service.maintenance import MaintenanceOps
 from admin.service.messages import MessageOps
 from admin.service.metadata import MetadataOps
 from admin.service.namesrv import NamesrvOps
+from admin.service.rebalances import RebalanceOps
 from admin.service.timers import TimerOps
 from admin.service.topics import TopicOps
 from admin.service.traces import TraceOps
@@ -35,6 +36,7 @@ class AdminService(
     ClusterOps,
     TopicOps,
     GroupOps,
+    RebalanceOps,
     TraceOps,
     TransactionOps,
     TimerOps,

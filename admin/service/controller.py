@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from admin.errors import BadInput, NotFound
 from admin.service.base import ServiceBase, admin_call
 from broker.client import controller_api as api
+from broker.client.admin_api import RemoteError
+from broker.client.remoting_client import RemotingError
 
 if TYPE_CHECKING:
     from admin.models.controller import (
@@ -42,6 +44,26 @@ class ControllerOps(ServiceBase):
             meta.isLeader,
             [p for p in (meta.peers or "").split(";") if p],
         )
+
+    @admin_call
+    async def controller_addresses(self) -> list[str]:
+        """The controllers brokers in controller mode name (their controllerAddr); [] when no broker
+        runs in controller mode. One answering broker per cluster tells: a cluster's brokers share it."""
+        info = await self._cluster()
+        for cluster in sorted(info.clusterAddrTable):
+            for name in sorted(info.clusterAddrTable[cluster]):
+                data = info.brokerAddrTable.get(name)
+                addr = next(iter(sorted(data.brokerAddrs.items())), (0, ""))[1] if data else ""
+                if not addr:
+                    continue
+                try:
+                    values = await self.api.broker_config(addr)
+                except (RemotingError, RemoteError):
+                    continue  # a broker down: ask the cluster's next one
+                if values.get("enableControllerMode") == "true" and values.get("controllerAddr"):
+                    return _addresses([values["controllerAddr"]])
+                break
+        return []
 
     async def _group_names(self, cluster: str | None) -> list[str]:
         info = await self._cluster()

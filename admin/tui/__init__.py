@@ -22,6 +22,7 @@ def run_dashboard(
     read_only: bool = False,
     profile: str | None = None,
     security: ClientSecurity | None = None,
+    controllers: Sequence[str] = (),
 ) -> None:
     """Run the dashboard in this terminal until the user quits."""
     from admin.service import AdminService
@@ -33,6 +34,7 @@ def run_dashboard(
         refresh=refresh,
         read_only=read_only,
         deadline=timeout * 2 + 1,
+        controllers=controllers,
     ).run()
 
 

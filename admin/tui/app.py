@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
@@ -15,6 +15,7 @@ from admin.errors import ConnectFailed, Timeout
 from admin.tui.backend import ServiceThread
 from admin.tui.screens.broker import BrokerScreen
 from admin.tui.screens.cluster import ClusterScreen
+from admin.tui.screens.controller import ControllerScreen
 from admin.tui.screens.dlq import DlqScreen
 from admin.tui.screens.groups import GroupsScreen
 from admin.tui.screens.help import HelpScreen
@@ -39,6 +40,7 @@ JUMPS = {
     "message": "lookup",
     "msg": "lookup",
     "broker": "broker",
+    "controller": "controller",
 }
 
 
@@ -59,6 +61,7 @@ class DashboardApp(App[None]):
         "groups": GroupsScreen,
         "dlq": DlqScreen,
         "lookup": LookupScreen,
+        "controller": ControllerScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -69,6 +72,7 @@ class DashboardApp(App[None]):
         Binding("3", "switch_mode('groups')", "Groups", show=False),
         Binding("4", "switch_mode('dlq')", "Retry/DLQ", show=False),
         Binding("5", "switch_mode('lookup')", "Lookup", show=False),
+        Binding("6", "switch_mode('controller')", "Controller", show=False),
     ]
     DEFAULT_MODE = "cluster"
     status: reactive[str] = reactive("connecting ...")
@@ -82,9 +86,11 @@ class DashboardApp(App[None]):
         read_only: bool = False,
         deadline: float = 11.0,
         clock: Callable[[], float] = time.time,
+        controllers: Sequence[str] = (),
     ) -> None:
         """``connect`` builds the admin service (on the service's thread); ``refresh`` is seconds
-        between refreshes (0 = only on ``r``); ``deadline`` cuts off one refresh."""
+        between refreshes (0 = only on ``r``); ``deadline`` cuts off one refresh; ``controllers``: the
+        controller screen's controllers (none: the ones the brokers in controller mode name)."""
         super().__init__()
         self._connect = connect
         self.target = target
@@ -92,6 +98,7 @@ class DashboardApp(App[None]):
         self.read_only = read_only
         self.deadline = deadline
         self.clock = clock
+        self.controllers = list(controllers)
         self.connected = True
 
     @functools.cached_property

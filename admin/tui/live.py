@@ -43,11 +43,12 @@ class StatusBar(Static):
 
 
 SCREENS = (("1", "cluster", "Cluster"), ("2", "topics", "Topics"), ("3", "groups", "Groups"),
-           ("4", "dlq", "Retry/DLQ"), ("5", "lookup", "Lookup"))  # fmt: skip
+           ("4", "dlq", "Retry/DLQ"), ("5", "lookup", "Lookup"),
+           ("6", "controller", "Controller"))  # fmt: skip
 
 
 class ScreenBar(Static):
-    """The screens and their keys, the current one highlighted: what ``1``..``5`` open."""
+    """The screens and their keys, the current one highlighted: what ``1``..``6`` open."""
 
     DEFAULT_CSS = "ScreenBar { height: 1; background: $panel; padding: 0 1; }"
 

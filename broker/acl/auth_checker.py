@@ -183,6 +183,7 @@ ANNOTATED: dict[int, Annotated] = {
     R.DELETE_SUBSCRIPTIONGROUP: _at(A.DELETE, groupName=G),
     R.DELETE_TOPIC_IN_BROKER: _at(A.DELETE, topic=T),
     R.GET_CONSUMER_CONNECTION_LIST: _at(A.GET, consumerGroup=G),
+    R.GET_REBALANCE_HISTORY: _at(A.GET, consumerGroup=G),
     R.GET_CONSUMER_RUNNING_INFO: _at(A.GET, consumerGroup=G),
     R.GET_CONSUME_STATS: _at(A.GET, consumerGroup=G, topic=T, topicList=(T, ";")),
     R.GET_EARLIEST_MSG_STORETIME: _at(A.GET, topic=T),

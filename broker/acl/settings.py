@@ -20,7 +20,9 @@ metadata sync from its master), whatever this broker's own checks are. ``authori
 ``brokerWhiteRemoteAddresses`` (patterns as in ACL files, comma-separated) names the hosts of the
 cluster's brokers: a NameServer with access control lets them register, unregister and heartbeat
 unsigned (brokers that cannot sign, such as Apache RocketMQ's), and a master lets them replicate from its
-HA port. ``lenientHeaderMaxBytes`` caps the remoting JSON headers read by the tolerant reader of
+HA port; ``haTlsEnable`` serves that port over TLS with the tls* files (and a slave connects to it so),
+so that with ``tlsClientAuth=require`` only slaves holding a trusted certificate replicate, from any
+host. ``lenientHeaderMaxBytes`` caps the remoting JSON headers read by the tolerant reader of
 fastjson's relaxed forms (standard JSON headers are not affected); a longer one closes the connection.
 """
 
@@ -70,6 +72,9 @@ class SecuritySettings:
     inner_client_authentication_credentials: str = ""
     broker_white_remote_addresses: str = ""
     lenient_header_max_bytes: int = LENIENT_HEADER_LIMIT
+    # a broker's HA port over TLS with the tls* files (rmqkit only: Apache RocketMQ's is plain TCP);
+    # with tlsClientAuth=require only a slave with a trusted certificate gets a byte
+    ha_tls_enable: bool = False
 
     def validate_security(self) -> None:
         if self.acl_enable and (self.authentication_enabled or self.authorization_enabled):
@@ -87,6 +92,10 @@ class SecuritySettings:
             )
         if self.lenient_header_max_bytes < 0:
             raise SettingsError(f"setting lenientHeaderMaxBytes: {self.lenient_header_max_bytes} is negative")
+        if self.ha_tls_enable and not self.tls_enable:
+            raise SettingsError(
+                "setting haTlsEnable: true needs tlsEnable: true (the HA port uses the broker's tls* files)"
+            )
         self.broker_white_list()
         self.init_user()
         self.inner_credentials()

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         TopicStatsTable,
     )
     from broker.protocol.message import MessageRecord
+    from broker.protocol.rebalances import RebalanceHistoryBody
     from broker.protocol.running_info import ConsumerRunningInfo
     from broker.protocol.timers import TimerCancelBody, TimerListBody
 
@@ -378,6 +379,17 @@ class AdminApi:
         ext = {"topic": topic, **({"msgId": msg_id} if msg_id else {"key": key or ""})}
         r = await self.call(broker_addr, RequestCode.CANCEL_TIMER_MESSAGE, ext=ext)
         return TimerCancelBody.from_json(r.body or b"{}")
+
+    # == broker: rebalance history ============================================================
+    async def rebalance_history(
+        self, broker_addr: str, group: str, since_ms: int = 0
+    ) -> RebalanceHistoryBody:
+        """Who holds each queue of ``group`` on the broker, and the moves from ``since_ms`` on."""
+        from broker.protocol.rebalances import RebalanceHistoryBody
+
+        ext = {"consumerGroup": group, "beginTimestamp": str(since_ms)}
+        r = await self.call(broker_addr, RequestCode.GET_REBALANCE_HISTORY, ext=ext)
+        return RebalanceHistoryBody.from_json(r.body or b"")
 
     # == broker: store maintenance ===========================================================
     async def query_consume_queue(

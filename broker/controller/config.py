@@ -16,7 +16,9 @@ from broker.settings import SettingsError, SettingsTarget, camel, parse_properti
 
 DEFAULT_HOME = Path("~/.rmqkit/controller").expanduser()
 RAFT_PORT_OFFSET = 1
-RUNTIME_UPDATABLE = frozenset({"enableElectUncleanMaster", "scanNotActiveBrokerInterval"})
+RUNTIME_UPDATABLE = frozenset(
+    {"enableElectUncleanMaster", "scanNotActiveBrokerInterval", "notifyBrokerRoleChanged"}
+)
 
 
 @dataclass(slots=True)
@@ -29,6 +31,7 @@ class ControllerConfig:
     controller_group: str = "DefaultControllerGroup"
     scan_not_active_broker_interval: int = 1000  # ms between liveness scans (elections follow them)
     enable_elect_unclean_master: bool = False  # may a broker outside the SyncStateSet become master
+    notify_broker_role_changed: bool = True  # push each election to the group's brokers (code 1008)
 
     @property
     def peers(self) -> dict[str, str]:

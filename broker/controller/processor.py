@@ -62,6 +62,10 @@ class ControllerParts(Protocol):
     @property
     def address(self) -> str: ...
 
+    def elected(self, group: GroupState) -> None:
+        """After an election (tells the group's brokers when configured to)."""
+        ...
+
 
 class ControllerProcessor:
     def __init__(self, controller: ControllerParts, on_heartbeat: Handler | None = None) -> None:
@@ -185,6 +189,7 @@ class ControllerProcessor:
                 header=master_header(group),
             )
         log.info("%s: broker %s elected master at epoch %d", group.name, group.master_id, group.master_epoch)
+        self.controller.elected(group)
         body = C.ElectMasterResponseBody(
             brokerMemberGroup=C.BrokerMemberGroup(
                 group.cluster, group.name, {i: b.address for i, b in group.brokers.items()}

@@ -16,7 +16,9 @@ from broker.controller import replicas as R
 from broker.controller.config import ControllerConfig
 from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, HeartbeatTable
 from broker.controller.journal import Journal, LocalJournal, NotLeader
+from broker.controller.notify import RoleNotifier
 from broker.controller.processor import ControllerProcessor
+from broker.controller.state import GroupState
 from broker.remoting.channel import Handler
 from broker.remoting.server import RemotingServer
 
@@ -42,6 +44,7 @@ class Controller:
         else:
             self.journal = LocalJournal(config.controller_store_path, config.controller_self_id)
         self.live = HeartbeatTable()
+        self.notifier = RoleNotifier(self.live)
         self._own_server = server is None
         self._server = (
             server if server is not None else RemotingServer(config.listen_host, config.listen_port)
@@ -74,6 +77,7 @@ class Controller:
             self._scan_task = None
         if self._own_server:
             await self._server.stop(1.0)
+        await self.notifier.stop()
         await self.journal.stop()
 
     async def _scan_loop(self) -> None:
@@ -117,9 +121,17 @@ class Controller:
                 log.debug("no election for %s now: %s", name, exc)
                 continue
             now_group = self.journal.state.groups.get(name)
-            if now_group is not None and master_gone:
+            if now_group is None:
+                continue
+            if master_gone:
                 log.warning("%s: master's heartbeats stopped; new master %s at epoch %d",
                             name, now_group.master_id, now_group.master_epoch)  # fmt: skip
+            self.elected(now_group)
+
+    def elected(self, group: GroupState) -> None:
+        """After an election: push the result to the group's brokers, when configured to."""
+        if self.config.notify_broker_role_changed:
+            self.notifier.group_changed(group)
 
     def _grace_seconds(self) -> float:
         timeouts = [i.timeout_ms for i in self.live.all()]

@@ -577,13 +577,15 @@ class MessagingService:
         return config.topicName, int(mq.id)
 
     async def pull_message(self, request: Any, context: Any) -> None:
-        self._session(context)
+        session = self._session(context)
+        assert session is not None
         group = self._group(request.group.name)
         topic, queue_id = self._message_queue(request.message_queue)
         try:
             self.broker.messaging.check_consume(group, topic)
         except ConsumeRejected as exc:
             raise rejected(exc) from None
+        self.broker.messaging.record_holder(group, topic, queue_id, session.client_id)
         if request.offset < 0:
             raise GrpcError(Code.ILLEGAL_OFFSET, f"offset {request.offset} is negative")
         record_filter = pop_record_filter(self.broker, request.filter_expression)

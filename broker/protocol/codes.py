@@ -157,6 +157,8 @@ class RequestCode(IntEnum):
     # rmqkit's own: no upstream code lists or cancels pending timer messages
     LIST_TIMER_MESSAGES = 10701
     CANCEL_TIMER_MESSAGE = 10702
+    # rmqkit's own: no upstream code tells which client held which queue of a group when
+    GET_REBALANCE_HISTORY = 10703
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
     GET_ALL_MESSAGE_REQUEST_MODE = 402

@@ -65,6 +65,17 @@ class ReplicaMasterHeader(CommandHeader):
 
 
 @dataclass(kw_only=True, slots=True)
+class NotifyBrokerRoleChangedRequestHeader(CommandHeader):
+    """NOTIFY_BROKER_ROLE_CHANGED (1008), controller to broker after an election; the SyncStateSet is
+    the body."""
+
+    masterAddress: str | None = None
+    masterEpoch: int | None = None
+    syncStateSetEpoch: int | None = None
+    masterBrokerId: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class GetReplicaInfoRequestHeader(CommandHeader):
     brokerName: str
 

@@ -51,6 +51,8 @@ from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
 from broker.server.pull_processor import PullProcessor
 from broker.server.query_processor import QueryProcessor
+from broker.server.rebalance_history import Limits, RebalanceHistory
+from broker.server.rebalance_processor import RebalanceProcessor
 from broker.server.registration import NameServerRegistration
 from broker.server.schedule_service import ScheduleService
 from broker.server.send_back_processor import SendBackProcessor
@@ -77,6 +79,7 @@ READ_THREADS = 4
 MAX_INFLIGHT_PER_CONNECTION = 1024  # a consumer holds one suspended pull per queue on one connection
 STOP_GRACE_SECONDS = 10.0
 CLIENT_SCAN_SECONDS = 10.0
+REBALANCES_SAVE_SECONDS = 5.0  # the rebalance history is written at most this often while it changes
 
 
 class Frontend(Protocol):
@@ -108,6 +111,10 @@ class Broker:
         self.locks = RebalanceLockManager()
         self.stats = BrokerStats()
         self.holds = PullHoldService()
+        self.rebalances = RebalanceHistory(
+            config_dir,
+            Limits(flap_moves=config.rebalance_flap_moves, flap_window_ms=config.rebalance_flap_window_mills),
+        )
         self.transactions = TransactionService(self)
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics)
@@ -248,6 +255,7 @@ class Broker:
             HAProcessor(self),
             self.timer,
             TimerAdminProcessor(self.timer, self.store),
+            RebalanceProcessor(self),
             self.auth,
         ]
         if self.replicas is not None:
@@ -282,6 +290,7 @@ class Broker:
             self._every(1.0, self.pop.persist),
             self._every(CLIENT_SCAN_SECONDS, self.clients.scan_expired),
             self._every(self.config.flush_consumer_offset_interval / 1000, self._persist_offsets),
+            self._every(REBALANCES_SAVE_SECONDS, self._persist_rebalances),
         ]
         if self.config.broker_role != "SLAVE":  # a slave's store takes no writes: no deliveries, no checks
             await self._start_master_work()
@@ -337,6 +346,7 @@ class Broker:
         self.groups.load()
         self.pop.load()
         self.offsets.load()
+        self.rebalances.load()
 
     async def stop(self) -> None:
         """Stop accepting, finish in-flight requests, persist offsets, unregister, close the store.
@@ -371,6 +381,7 @@ class Broker:
                 await self.timer.stop()
                 await self.pop.persist(force=True)
                 await self.read(self.offsets.persist)
+            await self._persist_rebalances()
             await self.write(self.store.shutdown)
             self._writes.shutdown()
             self._reader.shutdown()
@@ -408,6 +419,10 @@ class Broker:
 
     async def _persist_offsets(self) -> None:
         await self.read(self.offsets.persist)
+
+    async def _persist_rebalances(self) -> None:
+        if self.rebalances.dirty:
+            await self.read(self.rebalances.persist)
 
     async def __aenter__(self) -> Broker:
         await self.start()

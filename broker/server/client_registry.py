@@ -176,6 +176,16 @@ class ClientRegistry:
         found = [c for c in info.channels.values() if c.client_id == client_id] if info is not None else []
         return max(found, key=lambda c: c.last_update, default=None)
 
+    def holder_id(self, group: str, channel: RemotingChannel) -> str | None:
+        """The client id of ``group``'s consumer on ``channel``, whose pulls are of queues it holds;
+        None for a connection without a heartbeat of the group, and in a broadcasting group (where
+        every client pulls every queue)."""
+        info = self.consumers.get(group)
+        if info is None or info.message_model is MessageModel.BROADCASTING:
+            return None
+        client = info.channels.get(channel)
+        return None if client is None else client.client_id
+
     def subscription(self, group: str, topic: str) -> SubscriptionData | None:
         info = self.consumers.get(group)
         return info.subscriptions.get(topic) if info is not None else None

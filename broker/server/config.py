@@ -83,6 +83,9 @@ class BrokerConfig(SecuritySettings):  # + aclEnable, aclFile, tls* (broker/acl/
     enable_property_filter: bool = False
     notify_consumer_ids_changed_enable: bool = True
     use_server_side_reset_offset: bool = True
+    # a queue that changed hands more often than this within the window is flapping (rmq group rebalances)
+    rebalance_flap_moves: int = 3
+    rebalance_flap_window_mills: int = 300_000
     # QUERY_ASSIGNMENT (clients that let the brokers balance): false hands every consumer all queues
     server_load_balancer_enable: bool = True
     # the mode of a topic@group nobody set with setConsumeMode: PULL or POP (retry topics stay PULL)

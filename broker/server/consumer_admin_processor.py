@@ -42,6 +42,7 @@ from broker.remoting.errors import RemotingError, RemotingTimeoutError
 from broker.server.client_registry import ClientChannelInfo, ClientRegistry
 from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
 from broker.server.stats import BrokerStats
 from broker.server.store_access import StoreAccess
 from broker.server.subscription_group import SubscriptionGroupManager
@@ -84,6 +85,9 @@ class ConsumerAdminParts(StoreAccess, Protocol):
 
     @property
     def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
 
 
 class ConsumerAdminProcessor:
@@ -286,6 +290,8 @@ class ConsumerAdminProcessor:
         for qid, offset in targets.items():
             if server_side:
                 broker.offsets.assign_reset(h.group, h.topic, qid, offset)
+                # a held pull answers it now: clients deaf to the push below (ali-ons) move at once
+                broker.holds.wake(h.topic, qid)
             else:
                 broker.offsets.commit(h.group, h.topic, qid, offset)
         body = ResetOffsetBody(offsetTable={self._mq(h.topic, q): o for q, o in targets.items()}).to_json()

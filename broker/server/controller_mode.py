@@ -3,7 +3,8 @@
 At start the broker gets its id from the controller (GET_NEXT_BROKER_ID, APPLY_BROKER_ID; kept in
 ``controllerBrokerId`` in the store), registers, and asks for an election when its group has no
 master. From then on it sends heartbeats to every controller and asks the leader for its group's
-master every syncBrokerMetadataPeriod, switching role when the master or epoch changes:
+master every syncBrokerMetadataPeriod, and at once when the controller announces an election
+(NOTIFY_BROKER_ROLE_CHANGED), switching role when the master or epoch changes:
 
 - master: the CommitLog end starts a new epoch in the epoch file, the NameServer hears brokerId 0
   with stateVersion = epoch, and the SyncStateSet grows with replicas that caught up and shrinks by
@@ -112,6 +113,7 @@ class ReplicasManager:
         return {
             RequestCode.EXCHANGE_BROKER_HA_INFO: self._exchange_ha_info,
             RequestCode.GET_BROKER_EPOCH_CACHE: self._epoch_cache,
+            RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self._role_changed,
         }
 
     async def _exchange_ha_info(self, request: RemotingCommand, _channel: RemotingChannel) -> RemotingCommand:
@@ -125,6 +127,14 @@ class ReplicasManager:
 
     async def _epoch_cache(self, request: RemotingCommand, _channel: RemotingChannel) -> RemotingCommand:
         return make_response(request, body=self.epoch_cache().to_json())
+
+    async def _role_changed(self, request: RemotingCommand, _channel: RemotingChannel) -> RemotingCommand:
+        """The controller's push after an election: a hint to ask the leader now rather than at the
+        next poll. The leader's answer decides, so a stale or forged push switches no role."""
+        pushed = C.NotifyBrokerRoleChangedRequestHeader.from_ext_fields(request.ext_fields)
+        if (pushed.masterEpoch or 0) >= self.master_epoch:
+            self.trigger()
+        return make_response(request)
 
     def epoch_cache(self) -> C.EpochEntryCache:
         cfg = self.broker.config

@@ -66,6 +66,11 @@ class PullHoldService:
             if held.tag_filter is None or tags_codes is None or any(map(held.tag_filter, tags_codes)):
                 held.woken.set()
 
+    def wake(self, topic: str, queue_id: int) -> None:
+        """Answer the pulls held on the queue now, whatever arrived (its offsets were reset)."""
+        for held in self._held.get((topic, queue_id), ()):
+            held.woken.set()
+
     def stop(self) -> None:
         """Answer every held pull now (shutdown must not wait out their suspend times)."""
         self._stopping = True

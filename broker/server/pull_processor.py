@@ -93,6 +93,9 @@ class PullProcessor:
             plan = self._check(header, channel)
         except PullRejected as exc:
             return make_response(request, exc.code, exc.remark)
+        holder = self.broker.clients.holder_id(header.consumerGroup, channel)
+        if holder is not None:
+            self.broker.messaging.record_holder(header.consumerGroup, header.topic, header.queueId, holder)
         hold = 0.0
         if header.sysFlag & FLAG_SUSPEND:
             cfg = self.broker.config
@@ -178,13 +181,9 @@ class PullProcessor:
             return make_response(
                 request, ResponseCode.PULL_RETRY_IMMEDIATELY, "read from the master", header=header
             )
-        reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId, h.queueOffset)
-        if reset is not None:
-            lo, hi = await broker.read(_bounds, broker, h.topic, h.queueId)
-            header = PullMessageResponseHeader(
-                suggestWhichBrokerId=0, nextBeginOffset=reset, minOffset=lo, maxOffset=hi
-            )
-            return make_response(request, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header=header)
+        moved = await self._reset_answer(request, h)
+        if moved is not None:
+            return moved
         query = PullQuery(
             h.topic,
             h.queueId,
@@ -197,6 +196,10 @@ class PullProcessor:
         result = await broker.messaging.pull(
             query, hold, lambda r: self._answer(h, r)[0] == ResponseCode.PULL_NOT_FOUND
         )
+        if hold and not result.count:  # held: an operator's reset wakes it (and is answered now)
+            moved = await self._reset_answer(request, h)
+            if moved is not None:
+                return moved
         code, result.next_begin_offset = self._answer(h, result)
         if h.sysFlag & FLAG_COMMIT_OFFSET and h.commitOffset >= 0 and broker.config.broker_role != "SLAVE":
             broker.messaging.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
@@ -212,6 +215,20 @@ class PullProcessor:
             body = result.body
             broker.stats.record_get(h.consumerGroup, h.topic, result.count, len(body))
         return make_response(request, code, result.status.value, header=header, body=body)
+
+    async def _reset_answer(
+        self, request: RemotingCommand, h: PullMessageRequestHeader
+    ) -> RemotingCommand | None:
+        """PULL_OFFSET_MOVED to the queue's pending server-side reset, which this answer delivers."""
+        broker = self.broker
+        reset = broker.offsets.take_reset(h.consumerGroup, h.topic, h.queueId, h.queueOffset)
+        if reset is None:
+            return None
+        lo, hi = await broker.read(_bounds, broker, h.topic, h.queueId)
+        header = PullMessageResponseHeader(
+            suggestWhichBrokerId=0, nextBeginOffset=reset, minOffset=lo, maxOffset=hi
+        )
+        return make_response(request, ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header=header)
 
     def _answer(self, h: PullMessageRequestHeader, result: GetResult) -> tuple[int, int]:
         """The response code of a read and the next offset to pull from."""

@@ -52,17 +52,3 @@ def test_offset_ranges_hold_exactly_what_was_added(offsets: set[int], probe: int
     again = OffsetRanges.parse(ranges.format())
     assert again == ranges
     assert (probe in again) == (probe in offsets)
-
-
-def test_rebalance_history_records_owner_changes_and_flags_flapping() -> None:
-    from admin.rebalance_history import RebalanceHistory
-
-    history = RebalanceHistory(window_ms=60_000, flap_changes=3)
-    q0, q1 = ("T", "b", 0), ("T", "b", 1)
-    assert history.observe({q0: "a", q1: "a"}, 0) == []  # the first look: nothing moved yet
-    moved = history.observe({q0: "a", q1: "b"}, 1_000)
-    assert [(c.queue, c.before, c.after) for c in moved] == [(q1, "a", "b")]
-    history.observe({q0: "a", q1: "a"}, 2_000)
-    history.observe({q0: "a"}, 3_000)  # q1 held by nobody
-    assert history.flapping(3_000) == [q1]
-    assert history.flapping(200_000) == []  # long ago

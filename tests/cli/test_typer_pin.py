@@ -15,7 +15,8 @@ import pytest
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
-# (module, attribute) that cli/lazy.py (and cli/errors.py, cli/server_group.py) import from typer
+# (module, attribute) that cli/lazy.py (and cli/errors.py, cli/server_group.py, cli/help_format.py) import
+# from typer
 INTERNALS = [
     ("typer._click.core", "Command"),
     ("typer._click.core", "Context"),
@@ -27,6 +28,8 @@ INTERNALS = [
     ("typer._param_types", "coerce_cli_choice"),
     ("typer.core", "_TyperParameter"),
     ("typer.core", "TyperCommand"),
+    ("typer.core", "TyperGroup"),
+    ("typer._click.formatting", "HelpFormatter"),
 ]
 
 

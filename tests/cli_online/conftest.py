@@ -5,6 +5,7 @@ with an isolated config file."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -88,20 +89,26 @@ async def heartbeat(client: RemotingClient, broker: str, client_id: str, group: 
     assert response.code == 0, response.remark
 
 
+async def keep_heartbeating(
+    client: RemotingClient, broker: str, client_id: str, group: str, topic: str
+) -> None:
+    """Heartbeat every 20 s, as a consumer does (every 30 s), so that the group stays online for
+    however long the session's tests take (a silent client's channel expires after 120 s)."""
+    while True:
+        await asyncio.sleep(20)
+        with contextlib.suppress(Exception):  # a missed beat is retried by the next one
+            await heartbeat(client, broker, client_id, group, topic)
+
+
 def _start_loop() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="test-node", daemon=True).start()
     return loop
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One node for the whole session with topic ``Orders`` (4 queues, 12 messages) and group
-    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat)."""
-    from admin.service import AdminService
-
-    store = tmp_path_factory.mktemp("online-store")
-    plan = NodePlan(
+def node_plan(store: Path) -> NodePlan:
+    """A NameServer and broker ``broker-a`` on free loopback ports, keeping everything in ``store``."""
+    return NodePlan(
         namesrv=NamesrvConfig(
             listen_port=0,
             kv_config_path=store / "namesrv" / "kvConfig.json",
@@ -118,7 +125,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         http_host="127.0.0.1",
         http_port=0,
     )
-    node = Node(plan)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One node for the whole session with topic ``Orders`` (4 queues, 12 messages) and group
+    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat)."""
+    from admin.service import AdminService
+
+    store = tmp_path_factory.mktemp("online-store")
+    node = Node(node_plan(store))
     loop = _start_loop()
     client_box: list[RemotingClient] = []
 
@@ -160,6 +176,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     sent, keys = asyncio.run_coroutine_threadsafe(setup(), loop).result(60)
     assert node.namesrv is not None and node.broker is not None and node.http is not None
+    beating = asyncio.run_coroutine_threadsafe(
+        keep_heartbeating(client_box[0], node.broker.address, "10.0.0.9@test", GROUP, TOPIC), loop
+    )
     yield Cluster(
         node,
         loop,
@@ -169,6 +188,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         sent,
         keys,
     )
+
+    beating.cancel()
 
     async def teardown() -> None:
         for c in client_box:

@@ -17,6 +17,8 @@ from broker.protocol import controller as C
 from broker.protocol import headers as H
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand
+from broker.remoting.channel import RemotingChannel
+from broker.remoting.server import RemotingServer
 
 pytestmark = pytest.mark.servers
 
@@ -122,3 +124,47 @@ def test_a_controller_grants_ids_elects_and_remembers_after_a_restart(tmp_path: 
     assert (remembered.masterBrokerId, remembered.masterEpoch) == (1, 1)
     assert [r.brokerId for r in remembered.inSyncReplicas] == [1]
     assert [r.brokerId for r in remembered.notInSyncReplicas] == [2]
+
+
+async def _pushes(folder: Path) -> list[RemotingCommand]:
+    """Two brokers (remoting servers that record what the controller sends them) join; one is elected."""
+    api = AdminApi(RemotingClient(connect_timeout=1.0), timeout=2.0)
+    controller = Controller(ControllerConfig(listen_port=0, controller_store_path=folder))
+    received: list[RemotingCommand] = []
+    arrived = asyncio.Event()
+
+    async def record(request: RemotingCommand, _channel: RemotingChannel) -> RemotingCommand | None:
+        received.append(request)
+        arrived.set()
+        return None
+
+    brokers = [RemotingServer("127.0.0.1", 0) for _ in range(2)]
+    for broker in brokers:
+        broker.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, record)
+        await broker.start()
+    await controller.start()
+    try:
+        first = await _join(api, controller.address, brokers[0].port)
+        await _join(api, controller.address, brokers[1].port)
+        elect = C.ElectMasterRequestHeader(clusterName="c", brokerName="g", brokerId=first)
+        await _call(api, controller.address, RequestCode.CONTROLLER_ELECT_MASTER, elect)
+        while len(received) < 2:
+            arrived.clear()
+            await arrived.wait()
+        return received
+    finally:
+        await controller.stop()
+        for broker in brokers:
+            await broker.stop(1.0)
+        await api.client.close()
+
+
+def test_an_election_is_pushed_to_every_live_broker_of_the_group(tmp_path: Path) -> None:
+    pushed = asyncio.run(asyncio.wait_for(_pushes(tmp_path), 30))
+    assert len(pushed) == 2
+    for request in pushed:
+        head = C.NotifyBrokerRoleChangedRequestHeader.from_ext_fields(request.ext_fields)
+        assert (head.masterBrokerId, head.masterEpoch, head.syncStateSetEpoch) == (1, 1, 1)
+        assert head.masterAddress is not None and head.masterAddress.startswith("127.0.0.1:")
+        members = C.SyncStateSet.from_json(request.body or b"{}")
+        assert (members.syncStateSet, members.syncStateSetEpoch) == ([1], 1)

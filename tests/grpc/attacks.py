@@ -28,6 +28,8 @@ from pathlib import Path
 import grpc  # type: ignore[import-untyped,unused-ignore]
 import hpack
 
+from broker.acl.client import ClientSecurity, secure
+from broker.acl.signer import GRPC_DATE_TIME, Credentials, grpc_authorization
 from broker.client import Message, Producer
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
@@ -119,6 +121,7 @@ class NormalClient:
 
     node: Node
     timeout: float = 10.0
+    credentials: Credentials | None = None  # signs every call, for a broker with ACL on
     latencies: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -144,10 +147,12 @@ class NormalClient:
             request_serializer=PB.QueryRouteRequest.SerializeToString,
             response_deserializer=PB.QueryRouteResponse.FromString,
         )
-        metadata = (("x-mq-client-id", "normal-client@attack"), ("x-mq-language", "PYTHON"))
-        api = AdminApi(RemotingClient(), timeout=self.timeout)
+        api = _admin(self.timeout, self.credentials)
+        producer = Producer(
+            "attack-normal-pg", self.node.namesrv, send_timeout=self.timeout, credentials=self.credentials
+        )
         try:
-            async with Producer("attack-normal-pg", self.node.namesrv, send_timeout=self.timeout) as producer:
+            async with producer:
                 while not self._stop.is_set():
                     await self._step("remoting_send", producer.send(Message(TOPIC, b"normal")))
                     await self._step("route_lookup", api.topic_route([self.node.namesrv], TOPIC))
@@ -155,7 +160,7 @@ class NormalClient:
                     try:
                         request = PB.QueryRouteRequest(topic=PB.Resource(name=TOPIC))
                         answer = await asyncio.to_thread(
-                            query_route, request, metadata=metadata, timeout=self.timeout
+                            query_route, request, metadata=self._metadata(), timeout=self.timeout
                         )
                         if answer.status.code != Code.OK:
                             raise RuntimeError(f"QueryRoute answered {answer.status}")
@@ -166,6 +171,13 @@ class NormalClient:
         finally:
             await api.client.close()
             channel.close()
+
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        plain = (("x-mq-client-id", "normal-client@attack"), ("x-mq-language", "PYTHON"))
+        if self.credentials is None:
+            return plain
+        now = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        return (*plain, (GRPC_DATE_TIME, now), ("authorization", grpc_authorization(self.credentials, now)))
 
     async def _step(self, name: str, work: object) -> None:
         began = time.perf_counter()
@@ -337,17 +349,20 @@ def _big_headers(stream_id: int) -> bytes:
 
 class _Amplified:
     """A 4 KiB dynamic-table entry once, then header blocks that reference it ``refs`` times each:
-    one byte on the wire for 4 KiB of header list each time."""
+    one byte on the wire for 4 KiB of header list each time. The entry may be the ``authorization``
+    header a broker with ACL on reads before anything else."""
 
-    def __init__(self, refs: int) -> None:
+    def __init__(self, refs: int, name: bytes = b"x-large") -> None:
         self.refs = refs
+        self.name = name
         self.sent_entry = False
 
     def __call__(self, stream_id: int) -> bytes:
         block = request_block("SendMessage")
         if not self.sent_entry:
             self.sent_entry = True
-            block = b"\x40" + encode_int(7, 7) + b"x-large" + encode_int(4000, 7) + b"a" * 4000 + block
+            entry = encode_int(len(self.name), 7) + self.name + encode_int(4000, 7) + b"a" * 4000
+            block = b"\x40" + entry + block
         return frame(HEADERS, END_HEADERS, stream_id, block + bytes([0x80 | 62]) * self.refs)
 
 
@@ -499,6 +514,24 @@ ATTACKS: tuple[Attack, ...] = (
 )
 
 
+# What a broker with ACL on is sent before it can tell who is calling: header lists, compressed
+HEADER_ATTACKS: tuple[Attack, ...] = (
+    *(
+        a
+        for a in ATTACKS
+        if a.name in ("large_header_lists", "unique_huffman_headers", "hpack_amplification")
+    ),
+    Attack(
+        "hpack_amplified_authorization", True, lambda: Streams(_Amplified(2, b"authorization"), per_chunk=16)
+    ),
+    Attack(
+        "hpack_amplified_authorization_over_the_limit",
+        True,
+        lambda: Streams(_Amplified(4000, b"authorization"), per_chunk=4),
+    ),
+)
+
+
 def run_attack(node: Node, attack: Attack, seconds: float) -> Outcome:
     attacker = Attacker(node, read=attack.read, settings=attack.settings)
     try:
@@ -510,11 +543,18 @@ def run_attack(node: Node, attack: Attack, seconds: float) -> Outcome:
         attacker.close()
 
 
-def prepare(node: Node) -> None:
+def _admin(timeout: float, credentials: Credentials | None) -> AdminApi:
+    client = RemotingClient()
+    if credentials is not None:
+        secure(client, ClientSecurity(credentials, None))
+    return AdminApi(client, timeout=timeout)
+
+
+def prepare(node: Node, credentials: Credentials | None = None) -> None:
     """Creates the topic the normal client uses and waits until the NameServer routes it."""
 
     async def go() -> None:
-        api = AdminApi(RemotingClient(), timeout=10.0)
+        api = _admin(10.0, credentials)
         try:
             await api.create_topic(
                 node.broker, TopicConfig(topicName=TOPIC, readQueueNums=4, writeQueueNums=4)

@@ -300,6 +300,27 @@ async def test_expired_messages_come_back_oldest_first_then_go_to_the_dlq(tmp_pa
         await broker.stop()
 
 
+@pytest.mark.servers
+@async_test
+async def test_grpc_pulls_feed_the_rebalance_history(tmp_path: Path) -> None:
+    broker = await _broker(tmp_path)
+    first, second = Client(broker.grpc_port), Client(broker.grpc_port)
+    try:
+        broker.topics.put(TopicConfig(topicName="T", readQueueNums=2, writeQueueNums=2))
+        broker.groups.put(SubscriptionGroupConfig(groupName="G"))
+        pull = PB.PullMessageRequest(group=PB.Resource(name="G"), offset=0, batch_size=1)
+        pull.message_queue.topic.name = "T"
+        for client in (first, second):
+            await client.stream("PullMessage", pull, PB.PullMessageResponse)
+        body = broker.rebalances.history("G", 0, set())
+        ids = [dict(c.meta)["x-mq-client-id"] for c in (first, second)]
+        assert body is not None and [(m.queue_id, m.before, m.after) for m in body.moves] == [(0, *ids)]
+    finally:
+        await first.channel.close()
+        await second.channel.close()
+        await broker.stop()
+
+
 def test_low_watermark_is_the_lowest_unacked_offset_in_any_insertion_order() -> None:
     state = QueueState(10)
     for offset in (3, 5, 7):

@@ -20,7 +20,7 @@ from broker.protocol.bodies import ClusterInfo, TopicConfigSerializeWrapper
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import make_request
 from cli import cluster_local
-from tests.ha.test_failover import _free_base_port
+from tests.ports import free_base_port
 
 pytestmark = pytest.mark.servers
 
@@ -37,7 +37,7 @@ async def _scenario(tmp: Path) -> None:
     conf.write_text(
         f"aclEnable=true\naclFile={tmp / 'plain_acl.yml'}\ninnerClientAuthenticationCredentials={inner}\n"
     )
-    base = _free_base_port()
+    base = free_base_port()
     members = await asyncio.to_thread(cluster_local.start, tmp / "c", 1, 1, base, True, conf)
     namesrv = f"127.0.0.1:{base}"
     slave = next(m for m in members if m.role == "SLAVE")

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-import random
 import signal
-import socket
 from pathlib import Path
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
@@ -21,26 +19,9 @@ from broker.client.remoting_client import RemotingError
 from broker.store.message_store import MessageStore
 from cli import cluster_local
 from tests.ha.conftest import commitlogs_identical
+from tests.ports import free_base_port
 
 TOPIC = "FailoverTopic"
-
-
-def _free_base_port() -> int:
-    """A base below the ephemeral range (32768+ here), where no client connection's source port can
-    take one of the cluster's ports between this probe and the bind; each port is bound once to check."""
-    while True:
-        base = random.randrange(20000, 32700, 100)
-        if all(_bindable(base + d) for d in (0, 10, 12, 20, 22)):
-            return base
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
 
 
 async def _until(condition: object, what: str, timeout: float = 25.0) -> None:
@@ -80,7 +61,7 @@ def _records_on(store_dir: Path, offset_ids: list[str]) -> dict[str, bytes | Non
 
 
 async def _scenario(tmp_path: Path, sync: bool) -> dict[str, int]:
-    base = _free_base_port()
+    base = free_base_port()
     members = await asyncio.to_thread(cluster_local.start, tmp_path, 1, 1, base, sync)
     namesrv = f"127.0.0.1:{base}"
     master = next(m for m in members if m.broker_id == 0 and m.role != "NAMESRV")

@@ -22,7 +22,16 @@ from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import GROUP, MESSAGES, TOPIC, Cluster, _start_loop, heartbeat, send
+from tests.cli_online.conftest import (
+    GROUP,
+    MESSAGES,
+    TOPIC,
+    Cluster,
+    _start_loop,
+    heartbeat,
+    keep_heartbeating,
+    send,
+)
 
 __all__ = ["GROUP", "MESSAGES", "TOPIC", "Cluster", "Run"]
 
@@ -97,7 +106,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     sent, keys = asyncio.run_coroutine_threadsafe(setup(), loop).result(60)
     assert node.namesrv is not None and node.broker is not None
+    beating = asyncio.run_coroutine_threadsafe(
+        keep_heartbeating(client, node.broker.address, "10.0.0.9@test", GROUP, TOPIC), loop
+    )
     yield Cluster(node, loop, f"127.0.0.1:{node.namesrv.port}", node.broker.address, "", sent, keys)
+    beating.cancel()
 
     async def teardown() -> None:
         await client.close()

@@ -266,6 +266,7 @@ class DriverProcess:
         self.argv = [*cmd, *args]
         self.kill_after = timeout + KILL_MARGIN
         self.events: list[dict[str, Any]] = []
+        self.arrived: list[float] = []  # time.monotonic() when each event was read, as events
         self.noise: list[str] = []
         self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: list[str] = []
@@ -298,6 +299,7 @@ class DriverProcess:
             except ValueError:
                 event = None
             if isinstance(event, dict):
+                self.arrived.append(time.monotonic())  # first: events[i] always has arrived[i]
                 self.events.append(event)
                 self._lines.put(event)
             else:

@@ -25,7 +25,7 @@ from broker.protocol.msgid import UniqKeyGenerator, decode_offset_msg_id
 from broker.protocol.remoting import make_request
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
-from tests.cli_online.conftest import heartbeat, send
+from tests.cli_online.conftest import heartbeat, keep_heartbeating, send
 
 T = TypeVar("T")
 TOPIC, GROUP, MESSAGES = "Orders", "orders-cg", 12
@@ -149,7 +149,11 @@ def tui_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TuiCluster
         return TuiCluster(namesrv, broker, loop, ids, keys, client)
 
     cluster = asyncio.run_coroutine_threadsafe(setup(), loop).result(60)
+    beating = asyncio.run_coroutine_threadsafe(
+        keep_heartbeating(cluster.client, cluster.broker, "10.0.0.9@tui", GROUP, TOPIC), loop
+    )
     yield cluster
+    beating.cancel()
 
     async def teardown() -> None:
         await cluster.client.close()

@@ -12,18 +12,22 @@ from admin.models import (
     ClusterStatus,
     ClusterSummary,
     ConfigValues,
+    FlappingQueue,
     GroupClients,
     GroupConfig,
     GroupConnections,
     GroupDescription,
     GroupLag,
     GroupList,
+    GroupRebalances,
     GroupSummary,
     MessageRange,
     Messages,
     MessageTracks,
     NamesrvState,
+    QueueHolding,
     QueueLag,
+    QueueMove,
     QueueStatus,
     RouteBroker,
     RouteQueue,
@@ -216,7 +220,23 @@ class FakeService:
         )
 
     async def group_clients(self, group: str) -> GroupClients:
-        return GroupClients(group, [], True)  # nobody to ask: no rebalances to show
+        return GroupClients(group, [], True)
+
+    async def group_rebalances(self, group: str, since_ms: int = 0) -> GroupRebalances:
+        one, two = "10.0.0.9@1", "10.0.0.9@2"
+        hops = [(0, one, two), (1, one, two), (1, two, one), (1, one, two), (1, two, one)]
+        return GroupRebalances(
+            group,
+            [QueueHolding("Orders", "broker-a", q, c, T0 - 30_000, True) for q, c in [(0, two), (1, one)]],
+            [
+                QueueMove(T0 - 90_000 + i * 15_000, "Orders", "broker-a", q, a, b)
+                for i, (q, a, b) in enumerate(hops)
+            ],
+            [FlappingQueue("Orders", "broker-a", 1, 4)],
+            3,
+            300_000,
+            [],
+        )
 
     async def retry_list(self) -> SpecialTopics:
         return SpecialTopics([SpecialTopic("orders-cg", "%RETRY%orders-cg", 5, ["broker-a"], T0)])

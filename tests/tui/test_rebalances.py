@@ -1,6 +1,8 @@
-"""The Groups screen records which client took which queue when, from what the clients report."""
+"""The Groups screen shows the brokers' rebalance history: moves made before the dashboard opened too."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -24,49 +26,46 @@ def _consumer(namesrv: str) -> PushConsumer:
     return consumer
 
 
-def test_a_second_client_takes_queues_and_the_screen_says_so(tui_cluster: TuiCluster) -> None:
+async def _held_by(namesrv: str, *clients: str) -> None:
+    """Until the brokers saw exactly ``clients`` pulling the topic's four queues."""
+    async with AdminService([namesrv], 5) as service:
+        for _ in range(150):
+            holders = (await service.group_rebalances(GROUP)).holders
+            mine = [h for h in holders if h.topic == TOPIC]
+            if len(mine) == 4 and {h.client_id for h in mine} == set(clients):
+                return
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"the queues of {TOPIC} were not held by {clients}")
+
+
+def test_moves_made_before_the_dashboard_opened_are_on_the_groups_screen(tui_cluster: TuiCluster) -> None:
     first, second = _consumer(tui_cluster.namesrv), _consumer(tui_cluster.namesrv)
 
-    async def start_first() -> None:
+    async def two_consumers() -> None:
         async with AdminService([tui_cluster.namesrv], 5) as service:
             await service.topic_create(TopicSpec(TOPIC, 4, 4))
             await service.group_create(GroupSpec(GROUP))
         await first.start()
+        await _held_by(tui_cluster.namesrv, first.client_id)
+        await second.start()
+        await _held_by(tui_cluster.namesrv, first.client_id, second.client_id)
 
-    tui_cluster.call(start_first())
     try:
+        tui_cluster.call(two_consumers())
 
         async def scenario() -> None:
             app = app_for(tui_cluster.namesrv)
             async with app.run_test(size=(120, 40)) as pilot:
                 await pilot.press("colon", *f"group {GROUP}", "enter")
                 screen = app.screen
-
-                def owned_by(*clients: str) -> bool:
-                    drawn = screen._drawn  # type: ignore[attr-defined]
-                    owners = drawn.owners if drawn is not None and drawn.owners is not None else {}
-                    mine = {q: c for q, c in owners.items() if q[0] == TOPIC}  # not the retry topic's
-                    return len(mine) == 4 and set(mine.values()) == set(clients)
-
-                for _ in range(100):
-                    await pilot.press("r")
-                    await until(lambda: not screen.busy, pilot)  # type: ignore[attr-defined]
-                    if owned_by(first.client_id):
-                        break
-                    await pilot.pause(0.2)
-                assert owned_by(first.client_id), screen._drawn  # type: ignore[attr-defined]
-                tui_cluster.call(second.start())
-                for _ in range(100):
-                    await pilot.press("r")
-                    await until(lambda: not screen.busy, pilot)  # type: ignore[attr-defined]
-                    if owned_by(first.client_id, second.client_id):
-                        break
-                    await pilot.pause(0.2)
+                await until(lambda: bool(rows(app, "rebalances")), pilot, what="the rebalances")
+                await until(lambda: not screen.busy, pilot)  # type: ignore[attr-defined]
                 moves = rows(app, "rebalances")
-                assert moves and all(
-                    row[2] == first.client_id and row[3] == second.client_id for row in moves.values()
+                assert len(moves) == 2  # averagely: two of the four queues moved to the newcomer
+                assert all(
+                    row[1].startswith(f"{TOPIC}/") and row[2:] == [first.client_id, second.client_id]
+                    for row in moves.values()
                 )
-                assert len(moves) == 2  # averagely: two of the four queues move to the newcomer
 
         run(scenario())
     finally:

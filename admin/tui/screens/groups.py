@@ -1,11 +1,10 @@
 """Consumer groups: online clients, model, consume type, lag in messages and in time (worst first;
 ``o`` changes the order); enter shows a group's lag in total and per queue, its consume TPS, and a
-sparkline of its lag over the last refreshes, and which client took which queue when (rebalances seen
-since it was selected; a queue changing hands again and again is flagged as flapping); ``c`` what
-its clients report of themselves
-(:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected group's offsets (``f``),
-skip its backlog (``k``) or undo the last reset (``z``), each after a dry-run preview and typing its
-name; create (``n``), update (``u``) and delete (``d``) groups."""
+sparkline of its lag over the last refreshes, and which client took which queue when (the brokers'
+rebalance history; a queue changing hands again and again is flagged as flapping); ``c`` what its
+clients report of themselves (:mod:`admin.tui.screens.clients`). Unless read-only: reset the selected
+group's offsets (``f``), skip its backlog (``k``) or undo the last reset (``z``), each after a dry-run
+preview and typing its name; create (``n``), update (``u``) and delete (``d``) groups."""
 
 from __future__ import annotations
 
@@ -21,17 +20,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Sparkline, Static
 
-from admin.errors import AdminError, BadInput, NotFound
+from admin.errors import AdminError, BadInput, NotFound, OperationFailed
 from admin.models import (
     GroupDescription,
     GroupList,
+    GroupRebalances,
     GroupSpec,
     GroupSummary,
     OffsetReset,
     ResetKind,
     ResetTarget,
 )
-from admin.rebalance_history import Queue, RebalanceHistory
 from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
@@ -84,7 +83,7 @@ def target_text(target: ResetTarget) -> str:
 class GroupsView:
     groups: GroupList
     detail: GroupDescription | None
-    owners: dict[Queue, str] | None  # who holds each queue of the selected group, as its clients say
+    rebalances: GroupRebalances | None  # of the selected group, as the brokers recorded them
 
 
 class GroupsScreen(LiveScreen[GroupsView]):
@@ -116,7 +115,6 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.order = 0  # index into ORDERS
         self.selected: str | None = None
         self.history: deque[float] = deque(maxlen=HISTORY)
-        self.rebalances = RebalanceHistory()  # of the selected group, since it was selected
         self._drawn: GroupsView | None = None  # the last data drawn: a redraw adds no lag sample
 
     def body(self) -> ComposeResult:
@@ -153,25 +151,22 @@ class GroupsScreen(LiveScreen[GroupsView]):
         groups.focus()
 
     async def fetch(self, service: AdminService) -> GroupsView:
-        listing, detail, owners = await asyncio.gather(
+        listing, detail, rebalances = await asyncio.gather(
             service.group_list(include_system=True),
             self._describe(service, self.selected),
-            self._owners(service, self.selected),
+            self._rebalances(service, self.selected),
         )
-        return GroupsView(listing, detail, owners)
+        return GroupsView(listing, detail, rebalances)
 
     @staticmethod
-    async def _owners(service: AdminService, group: str | None) -> dict[Queue, str] | None:
-        """Queue -> the client that reports holding it (None when nobody can be asked)."""
+    async def _rebalances(service: AdminService, group: str | None) -> GroupRebalances | None:
+        """The group's rebalance history (None when no broker keeps one)."""
         if group is None:
             return None
         try:
-            clients = (await service.group_clients(group)).clients
-        except NotFound:
+            return await service.group_rebalances(group)
+        except (NotFound, OperationFailed):
             return None
-        if any(c.error is not None for c in clients):
-            return None  # a client that did not answer would look like queues left behind
-        return {(q.topic, q.broker_name, q.queue_id): c.client_id for c in clients for q in c.queues}
 
     @staticmethod
     async def _describe(service: AdminService, group: str | None) -> GroupDescription | None:
@@ -215,12 +210,10 @@ class GroupsScreen(LiveScreen[GroupsView]):
         )
         if data.detail is not None and data.detail.group == self.selected and data is not self._drawn:
             self.history.append(float(data.detail.lag.diff_total))
-            if data.owners is not None:
-                self.rebalances.observe(data.owners, int(self.dash.clock() * 1000))
         self._drawn = data
-        self._show_detail(data.detail)
+        self._show_detail(data.detail, data.rebalances)
 
-    def _show_detail(self, d: GroupDescription | None) -> None:
+    def _show_detail(self, d: GroupDescription | None, rebalances: GroupRebalances | None) -> None:
         clients: list[Row] = []
         subs: list[Row] = []
         lag: list[Row] = []
@@ -228,7 +221,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
             title = "Select a group with enter" if self.selected is None else f"{self.selected}: not found"
         else:
             c = d.connections
-            flapping = self.rebalances.flapping(int(self.dash.clock() * 1000))
+            flapping = rebalances.flapping if rebalances is not None else []
             title = (
                 f"{d.group}: {'online' if c.online else 'offline'} · {c.consume_type or '-'} · "
                 f"{c.message_model or '-'} · lag {d.lag.diff_total:,} · in-flight {d.lag.inflight_total:,} · "
@@ -259,13 +252,13 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.query_one("#clients", LiveTable).fill(clients)
         self.query_one("#subscriptions", LiveTable).fill(subs)
         self.query_one("#lag", LiveTable).fill(lag)
-        moves = list(self.rebalances.changes)[-REBALANCES_SHOWN:] if d is not None else []
+        moves = rebalances.moves[-REBALANCES_SHOWN:] if d is not None and rebalances is not None else []
         self.query_one("#rebalances", LiveTable).fill(
             [
                 (
-                    f"{m.at_ms}/{'/'.join(map(str, m.queue))}",
-                    (time.strftime("%H:%M:%S", time.localtime(m.at_ms / 1000)), "/".join(map(str, m.queue)),
-                     m.before or "-", m.after or "-"),
+                    f"{m.timestamp}/{m.topic}/{m.broker_name}/{m.queue_id}",
+                    (time.strftime("%H:%M:%S", time.localtime(m.timestamp / 1000)),
+                     f"{m.topic}/{m.broker_name}/{m.queue_id}", m.from_client, m.to_client),
                 )
                 for m in reversed(moves)
             ]
@@ -435,7 +428,6 @@ class GroupsScreen(LiveScreen[GroupsView]):
     def select(self, group: str) -> None:
         if group != self.selected:
             self.history.clear()
-            self.rebalances = RebalanceHistory()
         self.selected = group
         self.action_refresh_now()
 
@@ -449,5 +441,4 @@ class GroupsScreen(LiveScreen[GroupsView]):
         if self.selected is not None:
             self.selected = None
             self.history.clear()
-            self.rebalances = RebalanceHistory()
-            self._show_detail(None)
+            self._show_detail(None, None)

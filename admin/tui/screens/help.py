@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS = """[b]Everywhere[/]
-  1..5      cluster, topics, groups, retry & DLQ, message lookup
+  1..6      cluster, topics, groups, retry & DLQ, message lookup, controller (failover)
   :         jump: topic NAME, group NAME, broker ADDR, msg ID, or a screen name
   /         filter the list        r  refresh now        ?  this help
   enter     drill down             esc  back / clear     q  quit

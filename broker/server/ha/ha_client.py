@@ -131,7 +131,10 @@ class HAClient:
 
     async def _session(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT)
+        config = self.broker.config
+        tls = config.outbound_tls() if config.ha_tls_enable else None
+        connecting = asyncio.open_connection(host, int(port), ssl=tls, server_hostname=host if tls else None)
+        reader, writer = await asyncio.wait_for(connecting, CONNECT_TIMEOUT)
         heartbeat: asyncio.Task[None] | None = None
         try:
             if self.identity:

@@ -170,6 +170,7 @@ class HAService:
         self._waiters = OffsetWaits()  # SYNC_MASTER answers waiting for a slave's ack
         self._tasks: set[asyncio.Task[None]] = set()
         self.access = SlaveAccess(broker.config)
+        self.verified_peers = False  # haTlsEnable with tlsClientAuth=require (set by start)
         # controller mode: the replicas (ids) that must hold a message before its send is answered
         # (allAckInSyncStateSet); None: the classic rule, any one slave
         self.sync_members: set[int] | None = None
@@ -183,7 +184,10 @@ class HAService:
     async def start(self) -> None:
         """Listen on haListenPort (0 = any free port, written back to the configuration)."""
         cfg = self.broker.config
-        self._server = await asyncio.start_server(self._accept, cfg.listen_host, cfg.ha_listen_port)
+        server_tls = cfg.server_tls() if cfg.ha_tls_enable else None
+        self.verified_peers = server_tls is not None and server_tls.client_auth == "require"
+        ssl = server_tls.context() if server_tls is not None else None
+        self._server = await asyncio.start_server(self._accept, cfg.listen_host, cfg.ha_listen_port, ssl=ssl)
         cfg.ha_listen_port = self.port
         log.info("HA service of %s listening on port %d", cfg.broker_name, self.port)
 
@@ -202,7 +206,8 @@ class HAService:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        if not await self.access.allows(host_of(conn.addr)):
+        # mutual TLS: the handshake has verified the slave's certificate, whatever host it comes from
+        if not self.verified_peers and not await self.access.allows(host_of(conn.addr)):
             log.warning(
                 "HA connection from %s closed: neither a registered slave of %s nor on "
                 "brokerWhiteRemoteAddresses",

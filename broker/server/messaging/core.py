@@ -18,6 +18,7 @@ from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.long_polling import PullHoldService
 from broker.server.messaging.send import SendService
 from broker.server.pop_service import AckStatus, InFlight, InitMode, Popped, PopService
+from broker.server.rebalance_history import RebalanceHistory
 from broker.server.store_access import StoreAccess
 from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
@@ -69,6 +70,9 @@ class BrokerParts(StoreAccess, Protocol):
 
     @property
     def holds(self) -> PullHoldService: ...
+
+    @property
+    def rebalances(self) -> RebalanceHistory: ...
 
     @property
     def transactions(self) -> Transactions: ...
@@ -264,6 +268,11 @@ class MessagingCore:
 
     def record_pull(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
         self.broker.offsets.record_pull(group, topic, queue_id, next_offset)
+
+    def record_holder(self, group: str, topic: str, queue_id: int, client_id: str) -> None:
+        """A client of a clustering group is pulling the queue (as it arrives: a held pull that
+        returns after a rebalance is no claim): the group's rebalance history follows who holds it."""
+        self.broker.rebalances.pulled(group, topic, queue_id, client_id)
 
     async def min_offset(self, topic: str, queue_id: int) -> int:
         return await self.broker.read(self.broker.store.min_offset, topic, queue_id)
