@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from admin.models import GroupSpec
 from admin.service import AdminService
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 
 Result = dict[str, object]
 TOPICS = 1000

@@ -2,10 +2,11 @@
 
 For 100, 1 000 and 10 000 topics (8 queues each) with a fifth as many groups, on a fresh store:
 ``rmq metadata apply`` of an export (the whole CLI process, per item), GET_ROUTEINFO_BY_TOPIC p99
-asked of the same process's NameServer every 20 ms while the apply runs, the node's RSS after it,
-``rmq topic|group|cluster list`` (whole processes) and one fetch of each dashboard screen's data, and
-the restart of that node (SIGTERM, start on the same store, until it is ready). Per-item costs must
-stay flat: the largest size's over the smallest's <= 2.
+asked of the same process's NameServer every 20 ms while the apply runs (by a raw socket client in
+a process of its own: :mod:`benchmarks.raw_probe`), the node's RSS after it, ``rmq
+topic|group|cluster list`` (whole processes), then with every group's retry topic added one fetch of
+each dashboard screen's data, and the restart of that node (SIGTERM, start on the same store, until
+it is ready). Per-item costs must stay flat: the largest size's over the smallest's <= 2.
 
 Then a NameServer of its own holding 100 brokers x 10 000 topics (every topic on every broker,
 registered as brokers do, in the compressed form) answers route lookups (target p99 <= 1 ms), and
@@ -19,7 +20,6 @@ its curves join these as one more of :data:`SECTIONS`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -37,22 +36,19 @@ from pathlib import Path
 from typing import Any
 
 from admin.service import AdminService
+from benchmarks import raw_probe
 from benchmarks.bench_cli import rmq_up
-from broker.client.remoting_client import RemotingClient, RemotingError
+from broker.client.remoting_client import RemotingClient
 from broker.protocol.bodies import (
-    ConsumerData,
     DataVersion,
-    HeartbeatData,
-    ProducerData,
     RegisterBrokerBody,
-    SubscriptionData,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
     TopicRouteData,
 )
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from broker.protocol.headers import (
-    GetKVConfigRequestHeader,
     GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
 )
@@ -117,38 +113,11 @@ def _export(topics: int, groups: int) -> dict[str, object]:
     }
 
 
-class RouteProbe:
-    """GET_ROUTEINFO_BY_TOPIC every PROBE_GAP seconds from a thread of its own (its own event loop),
-    so the figures are what any other client of the NameServer sees."""
-
-    def __init__(self, namesrv: str, topic: str) -> None:
-        self.namesrv, self.topic = namesrv, topic
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
-
-    def __enter__(self) -> RouteProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    async def _run(self) -> None:
-        client = RemotingClient()
-        header = GetRouteInfoRequestHeader(topic=self.topic)
-        try:
-            while not self._stop.is_set():
-                began = time.perf_counter()
-                with contextlib.suppress(RemotingError):  # a timeout counts as what it cost
-                    await client.invoke(
-                        self.namesrv, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header), 5
-                    )
-                self.samples.append((time.perf_counter() - began) * 1e6)
-                await asyncio.sleep(PROBE_GAP)
-        finally:
-            await client.close()
+def _route_probe(namesrv: str, topic: str) -> raw_probe.ProbeSpec:
+    """GET_ROUTEINFO_BY_TOPIC every PROBE_GAP seconds until stopped, from a process of its own."""
+    return raw_probe.ProbeSpec(
+        namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, [{"topic": topic}], gap_s=PROBE_GAP
+    )
 
 
 def _children_cpu() -> float:
@@ -203,6 +172,16 @@ async def _screen_fetches(namesrv: str, node: int, group: str) -> dict[str, tupl
     return out
 
 
+async def _retry_topics(namesrv: str, groups: int) -> None:
+    """Every group's retry topic, as a group that has had a consumer online has (``metadata apply``
+    leaves them to the broker): the DLQ screen lists them with what each holds."""
+    async with AdminService([namesrv], 30) as service:
+        broker = (await service.cluster_list()).brokers[0].address
+        configs = [TopicConfig(f"%RETRY%scale-group-{i:05d}", 1, 1) for i in range(groups)]
+        for start in range(0, groups, 250):
+            await service.api.create_topics(broker, configs[start : start + 250])
+
+
 async def _ready(namesrv: str) -> None:
     async with AdminService([namesrv], 10) as service:
         await service.wait_ready(60)
@@ -218,17 +197,19 @@ def _topic_curve(size: int, env: dict[str, str]) -> dict[str, float]:
         out: dict[str, float] = {}
         with rmq_up(root, env) as (namesrv, pid):
             asyncio.run(_ready(namesrv))
-            with RouteProbe(namesrv, "TBW102") as probe:
-                out["apply"], out["apply_cpu"] = _cli_us(
-                    env, pid, "metadata", "apply", str(export), "-o", "json", "--timeout", "30"
-                )
-            out["probe_p99"] = _p(probe.samples, 0.99)
-            out["probe_max"] = max(probe.samples)
+            probe = raw_probe.start(_route_probe(namesrv, "TBW102"))
+            out["apply"], out["apply_cpu"] = _cli_us(
+                env, pid, "metadata", "apply", str(export), "-o", "json", "--timeout", "30"
+            )
+            samples = raw_probe.finish(probe, interrupt=True)["samples"]
+            out["probe_p99"] = _p(samples, 0.99)
+            out["probe_max"] = max(samples)
             out["rss"] = _rss_mib(pid)
             for view in ("topic", "group", "cluster"):
                 out[f"{view}_list"], out[f"{view}_list_cpu"] = _cli_us(
                     env, pid, view, "list", "-o", "json", runs=3
                 )
+            asyncio.run(_retry_topics(namesrv, groups))
             for screen, (us, cpu) in asyncio.run(_screen_fetches(namesrv, pid, "scale-group-00000")).items():
                 out[f"screen_{screen}"], out[f"cpu_screen_{screen}"] = us, cpu
         began = time.perf_counter()
@@ -310,64 +291,66 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _fleet(
-    namesrv: str, pid: int, brokers: int, topics: int, lookups: int
-) -> tuple[float, list[float], list[float], float, float]:
+async def _register_fleet(namesrv: str, brokers: int, topics: int) -> tuple[float, list[RemotingClient]]:
     """Register ``brokers`` brokers of one cluster, each on a connection of its own (a NameServer drops
-    a broker with its connection) with the same ``topics`` topics; then route lookups of random
-    topics from another client, each checked to name every broker, each followed by the cheapest
-    request there is (a KV lookup that finds nothing: the round trip's floor on this machine now).
-    Seconds the registrations took, each lookup's and each floor request's microseconds, the
-    NameServer's CPU per lookup (microseconds: what a lookup costs
-    it, whatever else the machine runs) and its RSS (MiB) with the fleet registered."""
+    a broker with its connection, so they stay open: the caller closes them), with the same ``topics``
+    topics, and check that a route names every broker; the seconds the registrations took."""
     table = {f"fleet-{i:05d}": TopicConfig(f"fleet-{i:05d}", QUEUES, QUEUES) for i in range(topics)}
     version = DataVersion(counter=1)
     wrapper = TopicConfigAndMappingSerializeWrapper(topicConfigTable=table, dataVersion=version)
     body = RegisterBrokerBody(topicConfigSerializeWrapper=wrapper).encode(True)
     fleet = [RemotingClient() for _ in range(brokers)]
-    client = RemotingClient()
+    began = time.perf_counter()
+    for b, conn in enumerate(fleet):
+        header = RegisterBrokerRequestHeader(
+            brokerName=f"fleet-broker-{b:03d}",
+            brokerAddr=f"127.0.0.1:{20000 + b}",
+            clusterName="fleet",
+            haServerAddr=f"127.0.0.1:{30000 + b}",
+            brokerId=0,
+            heartbeatTimeoutMillis=600_000,
+            compressed=True,
+            bodyCrc32=body_crc(body),
+        )
+        answer = await conn.invoke(namesrv, make_request(RequestCode.REGISTER_BROKER, header, body=body), 60)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    registered = time.perf_counter() - began
+    lookup = make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="fleet-00000"))
+    answer = await fleet[0].invoke(namesrv, lookup, 5)
+    assert len(TopicRouteData.from_json(answer.body or b"").brokerDatas) == brokers
+    return registered, fleet
+
+
+def _timed_probe(spec: raw_probe.ProbeSpec, pid: int) -> tuple[list[float], float]:
+    """A counted probe's round trips (microseconds) and the server's CPU per request (microseconds)."""
+    began = _cpu_seconds(pid)
+    result = raw_probe.run(spec)
+    assert set(result["codes"]) == {str(ResponseCode.SUCCESS)} or spec.code == RequestCode.GET_KV_CONFIG
+    samples: list[float] = result["samples"]
+    # the warm-up requests' CPU is counted too: a few percent at most
+    return samples, (_cpu_seconds(pid) - began) / (spec.count + spec.warmup) * 1e6
+
+
+async def _fleet(
+    namesrv: str, pid: int, brokers: int, topics: int, lookups: int
+) -> tuple[float, list[float], list[float], float, float]:
+    """The fleet registered (its connections held open meanwhile), then the round trips of a raw
+    socket client in a process of its own, requests encoded beforehand: random topics' routes, then
+    the cheapest request there is (a KV lookup that finds nothing) as this machine's floor. Seconds
+    the registrations took, each lookup's and each floor request's microseconds, the NameServer's
+    CPU per lookup (microseconds) and its RSS (MiB) with the fleet registered."""
+    registered, fleet = await _register_fleet(namesrv, brokers, topics)
     try:
-        began = time.perf_counter()
-        for b, conn in enumerate(fleet):
-            header = RegisterBrokerRequestHeader(
-                brokerName=f"fleet-broker-{b:03d}",
-                brokerAddr=f"127.0.0.1:{20000 + b}",
-                clusterName="fleet",
-                haServerAddr=f"127.0.0.1:{30000 + b}",
-                brokerId=0,
-                heartbeatTimeoutMillis=600_000,
-                compressed=True,
-                bodyCrc32=body_crc(body),
-            )
-            answer = await conn.invoke(
-                namesrv, make_request(RequestCode.REGISTER_BROKER, header, body=body), 60
-            )
-            assert answer.code == ResponseCode.SUCCESS, answer.remark
-        registered = time.perf_counter() - began
-        samples, floor = [], []
-        nothing = GetKVConfigRequestHeader(namespace="SCALE", key="none")
-        cpu_before = floor_cpu = 0.0
-        for n in range(lookups + 200):
-            if n == 200:
-                cpu_before = _cpu_seconds(pid)  # the first 200 warm connections and caches up
-            lookup = GetRouteInfoRequestHeader(topic=f"fleet-{random.randrange(topics):05d}")
-            began = time.perf_counter()
-            answer = await client.invoke(namesrv, make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, lookup), 5)
-            elapsed = (time.perf_counter() - began) * 1e6
-            assert answer.code == ResponseCode.SUCCESS, answer.remark
-            if n == 0:
-                assert len(TopicRouteData.from_json(answer.body or b"").brokerDatas) == brokers
-            before_floor = _cpu_seconds(pid)
-            began = time.perf_counter()
-            await client.invoke(namesrv, make_request(RequestCode.GET_KV_CONFIG, nothing), 5)
-            if n >= 200:
-                samples.append(elapsed)
-                floor.append((time.perf_counter() - began) * 1e6)
-                floor_cpu += _cpu_seconds(pid) - before_floor
-        cpu = (_cpu_seconds(pid) - cpu_before - floor_cpu) / lookups * 1e6
+        picks = [{"topic": f"fleet-{random.randrange(topics):05d}"} for _ in range(1000)]
+        route = raw_probe.ProbeSpec(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, picks, lookups, 200)
+        samples, cpu = await asyncio.to_thread(_timed_probe, route, pid)
+        nothing = raw_probe.ProbeSpec(
+            namesrv, RequestCode.GET_KV_CONFIG, [{"namespace": "SCALE", "key": "none"}], lookups, 200
+        )
+        floor, _ = await asyncio.to_thread(_timed_probe, nothing, pid)
         return registered, samples, floor, cpu, _rss_mib(pid)
     finally:
-        await asyncio.gather(client.close(), *(c.close() for c in fleet))
+        await asyncio.gather(*(c.close() for c in fleet))
 
 
 def _namesrv_rows(quick: bool) -> list[Result]:

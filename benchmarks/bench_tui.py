@@ -70,7 +70,7 @@ class Catalog:
             await self.service.api.create_topic(self.broker, config)
 
     async def group(self, i: int, retries: int = 16, suffix: str = "") -> None:
-        from broker.protocol.bodies import SubscriptionGroupConfig
+        from broker.protocol.group_bodies import SubscriptionGroupConfig
 
         config = SubscriptionGroupConfig(groupName=f"bench-cg-{i:03d}{suffix}", retryMaxTimes=retries)
         async with self.limit:

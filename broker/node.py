@@ -188,8 +188,8 @@ class Node:
 
 # A serving process allocates short-lived containers on every request. CPython's default collector
 # runs a young collection every 700 of them and, now and then, a full one over every object the process
-# holds (modules, settings, topic tables): pauses of several ms that set the p99 latency of sends
-# (64 synchronous producers: p99 13.7-16.9 ms before, 7.9-8.0 ms after, throughput +4 %).
+# holds (modules, settings, topic tables): pauses that set the p99 latency of sends (docs/benchmarks.md
+# has the before and after).
 GC_THRESHOLDS = (20_000, 50, 50)
 
 

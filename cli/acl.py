@@ -20,14 +20,10 @@ import typer
 from cli.connect import (
     ClusterOpt,
     Conn,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
     TargetBrokerOpt,
-    TimeoutOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
 )
 from cli.output import Fields, Section, Table, ms_time
 
@@ -137,48 +133,36 @@ def _upsert(
 
 # == rmq acl ===================================================================================
 @app.command("list")
+@connected
 def acl_list(
+    conn: Conn,
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Accounts and global white addresses of each broker (or of a file); secrets are never shown."""
-    _show(None, file, broker, cluster, namesrv, profile, timeout, output)
+    _show(conn, None, file, broker, cluster)
 
 
 @app.command("get")
+@connected
 def acl_get(
+    conn: Conn,
     access_key: KeyArg,
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """One account on each broker (or in a file)."""
-    _show(access_key, file, broker, cluster, namesrv, profile, timeout, output)
+    _show(conn, access_key, file, broker, cluster)
 
 
 def _show(
-    access_key: str | None,
-    file: Path | None,
-    broker: str | None,
-    cluster: str | None,
-    namesrv: str | None,
-    profile: str | None,
-    timeout: float | None,
-    output: OutOpt,
+    conn: Conn, access_key: str | None, file: Path | None, broker: str | None, cluster: str | None
 ) -> None:
     from admin.errors import NotFound
     from admin.service.acl import file_view
 
-    conn = connect(namesrv, profile, timeout, output)
     if file is not None:
         views = [file_view(file, access_key)]
     else:
@@ -189,7 +173,9 @@ def _show(
 
 
 @app.command("create")
+@connected
 def acl_create(
+    conn: Conn,
     access_key: KeyArg,
     secret_key_env: SecretEnvOpt = None,
     secret_key_file: SecretFileOpt = None,
@@ -202,13 +188,8 @@ def acl_create(
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt)."""
-    conn = connect(namesrv, profile, timeout, output)
     secret = _read_secret(secret_key_env, secret_key_file, required=True)
     change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
                      topic_perm, group_perm)  # fmt: skip
@@ -216,7 +197,9 @@ def acl_create(
 
 
 @app.command("update")
+@connected
 def acl_update(
+    conn: Conn,
     access_key: KeyArg,
     secret_key_env: SecretEnvOpt = None,
     secret_key_file: SecretFileOpt = None,
@@ -229,13 +212,8 @@ def acl_update(
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change the given fields of an account (the others stay; --topic-perm replaces the list)."""
-    conn = connect(namesrv, profile, timeout, output)
     secret = _read_secret(secret_key_env, secret_key_file, required=False)
     change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
                      topic_perm, group_perm)  # fmt: skip
@@ -243,21 +221,18 @@ def acl_update(
 
 
 @app.command("delete")
+@connected
 def acl_delete(
+    conn: Conn,
     access_key: KeyArg,
     yes: YesOpt = False,
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Remove an account."""
     from admin.service.acl import file_delete
 
-    conn = connect(namesrv, profile, timeout, output)
     confirm(f"delete ACL account {access_key}", yes)
     if file is not None:
         file_delete(file, access_key)
@@ -268,24 +243,21 @@ def acl_delete(
 
 
 @app.command("white-list")
+@connected
 def acl_white_list(
+    conn: Conn,
     set_to: SetWhiteOpt = None,
     add: AddWhiteOpt = None,
     remove: RemoveWhiteOpt = None,
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The global white list (addresses that need no signature): show it, or change it with --set,
     --add or --remove on every broker of the cluster (or in a file)."""
     from admin.service.acl import WhiteEdit, file_white_list, file_white_update
     from broker.acl.addresses import split_patterns
 
-    conn = connect(namesrv, profile, timeout, output)
     changed = set_to is not None or bool(add) or bool(remove)
     edit = WhiteEdit(None if set_to is None else split_patterns(set_to), add or [], remove or [])
     lists: list[AclWhiteList]
@@ -299,20 +271,17 @@ def acl_white_list(
 
 
 @app.command("version")
+@connected
 def acl_version(
+    conn: Conn,
     file: FileOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The ACL data version of each broker (or of a file): how many changes were written, and when
     the last one was; brokers that show different versions hold different ACLs."""
     from admin.service.acl import file_version
 
-    conn = connect(namesrv, profile, timeout, output)
     if file is not None:
         conn.emit([file_version(file)], _version_sections)
         return

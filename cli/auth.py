@@ -17,14 +17,11 @@ import typer
 
 from cli.connect import (
     ClusterOpt,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
+    Conn,
     TargetBrokerOpt,
-    TimeoutOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
 )
 from cli.output import Fields, Section, Table
 
@@ -93,36 +90,30 @@ def _read_password(env: str | None, path: Path | None, required: bool) -> str | 
 
 # == rmq auth user =============================================================================
 @user_app.command("list")
+@connected
 def user_list(
+    conn: Conn,
     name_filter: Annotated[
         str | None, typer.Option("--filter", metavar="TEXT", help="Only users whose name holds TEXT.")
     ] = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The users of each broker (passwords are never shown)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.auth_users(cluster, broker, name_filter)), _users_sections)
 
 
 @user_app.command("get")
+@connected
 def user_get(
+    conn: Conn,
     username: UserArg,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """One user on each broker; exits 1 when no broker has it."""
     from admin.errors import NotFound
 
-    conn = connect(namesrv, profile, timeout, output)
     views = conn.run(lambda s: s.auth_user(username, cluster, broker))
     if not any(v.users for v in views):
         raise NotFound(f"no user {username}")
@@ -130,29 +121,28 @@ def user_get(
 
 
 @user_app.command("create")
+@connected
 def user_create(
+    conn: Conn,
     username: UserArg,
     password_env: PasswordEnvOpt = None,
     password_file: PasswordFileOpt = None,
     user_type: UserTypeOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Add a user (its password from --password-env, --password-file or a hidden prompt)."""
     from admin.service.auth import user_spec
 
-    conn = connect(namesrv, profile, timeout, output)
     password = _read_password(password_env, password_file, required=True)
     spec = user_spec(username, password, user_type, create=True)
     conn.emit(conn.run(lambda s: s.auth_user_put(spec, cluster, broker, create=True)), _user_changed)
 
 
 @user_app.command("update")
+@connected
 def user_update(
+    conn: Conn,
     username: UserArg,
     password_env: PasswordEnvOpt = None,
     password_file: PasswordFileOpt = None,
@@ -160,58 +150,49 @@ def user_update(
     user_status: UserStatusOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change a user's password, type or status (what is not given stays)."""
     from admin.service.auth import user_spec
 
-    conn = connect(namesrv, profile, timeout, output)
     password = _read_password(password_env, password_file, required=False)
     spec = user_spec(username, password, user_type, user_status, create=False)
     conn.emit(conn.run(lambda s: s.auth_user_put(spec, cluster, broker, create=False)), _user_changed)
 
 
 @user_app.command("delete")
+@connected
 def user_delete(
+    conn: Conn,
     username: UserArg,
     yes: YesOpt = False,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Remove a user; exits 1 when no broker has it."""
-    conn = connect(namesrv, profile, timeout, output)
     confirm(f"delete user {username}", yes)
     conn.emit(conn.run(lambda s: s.auth_user_delete(username, cluster, broker)), _user_changed)
 
 
 @user_app.command("copy")
+@connected
 def user_copy(
+    conn: Conn,
     source: FromOpt,
     target: ToOpt,
     usernames: Annotated[
         list[str] | None, typer.Argument(metavar="[USERNAME]...", help="Only these users [default: all].")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Copy users from one broker to another: their type and status, updated where the target has
     them (a user new on the target needs a broker that sends passwords back)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.auth_users_copy(source, target, usernames or [])), _copied)
 
 
 # == rmq auth acl ==============================================================================
 @acl_app.command("list")
+@connected
 def acl_list(
+    conn: Conn,
     subject: Annotated[
         str | None, typer.Option("-s", "--subject", metavar="TEXT", help="Only subjects that hold TEXT.")
     ] = None,
@@ -221,30 +202,22 @@ def acl_list(
     ] = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The ACLs of each broker: subject, policy type, resource, actions, source IPs, decision."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.auth_acls(cluster, broker, subject, resource)), _acls_sections)
 
 
 @acl_app.command("get")
+@connected
 def acl_get(
+    conn: Conn,
     subject: SubjectArg,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """A subject's ACL on each broker; exits 1 when no broker has one."""
     from admin.errors import NotFound
 
-    conn = connect(namesrv, profile, timeout, output)
     views = conn.run(lambda s: s.auth_acl(subject, cluster, broker))
     if not any(v.acls for v in views):
         raise NotFound(f"no ACL for {subject}")
@@ -259,18 +232,19 @@ def _put_acl(
     decision: str,
     source_ips: list[str] | None,
     where: tuple[str | None, str | None],
-    conn_args: tuple[str | None, str | None, float | None, OutOpt],
+    conn: Conn,
 ) -> None:
     from admin.service.auth import acl_spec, split_list
 
-    conn = connect(*conn_args)
     spec = acl_spec(subject, split_list(resources), split_list(actions), decision, split_list(source_ips))
     cluster, broker = where
     conn.emit(conn.run(lambda s: s.auth_acl_put(spec, cluster, broker, create=create)), _acl_changed)
 
 
 @acl_app.command("create")
+@connected
 def acl_create(
+    conn: Conn,
     subject: SubjectArg,
     resource: ResourcesOpt,
     action: ActionsOpt,
@@ -278,19 +252,16 @@ def acl_create(
     source_ip: SourceIpsOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Give a subject a policy: an entry per resource with these actions, source IPs and decision
     (entries of resources the subject has already are replaced)."""
-    _put_acl(True, subject, resource, action, decision, source_ip, (cluster, broker),
-             (namesrv, profile, timeout, output))  # fmt: skip
+    _put_acl(True, subject, resource, action, decision, source_ip, (cluster, broker), conn)
 
 
 @acl_app.command("update")
+@connected
 def acl_update(
+    conn: Conn,
     subject: SubjectArg,
     resource: ResourcesOpt,
     action: ActionsOpt,
@@ -298,18 +269,15 @@ def acl_update(
     source_ip: SourceIpsOpt = None,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change the entries of these resources in a subject's policy (the other entries stay)."""
-    _put_acl(False, subject, resource, action, decision, source_ip, (cluster, broker),
-             (namesrv, profile, timeout, output))  # fmt: skip
+    _put_acl(False, subject, resource, action, decision, source_ip, (cluster, broker), conn)
 
 
 @acl_app.command("delete")
+@connected
 def acl_delete(
+    conn: Conn,
     subject: SubjectArg,
     resource: Annotated[
         str | None, typer.Option("-r", "--resource", metavar="RESOURCE", help="Only this resource's entries.")
@@ -317,32 +285,24 @@ def acl_delete(
     yes: YesOpt = False,
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Remove a subject's ACL, or only its entries for one resource; exits 1 when no broker has one."""
-    conn = connect(namesrv, profile, timeout, output)
     what = f"the {resource} entries of {subject}" if resource else f"the ACL of {subject}"
     confirm(f"delete {what}", yes)
     conn.emit(conn.run(lambda s: s.auth_acl_delete(subject, resource, cluster, broker)), _acl_changed)
 
 
 @acl_app.command("copy")
+@connected
 def acl_copy(
+    conn: Conn,
     source: FromOpt,
     target: ToOpt,
     subjects: Annotated[
         list[str] | None, typer.Argument(metavar="[SUBJECT]...", help="Only these subjects [default: all].")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Copy ACLs from one broker to another (created, or merged into the target's)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.auth_acls_copy(source, target, subjects or [])), _copied)
 
 

@@ -18,15 +18,12 @@ from cli import run
 from cli.connect import (
     BrokerOpt,
     ClusterOpt,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
+    Conn,
     TargetBrokerOpt,
-    TimeoutOpt,
     WatchOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
     key_values,
 )
 from cli.output import Fields, Section, Table, ms_time
@@ -49,49 +46,42 @@ app.add_typer(config_app, name="config")
 
 
 @app.command("status")
+@connected
 def status(
+    conn: Conn,
     broker: BrokerOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """A broker's role, version, TPS, disk use and CommitLog range."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.broker_status(broker), _status_sections, watch)
 
 
 @app.command("runtime")
+@connected
 def runtime(
+    conn: Conn,
     broker: BrokerOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Every runtime key the broker reports (mqadmin brokerStatus)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.broker_runtime(broker), _runtime_sections, watch)
 
 
 @app.command("producers")
+@connected
 def producers(
+    conn: Conn,
     broker: BrokerOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Producers connected to a broker, by producer group: client, address, version, last heartbeat."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.producer_table(broker), _producers_sections, watch)
 
 
 @app.command("clean")
+@connected
 def clean(
+    conn: Conn,
     cluster: ClusterOpt = None,
     broker: Annotated[
         str | None, typer.Option("-b", "--broker", metavar="ADDR", help="Only this broker.")
@@ -110,10 +100,6 @@ def clean(
         typer.Option("--unused-topics/--no-unused-topics", help="Remove queues of topics without a config."),
     ] = True,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Free disk now: the retention rules at once (files older than fileReservedTime; never the one
     being written), then the ConsumeQueues left without messages or without a topic. On one broker
@@ -122,7 +108,6 @@ def clean(
 
     if not (commitlog or consume_queues or unused_topics):
         raise BadInput("nothing to clean: every step is turned off")
-    conn = connect(namesrv, profile, timeout, output)
     where = broker or (f"cluster {cluster}" if cluster else "every broker")
     confirm(f"delete expired files and unused queues on {where}", yes)
     done = conn.run(lambda s: s.broker_clean(cluster, broker, commitlog, consume_queues, unused_topics))
@@ -135,7 +120,9 @@ class ReadAhead(StrEnum):
 
 
 @app.command("read-ahead")
+@connected
 def read_ahead(
+    conn: Conn,
     mode: Annotated[
         ReadAhead,
         typer.Argument(
@@ -146,47 +133,36 @@ def read_ahead(
     ],
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Turn the read-ahead of CommitLog files off (random: consumers mostly read old messages) or
     back on, on a broker or on every master and slave of a cluster, until the broker restarts."""
-    conn = connect(namesrv, profile, timeout, output)
     random = mode is ReadAhead.RANDOM
     conn.emit(conn.run(lambda s: s.broker_set_read_ahead(random, cluster, broker)), _read_ahead_sections)
 
 
 @config_app.command("get")
+@connected
 def config_get(
+    conn: Conn,
     keys: Annotated[list[str] | None, typer.Argument(metavar="[KEY]...", help="Only these settings.")] = None,
     broker: BrokerOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """A broker's settings."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.broker_config_get(broker, keys), config_sections)
 
 
 @config_app.command("set")
+@connected
 def config_set(
+    conn: Conn,
     values: Annotated[list[str], typer.Argument(metavar="KEY=VALUE...", help="Settings to change.")],
     broker: BrokerOpt = None,
     cluster: Annotated[
         str | None, typer.Option("-c", "--cluster", help="Every broker of this cluster.")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change settings at runtime (only those a broker accepts without a restart)."""
     settings = key_values(values, "setting")
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.broker_config_set(settings, broker, cluster)), change_sections)
 
 
@@ -217,7 +193,7 @@ def _status_sections(b: BrokerInfo) -> list[Section]:
 
 
 def _producers_sections(p: BrokerProducers) -> list[Section]:
-    from admin.render_mqadmin import version_desc
+    from cli.mqadmin.render import version_desc
 
     rows = [
         (

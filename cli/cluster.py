@@ -11,7 +11,12 @@ import typer
 
 from admin.units import size
 from cli import cluster_local
-from cli.connect import ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, WatchOpt, connect
+from cli.connect import (
+    ClusterOpt,
+    Conn,
+    WatchOpt,
+    connected,
+)
 from cli.output import Section, Table
 
 if TYPE_CHECKING:
@@ -25,35 +30,31 @@ app.command("ps")(cluster_local.ps)
 
 
 @app.command("list")
+@connected
 def list_(
+    conn: Conn,
     cluster: ClusterOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Every broker with its role, version, TPS, disk use and CommitLog range."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.cluster_list(cluster), lambda r: [brokers_table(r.brokers)], watch)
 
 
 @app.command("status")
+@connected
 def status(
+    conn: Conn,
     cluster: ClusterOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """NameServers, a summary per cluster, and the brokers that do not answer."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.cluster_status(cluster), _status_sections, watch)
 
 
 @app.command("metrics")
+@connected
 def metrics(
+    conn: Conn,
     cluster: ClusterOpt = None,
     file: Annotated[
         Path | None,
@@ -61,18 +62,13 @@ def metrics(
             "-f", "--file", metavar="FILE", help="Also write them as mqadmin exportMetrics' metrics.json."
         ),
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Load of each master (rates, yesterday's and the last 24 hours' messages, half and delayed
     messages, disk, topics, groups, client versions) and the cluster's sums."""
-    conn = connect(namesrv, profile, timeout, output)
     result = conn.run(lambda s: s.cluster_metrics(cluster))
     if file is not None:
         from admin.errors import BadInput
-        from admin.render_mqadmin_broker import metrics_json
+        from cli.mqadmin.render_broker import metrics_json
 
         try:
             file.write_text(metrics_json(result), encoding="utf-8")
@@ -94,7 +90,7 @@ def _load_row(name: str, address: str, f: BrokerMetrics | MetricsTotals) -> tupl
 
 
 def _broker_row(b: BrokerMetrics) -> tuple[object, ...]:
-    from admin.render_mqadmin import version_desc
+    from cli.mqadmin.render import version_desc
 
     size = None if b.message_average_size is None else round(b.message_average_size, 1)
     clients = ", ".join(f"{c.language} {version_desc(c.version)}" for c in b.clients)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cli.click_api import Context
 from cli.completion import NAMES_COMMAND, Shell
 
 FILES = {Shell.BASH: "rmq.bash", Shell.ZSH: "_rmq", Shell.FISH: "rmq.fish"}
@@ -58,7 +59,9 @@ def collect(command: Any, path: str = "") -> list[Node]:
                 node.values.update(dict.fromkeys(param.opts, _kind(param)))
     node.flags += ["-h", "--help"]
     nodes = [node]
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
+    ctx = Context(command)
+    for name in sorted(command.list_commands(ctx) if hasattr(command, "list_commands") else []):
+        sub = command.get_command(ctx, name)
         if not sub.hidden:
             node.commands.append(name)
             nodes += collect(sub, f"{path} {name}".strip())

@@ -1,5 +1,6 @@
-"""What every cluster command shares: connection options, settings resolution (admin.profiles),
-running the admin service, ``--watch``, confirmations for destructive commands, and time input.
+"""What every cluster command shares: connection options (declared once: :func:`connected`), settings
+resolution (admin.profiles), running the admin service, ``--watch``, confirmations for destructive
+commands, and time input.
 
 Kept light (typer and cli.output only at import): the admin service is imported when a command runs.
 """
@@ -9,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -73,6 +75,9 @@ GroupArg = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group n
 TopicOpt = Annotated[str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Only this topic.")]
 
 
+_CONNECTION_OPTIONS = {"namesrv": NamesrvOpt, "profile": ProfileOpt, "timeout": TimeoutOpt, "output": OutOpt}
+
+
 @dataclass(frozen=True, slots=True)
 class Conn:
     """Resolved settings of one command: where to connect and how to print."""
@@ -83,14 +88,20 @@ class Conn:
     def run(self, fn: Callable[[AdminService], Awaitable[T]]) -> T:
         """Open the admin service, call ``fn`` with it, close it."""
 
-        async def main() -> T:
+        # the result is handed out beside the task, not as its result: when asyncio.run puts back the
+        # SIGINT handler, the signal module formats the old handler's repr, and with it the main
+        # task's and its result's (a whole list of 10,000 topics)
+        out: list[T] = []
+
+        async def main() -> None:
             from admin.service import AdminService
 
             settings = self.settings
             async with AdminService(settings.namesrv, settings.timeout, settings.security) as service:
-                return await fn(service)
+                out.append(await fn(service))
 
-        return asyncio.run(main())
+        asyncio.run(main())
+        return out[0]
 
     def emit(self, result: T, sections: Callable[[T], Sequence[Section]]) -> None:
         emit(self.fmt, result, functools.partial(sections, result))
@@ -133,6 +144,31 @@ def connect(
         namesrv=namesrv, output=output.value if output else None, timeout=timeout, profile=profile
     )
     return Conn(settings, OutputFormat(settings.output))
+
+
+def connected(command: Callable[..., T]) -> Callable[..., T]:
+    """``command(conn, …)`` as a typer command whose options end with the connection options.
+
+    The options every cluster command takes (``-n/--namesrv``, ``--profile``, ``--timeout``,
+    ``-o/--output``) are declared here once; the command receives them resolved, as a :class:`Conn`,
+    in its first parameter.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    own = list(signature.parameters.values())[1:]  # after `conn`
+    options = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None)
+        for name, kind in _CONNECTION_OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def with_conn(**values: Any) -> T:
+        conn = connect(*(values.pop(name) for name in _CONNECTION_OPTIONS))
+        return command(conn, **values)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + options
+    with_conn.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    with_conn.__annotations__ = {p.name: p.annotation for p in params}
+    return with_conn
 
 
 def confirm(action: str, yes: bool) -> None:

@@ -15,14 +15,11 @@ from admin.errors import BadInput
 from cli import run
 from cli.connect import (
     ClusterOpt,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
-    TimeoutOpt,
+    Conn,
     WatchOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
 )
 from cli.output import Fields, Section, Table
 from cli.server_group import server_group
@@ -78,24 +75,23 @@ BrokerNameOpt = Annotated[str | None, typer.Option("-b", "--broker-name", help="
 
 
 @app.command("status")
+@connected
 def status(
+    conn: Conn,
     controller: ControllerAddrOpt = "127.0.0.1:9878",
     broker_name: BrokerNameOpt = None,
     cluster: ClusterOpt = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The controller leader and each broker group's master, epochs and SyncStateSet."""
-    conn = connect(namesrv, profile, timeout, output)
     names = [broker_name] if broker_name else []
     conn.show(lambda s: s.controller_status(controller.split(";"), names, cluster), _status_sections, watch)
 
 
 @app.command("elect")
+@connected
 def elect(
+    conn: Conn,
     broker_name: Annotated[str, typer.Option("-b", "--broker-name", help="The broker group.")],
     cluster: Annotated[str, typer.Option("-c", "--cluster", help="Its cluster.")],
     broker_id: Annotated[
@@ -103,19 +99,16 @@ def elect(
         typer.Option("--broker-id", help="Make this broker master (default: the controller picks)."),
     ] = None,
     controller: ControllerAddrOpt = "127.0.0.1:9878",
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Elect a master for a broker group now (mqadmin electMaster)."""
-    conn = connect(namesrv, profile, timeout, output)
     election = conn.run(lambda s: s.elect_master(controller.split(";"), cluster, broker_name, broker_id))
     conn.emit(election, _election_sections)
 
 
 @app.command("clean")
+@connected
 def clean(
+    conn: Conn,
     broker_name: Annotated[str, typer.Option("-b", "--broker-name", help="The broker group.")],
     cluster: ClusterOpt = None,
     ids: Annotated[
@@ -125,10 +118,6 @@ def clean(
     living: Annotated[bool, typer.Option("--living", help="Also brokers that are alive.")] = False,
     controller: ControllerAddrOpt = "127.0.0.1:9878",
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Make the controllers forget brokers of a group (mqadmin cleanBrokerMetadata)."""
     try:
@@ -136,7 +125,6 @@ def clean(
     except ValueError:
         raise BadInput(f"--ids {ids!r}: broker ids are numbers separated by ';'") from None
     confirm(f"forget {'brokers ' + ids if ids else 'every broker'} of {broker_name} on the controllers", yes)
-    conn = connect(namesrv, profile, timeout, output)
     conn.run(
         lambda s: s.clean_broker_metadata(controller.split(";"), broker_name, cluster, broker_ids, living)
     )

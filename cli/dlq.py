@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from cli.connect import GroupArg, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, YesOpt, confirm, connect
+from cli.connect import (
+    Conn,
+    GroupArg,
+    NamesrvOpt,
+    ProfileOpt,
+    TimeoutOpt,
+    YesOpt,
+    confirm,
+    connect,
+    connected,
+)
 from cli.message import (
     BeginOpt,
     BrokerNameOpt,
@@ -36,17 +46,16 @@ def special_topic_app(kind: Literal["dlq", "retry"], what: str) -> typer.Typer:
     )
 
     @app.command("list", help=f"Groups with a {what} topic and how many messages it holds.")
+    @connected
     def list_(
-        namesrv: NamesrvOpt = None,
-        profile: ProfileOpt = None,
-        timeout: TimeoutOpt = None,
-        output: OutOpt = None,
+        conn: Conn,
     ) -> None:
-        conn = connect(namesrv, profile, timeout, output)
         conn.show(lambda s: s.dlq_list() if kind == "dlq" else s.retry_list(), special_sections)
 
     @app.command("browse", help=f"The messages in a group's {what} topic.")
+    @connected
     def browse(
+        conn: Conn,
         group: GroupArg,
         broker_name: BrokerNameOpt = None,
         queue: QueueOpt = None,
@@ -56,13 +65,8 @@ def special_topic_app(kind: Literal["dlq", "retry"], what: str) -> typer.Typer:
         end: EndOpt = None,
         tags: TagsExprOpt = "*",
         limit: LimitOpt = 100,
-        namesrv: NamesrvOpt = None,
-        profile: ProfileOpt = None,
-        timeout: TimeoutOpt = None,
-        output: OutOpt = None,
     ) -> None:
         rng = message_range(broker_name, queue, from_offset, to_offset, begin, end, tags, limit)
-        conn = connect(namesrv, profile, timeout, output)
         with ProgressBar() as bar:
             if kind == "dlq":
                 result = conn.run(lambda s: s.dlq_browse(group, rng, bar))
@@ -89,7 +93,9 @@ app = special_topic_app("dlq", "dead-letter")
 
 
 @app.command("resend")
+@connected
 def resend(
+    conn: Conn,
     group: GroupArg,
     offset: Annotated[
         list[int] | None,
@@ -114,10 +120,6 @@ def resend(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would be resent.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Send dead letters back to the group that failed them, and to no other group: through the
     group's retry topic, as RocketMQ redelivers, with the original topic restored for its listener.
@@ -131,7 +133,6 @@ def resend(
     negative = [o for o in offset or [] if o < 0]
     if negative:
         raise BadInput(f"--offset must be a queue offset (0 or more), not {negative[0]}")
-    conn = connect(namesrv, profile, timeout, output)
     offsets = None if all_ else offset
 
     def run(dry: bool, bar: ProgressBar | None = None) -> ResendReport:

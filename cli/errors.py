@@ -14,10 +14,8 @@ from enum import IntEnum
 
 import typer
 
-# typer vendors click since 0.20; these two carry the context the one-line message needs.
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
-
 from admin.errors import AdminError, BadInput, ConnectFailed, Timeout
+from cli.click_api import NoArgsIsHelpError, UsageError
 
 
 class ExitCode(IntEnum):

@@ -12,17 +12,14 @@ from admin.timeparse import parse_time
 from admin.units import duration
 from cli.connect import (
     ClusterOpt,
+    Conn,
     GroupArg,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
     TargetBrokerOpt,
-    TimeoutOpt,
     TopicOpt,
     WatchOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
 )
 from cli.output import Fields, ProgressBar, Section, Table, ms_time
 
@@ -61,7 +58,9 @@ def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
 
 
 @app.command("create")
+@connected
 def create(
+    conn: Conn,
     group: GroupArg,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
@@ -72,15 +71,10 @@ def create(
         bool, typer.Option("--no-broadcast", help="Forbid broadcasting consumption.")
     ] = False,
     disabled: Annotated[bool, typer.Option("--disabled", help="Create with consumption disabled.")] = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Create a subscription group on a cluster's masters (-c) or on one broker (-b)."""
     from admin.models import GroupSpec
 
-    conn = connect(namesrv, profile, timeout, output)
     spec = GroupSpec(
         group,
         consume_enable=False if disabled else None,
@@ -93,7 +87,9 @@ def create(
 
 
 @app.command("update")
+@connected
 def update(
+    conn: Conn,
     group: GroupArg,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
@@ -103,48 +99,41 @@ def update(
     broadcast: Annotated[bool | None, _bool_opt("broadcast", "Allow broadcasting consumption.")] = None,
     consume: Annotated[bool | None, _bool_opt("consume", "Enable consumption.")] = None,
     from_min: Annotated[bool | None, _bool_opt("from-min", "Allow consuming from the min offset.")] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change a group's settings on the brokers holding it."""
     from admin.models import GroupSpec
 
-    conn = connect(namesrv, profile, timeout, output)
     spec: GroupSpec = GroupSpec(group, consume, from_min, broadcast, orderly, retry_queues, retry_max)
     conn.emit(conn.run(lambda s: s.group_update(spec, cluster, broker)), _change_sections)
 
 
 @app.command("list")
+@connected
 def list_(
+    conn: Conn,
     all_: Annotated[
         bool, typer.Option("--all", "-a", help="Also the brokers' own and tools' groups.")
     ] = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Subscription groups of every broker, whether they are online and how far behind they are
     (messages, and how long the oldest unconsumed one has waited)."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.group_list(all_), _list_sections)
+    conn.show(lambda s: s.group_list(all_), _list_sections)
 
 
 @app.command("describe")
+@connected
 def describe(
+    conn: Conn,
     group: GroupArg,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """A group's settings, clients, subscriptions and lag."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.group_describe(group), _describe_sections)
+    conn.show(lambda s: s.group_describe(group), _describe_sections)
 
 
 @app.command("lag")
+@connected
 def lag(
+    conn: Conn,
     group: Annotated[
         str | None,
         typer.Argument(metavar="[GROUP]", help="Consumer group name (or --all).", show_default=False),
@@ -166,10 +155,6 @@ def lag(
         ),
     ] = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """How far behind a group is, per queue (diff, inflight, last consumed, lag time), or every group
     with --all. With --max-lag / --max-lag-time it is a check for CI and cron: exit 1 past a limit."""
@@ -181,7 +166,6 @@ def lag(
     if all_ and topic is not None:
         raise BadInput("--topic applies to one group, not to --all")
     limit_ms = None if max_lag_time is None else parse_duration(max_lag_time)
-    conn = connect(namesrv, profile, timeout, output)
     if group is not None:
         name = group
         if watch is not None:
@@ -213,50 +197,40 @@ def _check_limits(lags: list[tuple[str, int, int]], max_lag: int | None, max_ms:
 
 
 @app.command("connections")
+@connected
 def connections(
+    conn: Conn,
     group: GroupArg,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The group's online clients and their subscriptions."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.group_connections(group), _connections_sections, watch)
 
 
 @app.command("clients")
+@connected
 def clients(
+    conn: Conn,
     group: GroupArg,
     client: Annotated[
         str | None, typer.Option("--client", metavar="ID", help=r"Only this client \[default: every one].")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """What the group's online clients report: version, subscriptions, owned queues and rates."""
-    connect(namesrv, profile, timeout, output).show(
-        lambda s: s.group_clients(group, client), _clients_sections
-    )
+    conn.show(lambda s: s.group_clients(group, client), _clients_sections)
 
 
 @app.command("delete")
+@connected
 def delete(
+    conn: Conn,
     group: GroupArg,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
     keep_offsets: Annotated[bool, typer.Option("--keep-offsets", help="Keep the group's offsets.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Delete a subscription group (and its offsets) from the brokers holding it."""
-    conn = connect(namesrv, profile, timeout, output)
     confirm(f"delete consumer group {group}", yes)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.group_delete(group, cluster, broker, not keep_offsets, bar))
@@ -286,7 +260,9 @@ def _target(to_time: str | None, to_offset: int | None, to_earliest: bool, to_la
 
 
 @app.command("reset-offset")
+@connected
 def reset_offset(
+    conn: Conn,
     group: GroupArg,
     topic: Annotated[
         str | None,
@@ -304,13 +280,8 @@ def reset_offset(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the targets, change nothing.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Move a group's offsets (works while its consumers run: the broker pushes the new offsets)."""
-    conn = connect(namesrv, profile, timeout, output)
     target = _target(to_time, to_offset, to_earliest, to_latest)
     if not dry_run:
         confirm(f"reset the offsets of consumer group {group}", yes)
@@ -325,7 +296,9 @@ class OffsetsAction(StrEnum):
 
 
 @app.command("offsets")
+@connected
 def offsets(
+    conn: Conn,
     action: Annotated[
         OffsetsAction,
         typer.Argument(
@@ -335,14 +308,9 @@ def offsets(
     group: GroupArg,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="undo: show the moves, change nothing.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Every reset and skip first saves the offsets it moves; show them, or undo the last reset
     (undo saves the offsets it leaves, so it can be undone too)."""
-    conn = connect(namesrv, profile, timeout, output)
     if action is OffsetsAction.SHOW:
         conn.emit(conn.run(lambda s: s.group_offsets_snapshot(group)), _snapshot_sections)
         return
@@ -352,37 +320,31 @@ def offsets(
 
 
 @app.command("rebalances")
+@connected
 def rebalances(
+    conn: Conn,
     group: GroupArg,
     since: Annotated[
         str | None,
         typer.Option("--since", metavar="TIME", help="Moves at or after TIME (epoch ms, ISO 8601, -1h)."),
     ] = None,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Which client holds each queue of GROUP, and when queues moved from one client to another, as
     the brokers saw the pulls; a queue that keeps moving is flagged as flapping."""
     since_ms = parse_time(since) if since else 0
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.group_rebalances(group, since_ms), _rebalance_sections, watch)
 
 
 @app.command("clone-offsets")
+@connected
 def clone_offsets(
+    conn: Conn,
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="Group to copy from.", show_default=False)],
     destination: Annotated[str, typer.Argument(metavar="DEST", help="Group to copy to.", show_default=False)],
     topic: TopicOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Copy one group's offsets to another."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.group_clone_offsets(source, destination, topic)), _clone_sections)
 
 
@@ -392,7 +354,9 @@ class ConsumeMode(StrEnum):
 
 
 @app.command("consume-mode")
+@connected
 def consume_mode(
+    conn: Conn,
     group: GroupArg,
     topic: Annotated[str, typer.Option("-t", "--topic", metavar="TOPIC", help="The topic the group reads.")],
     set_: Annotated[
@@ -411,14 +375,9 @@ def consume_mode(
     ] = 0,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Show (or --set) how a group reads a topic when its consumers let the brokers balance:
     pull (a queue per consumer) or pop (consumers share queues)."""
-    conn = connect(namesrv, profile, timeout, output)
     if set_ is None:
         modes = conn.run(lambda s: s.group_consume_mode(topic, group, cluster, broker))
     else:

@@ -1,9 +1,10 @@
 """The ``rmq`` command tree: global options, the command groups, and the console entry point.
 
 Each command group lives in its own module (``cli/store.py`` ...) and is mounted here by name in
-:data:`COMMANDS`; a module is imported only when its noun runs or help lists them all (cli/lazy.py), and
-heavy imports (admin services, textual, grpc, pyspark) stay inside the command functions, so ``rmq
-topic list`` starts fast. mqadmin's commands are hidden camelCase aliases (``rmq updateTopic …``).
+:data:`COMMANDS`; a module is imported only when its noun runs or help lists them all (click's lazy
+group, cli/lazy.py), and heavy imports (admin services, textual, grpc, pyspark) stay inside the command
+functions, so ``rmq topic list`` starts fast. mqadmin's commands are hidden camelCase aliases
+(``rmq updateTopic …``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
-from cli import help_format
+from cli.click_api import Command, Context
 from cli.errors import run
-from cli.lazy import LazyCommands, fast_coercion, noun_builders
+from cli.lazy import LazyGroup, builders, single
 
 PROG = "rmq"
-help_format.install()
 
 
 @dataclass(slots=True)
@@ -62,14 +61,23 @@ COMMANDS = {
 HIDDEN = frozenset({"__complete-names"})
 
 
-class RootGroup(TyperGroup):
+class RootGroup(LazyGroup):
     """Routes every invocation, the console script's and the test runner's, through ``errors.run``;
-    its commands load lazily."""
+    its nouns load lazily, and a name it does not hold is tried as a hidden mqadmin alias."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = LazyCommands(self.commands, noun_builders(COMMANDS, HIDDEN), aliases=True)
-        fast_coercion(self)
+        self.builders = builders(COMMANDS, HIDDEN)
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        nouns = super().list_commands(ctx)
+        return nouns + [name for name in _mqadmin_names() if name not in nouns]  # hidden: help skips them
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and (command := _mqadmin_alias(cmd_name)) is not None:
+            self.commands[cmd_name] = command
+        return command
 
     def main(
         self,
@@ -95,6 +103,32 @@ class RootGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _mqadmin_names() -> list[str]:
+    from cli.mqadmin.commands import COMMANDS as MQADMIN_COMMANDS
+
+    return [c.name for c in MQADMIN_COMMANDS]
+
+
+def _mqadmin_alias(name: str) -> Command | None:
+    """A hidden command that hands its arguments, untouched, to mqadmin's ``name``."""
+    if name not in _mqadmin_names():
+        return None
+
+    def alias(ctx: typer.Context) -> int:
+        from cli.mqadmin import run as run_mqadmin
+
+        return run_mqadmin(name, ctx.args, prog=PROG)
+
+    return single(
+        alias,
+        name,
+        hidden=True,
+        add_help_option=False,
+        help=f"mqadmin {name} (same options and output).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
 
 
 app = typer.Typer(

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.timeparse import parse_time
-from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, TopicArg, connect, key_values
+from cli.connect import (
+    Conn,
+    TopicArg,
+    connected,
+    key_values,
+)
 from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
 
 if TYPE_CHECKING:
@@ -36,7 +41,9 @@ _PROGRESS_MIN = 8  # queues
 
 
 @app.command("send")
+@connected
 def send(
+    conn: Conn,
     topic: TopicArg,
     body: Annotated[
         str | None, typer.Argument(help="Message body; '-' reads stdin.", show_default=False)
@@ -54,10 +61,6 @@ def send(
     trace: Annotated[
         bool, typer.Option("--trace", help="Also write its Pub trace record (see `rmq message trace`).")
     ] = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Send one message (SEND_MESSAGE_V2)."""
     from admin.errors import BadInput
@@ -69,12 +72,13 @@ def send(
     msg = OutgoingMessage(
         topic, data, tags, keys or [], key_values(prop or [], "property"), delay, broker_name, queue
     )
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_send(msg, trace)), _receipt_sections)
 
 
 @app.command("consume")
+@connected
 def consume(
+    conn: Conn,
     topic: TopicArg,
     count: Annotated[int, typer.Option("-c", "--count", help="At most this many messages.")] = 10,
     group: Annotated[
@@ -82,18 +86,15 @@ def consume(
         typer.Option("-g", "--group", metavar="GROUP", help="Start at and commit this group's offsets."),
     ] = None,
     tags: TagsExprOpt = "*",
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Pull messages: from each queue's first message, or from a group's offsets (then committed)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_consume(topic, count, group, tags)), messages_sections)
 
 
 @app.command("pop")
+@connected
 def pop(
+    conn: Conn,
     topic: TopicArg,
     group: Annotated[str, typer.Option("-g", "--group", metavar="GROUP", help="Consume as this group.")],
     count: Annotated[int, typer.Option("-c", "--count", help="At most this many messages.")] = 10,
@@ -108,14 +109,9 @@ def pop(
     wait: Annotated[
         float, typer.Option("--wait", metavar="SECONDS", min=0, help="Wait this long for a first message.")
     ] = 0.0,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """POP messages as a group (RocketMQ 5 consumption: the broker keeps the group's progress) and
     ack them."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(
         conn.run(lambda s: s.message_pop(topic, group, count, tags, invisible, not no_ack, wait)),
         messages_sections,
@@ -123,39 +119,33 @@ def pop(
 
 
 @app.command("get")
+@connected
 def get(
+    conn: Conn,
     msg_id: Annotated[
         str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
     ],
     topic: Annotated[
         str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """One message by its MessageId (from the broker it names) or its UNIQ_KEY (through the index)."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_get(msg_id, topic)), messages_sections)
 
 
 @app.command("query")
+@connected
 def query(
+    conn: Conn,
     topic: TopicArg,
     key: Annotated[str | None, typer.Option("-k", "--key", help="A KEYS entry.")] = None,
     unique_key: Annotated[str | None, typer.Option("-u", "--unique-key", help="A UNIQ_KEY.")] = None,
     begin: BeginOpt = None,
     end: EndOpt = None,
     max_num: Annotated[int, typer.Option("--max", help="At most this many messages.")] = 64,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Messages of a topic by key or unique key (through the IndexFile), newest first."""
     lo, hi = _window(begin, end)
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_query(topic, key, unique_key, lo, hi, max_num)), messages_sections)
 
 
@@ -167,29 +157,28 @@ def _window(begin: str | None, end: str | None) -> tuple[int, int]:
 
 
 @app.command("track")
+@connected
 def track(
+    conn: Conn,
     msg_id: Annotated[
         str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
     ],
     topic: Annotated[
         str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Whether each group consuming the message's topic consumed it (mqadmin's message tracks)."""
     from admin.store_tools import message_to_dict
 
-    conn = connect(namesrv, profile, timeout, output)
     result = conn.run(lambda s: s.message_track(msg_id, topic))
     document = {"message": message_to_dict(result.message), "tracks": result.tracks}
     emit(conn.fmt, document, lambda: _track_sections(result))
 
 
 @app.command("trace")
+@connected
 def trace(
+    conn: Conn,
     msg_id: Annotated[
         str,
         typer.Argument(
@@ -205,19 +194,16 @@ def trace(
     begin: BeginOpt = None,
     end: EndOpt = None,
     max_num: Annotated[int, typer.Option("--max", help="At most this many trace messages.")] = 64,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """What traced clients recorded of a message: its send, each consumption, its transaction's end."""
     lo, hi = _window(begin, end)
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_trace(msg_id, trace_topic, lo, hi, max_num)), _trace_sections)
 
 
 @app.command("deliver")
+@connected
 def deliver(
+    conn: Conn,
     msg_id: Annotated[
         str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
     ],
@@ -228,17 +214,12 @@ def deliver(
     topic: Annotated[
         str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Hand one message to one online client's listener and show what it answered (mqadmin's
     consumeMessageDirectly): to try a fix, or to replay one message for one consumer. Nothing is
     committed; exit 1 when the listener did not succeed."""
     from admin.errors import OperationFailed
 
-    conn = connect(namesrv, profile, timeout, output)
     result = conn.run(lambda s: s.message_deliver(msg_id, group, client, topic))
     conn.emit(result, _delivery_sections)
     if not result.ok:
@@ -263,7 +244,9 @@ def _delivery_sections(d: DirectDelivery) -> list[Section]:
 
 
 @app.command("resend")
+@connected
 def resend(
+    conn: Conn,
     msg_id: Annotated[
         str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
     ],
@@ -273,13 +256,8 @@ def resend(
     to: Annotated[
         str | None, typer.Option("--to", metavar="TOPIC", help="Send to this topic instead of its own.")
     ] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Send a copy of a message (body, tags, keys, user properties) to its topic or another."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.message_resend(msg_id, topic, to)), _receipt_sections)
 
 
@@ -344,7 +322,9 @@ def message_range(
 
 
 @app.command("print")
+@connected
 def print_(
+    conn: Conn,
     topic: TopicArg,
     broker_name: BrokerNameOpt = None,
     queue: QueueOpt = None,
@@ -354,14 +334,9 @@ def print_(
     end: EndOpt = None,
     tags: TagsExprOpt = "*",
     limit: LimitOpt = 100,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Messages of a topic in queue order, within queue offsets or store times (nothing committed)."""
     rng = message_range(broker_name, queue, from_offset, to_offset, begin, end, tags, limit)
-    conn = connect(namesrv, profile, timeout, output)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.message_print(topic, rng, bar))
     conn.emit(result, messages_sections)

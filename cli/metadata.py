@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import ClusterOpt, NamesrvOpt, OutOpt, ProfileOpt, TargetBrokerOpt, TimeoutOpt, connect
+from cli.connect import (
+    ClusterOpt,
+    Conn,
+    NamesrvOpt,
+    ProfileOpt,
+    TargetBrokerOpt,
+    TimeoutOpt,
+    connect,
+    connected,
+)
 from cli.output import Fields, ProgressBar, Section, Table, cell
 
 if TYPE_CHECKING:
@@ -55,7 +64,9 @@ def export(
 
 
 @app.command("apply")
+@connected
 def apply(
+    conn: Conn,
     file: Annotated[
         Path,
         typer.Argument(metavar="FILE", help="JSON or .toml: topicConfigTable and subscriptionGroupTable."),
@@ -70,17 +81,12 @@ def apply(
         bool,
         typer.Option("--ignore-unknown", help="Skip fields this version does not know (newer exports)."),
     ] = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Create the topics and groups FILE names that are missing and update those that differ."""
     from admin.errors import OperationFailed
     from admin.metadata_file import load_metadata
 
     doc = load_metadata(file, ignore_unknown)
-    conn = connect(namesrv, profile, timeout, output)
     for note in doc.notes:
         sys.stderr.write(f"note: {note}\n")
     with ProgressBar(_PROGRESS_MIN) as bar:

@@ -9,7 +9,13 @@ import typer
 
 from cli import run
 from cli.broker_cmd import change_sections, config_sections
-from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, YesOpt, confirm, connect, key_values
+from cli.connect import (
+    Conn,
+    YesOpt,
+    confirm,
+    connected,
+    key_values,
+)
 from cli.output import Section, Table
 from cli.server_group import server_group
 
@@ -31,71 +37,58 @@ KeyArg = Annotated[str, typer.Argument(metavar="KEY", help="Key.", show_default=
 
 
 @kv_app.command("get")
+@connected
 def kv_get(
+    conn: Conn,
     namespace: NamespaceArg,
     key: Annotated[str | None, typer.Argument(metavar="[KEY]", help=r"Key \[default: every key].")] = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """One key of a namespace, or all of them."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.namesrv_kv_get(namespace, key), _kv_sections)
+    conn.show(lambda s: s.namesrv_kv_get(namespace, key), _kv_sections)
 
 
 @kv_app.command("put")
+@connected
 def kv_put(
+    conn: Conn,
     namespace: NamespaceArg,
     key: KeyArg,
     value: Annotated[str, typer.Argument(metavar="VALUE", help="Value.", show_default=False)],
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Create or change a key on every NameServer."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.namesrv_kv_put(namespace, key, value)), _kv_change_sections)
 
 
 @kv_app.command("delete")
+@connected
 def kv_delete(
+    conn: Conn,
     namespace: NamespaceArg,
     key: KeyArg,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Delete a key from every NameServer."""
-    conn = connect(namesrv, profile, timeout, output)
     confirm(f"delete KV config {namespace}/{key}", yes)
     conn.emit(conn.run(lambda s: s.namesrv_kv_delete(namespace, key)), _kv_change_sections)
 
 
 @config_app.command("get")
+@connected
 def config_get(
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
+    conn: Conn,
 ) -> None:
     """Each NameServer's settings."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.namesrv_config_get(), _configs_sections)
+    conn.show(lambda s: s.namesrv_config_get(), _configs_sections)
 
 
 @config_app.command("set")
+@connected
 def config_set(
+    conn: Conn,
     values: Annotated[list[str], typer.Argument(metavar="KEY=VALUE...", help="Settings to change.")],
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change settings on every NameServer."""
     settings = key_values(values, "setting")
-    conn = connect(namesrv, profile, timeout, output)
     conn.emit(conn.run(lambda s: s.namesrv_config_set(settings)), change_sections)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
 
+import orjson
 import typer
 
 if TYPE_CHECKING:
@@ -87,7 +88,11 @@ def emit(
 
 # -- json -----------------------------------------------------------------------------------------
 def to_json(data: object) -> str:
-    return json.dumps(to_jsonable(data), sort_keys=True, indent=2, ensure_ascii=False)
+    plain = to_jsonable(data)
+    try:  # the standard library indents in pure Python: ~10x slower on a list of 10,000 topics
+        return orjson.dumps(plain, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, a lone surrogate
+        return json.dumps(plain, sort_keys=True, indent=2, ensure_ascii=False)
 
 
 def to_json_line(data: object) -> str:
@@ -95,19 +100,42 @@ def to_json_line(data: object) -> str:
     return json.dumps(to_jsonable(data), sort_keys=True, ensure_ascii=False)
 
 
+# exact types written as they are (subclasses such as StrEnum members still go through the rules)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+# per dataclass type without ``to_dict``: (attribute, JSON key) pairs, worked out once per type
+_DATACLASS_KEYS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 def to_jsonable(value: object) -> Any:
     """Plain JSON values for ``value`` (see the module docstring for the rules)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    # the containers' items are tried against _SCALARS in line: a call per leaf is most of the cost
+    keys = _DATACLASS_KEYS.get(kind)
+    if keys is not None:
+        return {
+            key: v if type(v := getattr(value, attr)) in _SCALARS else to_jsonable(v) for attr, key in keys
+        }
+    if kind is list or kind is tuple:
+        return [v if type(v) in _SCALARS else to_jsonable(v) for v in value]  # type: ignore[attr-defined]
+    if kind is dict:
+        return {
+            str(k): v if type(v) in _SCALARS else to_jsonable(v)
+            for k, v in value.items()  # type: ignore[attr-defined]
+        }
+    if isinstance(value, Enum):
+        return value.value
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_jsonable(to_dict())
     if is_dataclass(value) and not isinstance(value, type):
-        return {camel_case(f.name): to_jsonable(getattr(value, f.name)) for f in fields(value)}
+        _DATACLASS_KEYS[kind] = tuple((f.name, camel_case(f.name)) for f in fields(value))
+        return to_jsonable(value)
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
-    if isinstance(value, Enum):
-        return value.value
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, bytes):

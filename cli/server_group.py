@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
-from typer._click.exceptions import UsageError
+
+from cli.click_api import UsageError
 
 
 def server_group(runner: Callable[..., None], help: str) -> typer.Typer:

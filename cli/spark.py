@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.timeparse import parse_time
-from cli.connect import Conn, NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, connect
+from cli.connect import Conn, connected
 from cli.output import Fields, Table
 
 if TYPE_CHECKING:
@@ -105,7 +105,9 @@ def _read_options(conn: Conn, store: Path | None) -> dict[str, str]:
 
 
 @app.command(help="Write a topic (or a time range of it) to Parquet, partitioned by date.")
+@connected
 def archive(
+    conn: Conn,
     topic: Annotated[str, typer.Argument(help="Topic to archive.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", help="Parquet folder.", show_default=False)],
     begin: BeginOpt = None,
@@ -113,14 +115,9 @@ def archive(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the folder's content.")] = False,
     store: StoreOpt = None,
     master: MasterOpt = "local[*]",
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     from admin.pipelines.jobs import archive as run_archive
 
-    conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, store)
     options["topic"] = topic
     if begin:
@@ -145,22 +142,19 @@ def archive(
 
 
 @app.command("dlq-report", help="Dead letters by group, origin topic, reconsume times and age.")
+@connected
 def dlq_report(
+    conn: Conn,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the report to this folder.")] = None,
     out_format: Annotated[str, typer.Option("--format", help="parquet or csv (with --out).")] = "parquet",
     store: StoreOpt = None,
     master: MasterOpt = "local[*]",
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     from admin.errors import BadInput
     from admin.pipelines.jobs import dlq_report as run_report
 
     if out_format not in ("parquet", "csv"):
         raise BadInput("--format must be parquet or csv")
-    conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, store)
     with _session(master) as spark, _spark_errors():
         rows = run_report(spark, options, progress=_say)
@@ -201,7 +195,9 @@ def dlq_report(
     help="Send messages from Parquet (archive's output) or a group's DLQ back to a topic. A DLQ replay "
     "commits the group's offsets on its DLQ topic, so the next one sends only newer dead letters."
 )
+@connected
 def replay(
+    conn: Conn,
     topic: Annotated[str, typer.Argument(help="Topic to send to.", show_default=False)],
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Parquet folder to replay.")] = None,
     dlq: Annotated[
@@ -214,10 +210,6 @@ def replay(
         bool, typer.Option("--dry-run", help="Count what would be sent; send nothing.")
     ] = False,
     master: MasterOpt = "local[*]",
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     from admin.errors import BadInput
     from admin.pipelines.jobs import dlq_source, mark_replayed
@@ -225,7 +217,6 @@ def replay(
 
     if (parquet is None) == (dlq is None):
         raise BadInput("give exactly one of --parquet or --dlq")
-    conn = connect(namesrv, profile, timeout, output)
     options = _read_options(conn, None)
     with _session(master) as spark, _spark_errors():
         if parquet is not None:

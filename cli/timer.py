@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.connect import (
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
-    TimeoutOpt,
+    Conn,
     TopicArg,
     TopicOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
 )
 from cli.output import Section, Table, ms_time
 
@@ -39,7 +36,9 @@ def _rows(entries: list[TimerEntry]) -> list[tuple[object, ...]]:
 
 
 @app.command("list")
+@connected
 def list_(
+    conn: Conn,
     topic: TopicOpt = None,
     begin: Annotated[
         str | None,
@@ -48,17 +47,12 @@ def list_(
     end: Annotated[str | None, typer.Option("--to", metavar="TIME", help="Due at or before.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-l", help="At most this many timers.")] = 100,
     broker: BrokerOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Pending timer messages, soonest first."""
     from admin.timeparse import parse_time
 
     begin_ms = parse_time(begin) if begin else 0
     end_ms = parse_time(end) if end else 2**62
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.timer_list(topic, broker, begin_ms, end_ms, limit), list_sections)
 
 
@@ -70,7 +64,9 @@ def list_sections(result: TimerList) -> list[Section]:
 
 
 @app.command("cancel")
+@connected
 def cancel(
+    conn: Conn,
     topic: TopicArg,
     msg_id: Annotated[
         str | None, typer.Option("--id", "-i", metavar="MSGID", help="The message id (UNIQ_KEY).")
@@ -80,17 +76,12 @@ def cancel(
     ] = None,
     broker: BrokerOpt = None,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Cancel a pending timer message of TOPIC: it will not be delivered."""
     from admin.errors import BadInput
 
     if (msg_id is None) == (key is None):
         raise BadInput("give --id MSGID or --key KEY")
-    conn = connect(namesrv, profile, timeout, output)
     confirm(
         f"cancel the timer message(s) of {topic} with {'id ' + msg_id if msg_id else 'key ' + (key or '')}",
         yes,

@@ -8,16 +8,13 @@ import typer
 
 from cli.connect import (
     ClusterOpt,
-    NamesrvOpt,
-    OutOpt,
-    ProfileOpt,
+    Conn,
     TargetBrokerOpt,
-    TimeoutOpt,
     TopicArg,
     WatchOpt,
     YesOpt,
     confirm,
-    connect,
+    connected,
     key_values,
 )
 from cli.output import Fields, ProgressBar, Section, Table, ms_time
@@ -61,7 +58,9 @@ def _spec(
 
 
 @app.command("create")
+@connected
 def create(
+    conn: Conn,
     topic: TopicArg,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
@@ -72,13 +71,8 @@ def create(
         bool, typer.Option("--order", help="Ordered topic (writes ORDER_TOPIC_CONFIG).")
     ] = False,
     attr: AttrOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Create a topic on a cluster's masters (-c) or on one broker (-b)."""
-    conn = connect(namesrv, profile, timeout, output)
     spec = _spec(topic, read_queues, write_queues, perm, order or None, attr)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.topic_create(spec, cluster, broker, bar))
@@ -86,7 +80,9 @@ def create(
 
 
 @app.command("update")
+@connected
 def update(
+    conn: Conn,
     topic: TopicArg,
     cluster: ClusterOpt = None,
     broker: TargetBrokerOpt = None,
@@ -98,13 +94,8 @@ def update(
         typer.Option("--order/--no-order", help="Make the topic ordered or not.", show_default=False),
     ] = None,
     attr: AttrOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Change a topic's queues, permission, order or attributes (on the brokers of its route)."""
-    conn = connect(namesrv, profile, timeout, output)
     spec = _spec(topic, read_queues, write_queues, perm, order, attr)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.topic_update(spec, cluster, broker, bar))
@@ -112,63 +103,56 @@ def update(
 
 
 @app.command("list")
+@connected
 def list_(
+    conn: Conn,
     cluster: ClusterOpt = None,
     all_: Annotated[
         bool, typer.Option("--all", "-a", help="Also retry, dead-letter and system topics.")
     ] = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Topics with their cluster, kind, queues and permission (normal topics unless --all)."""
     from admin.models import TopicKind
 
-    conn = connect(namesrv, profile, timeout, output)
     kinds = None if all_ else frozenset({TopicKind.NORMAL})
     conn.show(lambda s: s.topic_list(cluster, kinds), _list_sections)
 
 
 @app.command("describe")
+@connected
 def describe(
+    conn: Conn,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Route, queue offsets and consuming groups of a topic."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_describe(topic), _describe_sections)
+    conn.show(lambda s: s.topic_describe(topic), _describe_sections)
 
 
 @app.command("route")
+@connected
 def route(
+    conn: Conn,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """The topic's route: brokers, addresses and queues."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_route(topic), _route_sections)
+    conn.show(lambda s: s.topic_route(topic), _route_sections)
 
 
 @app.command("status")
+@connected
 def status(
+    conn: Conn,
     topic: TopicArg,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Min and max offset and last store time of every queue."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.topic_status(topic), _status_sections, watch)
+    conn.show(lambda s: s.topic_status(topic), _status_sections, watch)
 
 
 @app.command("queue")
+@connected
 def queue(
+    conn: Conn,
     topic: TopicArg,
     queue_id: Annotated[int, typer.Argument(metavar="QUEUE", help="Queue id.")],
     broker_name: Annotated[
@@ -179,28 +163,20 @@ def queue(
     ] = None,
     limit: Annotated[int, typer.Option("-l", "--limit", min=0, max=10_000, help="Units to show.")] = 20,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """ConsumeQueue units of one queue: CommitLog offset, size and tag hash of each message."""
-    conn = connect(namesrv, profile, timeout, output)
     conn.show(lambda s: s.topic_queue(topic, queue_id, broker_name, start, limit), _queue_sections, watch)
 
 
 @app.command("delete")
+@connected
 def delete(
+    conn: Conn,
     topic: TopicArg,
     cluster: Annotated[str | None, typer.Option("-c", "--cluster", help="Only from this cluster.")] = None,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Delete a topic from its brokers, then from the NameServers."""
-    conn = connect(namesrv, profile, timeout, output)
     confirm(f"delete topic {topic}", yes)
     with ProgressBar(_PROGRESS_MIN) as bar:
         result = conn.run(lambda s: s.topic_delete(topic, cluster, bar))

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from admin.units import duration
-from cli.connect import NamesrvOpt, OutOpt, ProfileOpt, TimeoutOpt, WatchOpt, YesOpt, confirm, connect
+from cli.connect import (
+    Conn,
+    WatchOpt,
+    YesOpt,
+    confirm,
+    connected,
+)
 from cli.output import Section, Table, ms_time
 
 if TYPE_CHECKING:
@@ -23,20 +29,20 @@ def _age(born_ms: int) -> str:
 
 
 @app.command("list")
+@connected
 def list_(
+    conn: Conn,
     watch: WatchOpt = None,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Per topic and broker: half messages still waiting for their producer (how many, the oldest's
     age, the most state checks one had) and those the broker gave up checking."""
-    connect(namesrv, profile, timeout, output).show(lambda s: s.transaction_list(), _list_sections, watch)
+    conn.show(lambda s: s.transaction_list(), _list_sections, watch)
 
 
 @app.command("resume")
+@connected
 def resume(
+    conn: Conn,
     msg_ids: Annotated[
         list[str] | None,
         typer.Argument(
@@ -48,10 +54,6 @@ def resume(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every given-up half message.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None,
-    profile: ProfileOpt = None,
-    timeout: TimeoutOpt = None,
-    output: OutOpt = None,
 ) -> None:
     """Have the brokers check given-up half messages again, from zero (RESUME_CHECK_HALF_MESSAGE):
     their producers are asked once more whether to commit or roll back."""
@@ -59,7 +61,6 @@ def resume(
 
     if sum((bool(msg_ids), topic is not None, all_)) != 1:
         raise BadInput("give MSG_IDs, --topic TOPIC or --all")
-    conn = connect(namesrv, profile, timeout, output)
     what = f"of {topic}" if topic else "named" if msg_ids else "of every topic"
     confirm(f"resume checking the given-up half messages {what}", yes)
     result = conn.run(lambda s: s.transaction_resume(topic, msg_ids or None))

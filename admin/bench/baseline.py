@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import sys
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageResponseHeader, SendMessageResponseHeader
 from broker.protocol.remoting import RemotingCommand, make_response
@@ -29,7 +29,7 @@ class BaselineServer:
     def __init__(self, pull_body: int = 0, pull_msgs: int = 0) -> None:
         self.server = RemotingServer("127.0.0.1", 0, idle_timeout=None, max_inflight=1024)
         send = SendMessageResponseHeader(msgId=_MSG_ID, queueId=0, queueOffset=0).to_ext_fields()
-        send.update({P.MSG_REGION: "DefaultRegion", P.TRACE_ON: "true"})
+        send.update({message_properties.MSG_REGION: "DefaultRegion", message_properties.TRACE_ON: "true"})
         self._send_fields = send
         self._pull_body = b"\0" * pull_body if pull_body else None
         self._pull_msgs = pull_msgs

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from broker.client.remoting_client import RemotingClient
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from broker.protocol.message import BatchItem, encode_batch
@@ -91,15 +91,28 @@ class RemotingLoad:
         ext = self._send_ext.get(queue_id)
         if ext is None:
             header = SendMessageRequestHeaderV2(
-                a=PRODUCER_GROUP, b=self.topic, c="TBW102", d=4, e=queue_id, f=0, g=0, h=0,
-                i=encode_properties({P.WAIT: "true"}) if self._batch > 1 else None,  # a batch's own
-                j=0, k=False, m=self._batch > 1 or None,
-            )  # fmt: skip
+                a=PRODUCER_GROUP,
+                b=self.topic,
+                c="TBW102",
+                d=4,
+                e=queue_id,
+                f=0,
+                g=0,
+                h=0,
+                i=encode_properties({message_properties.WAIT: "true"})
+                if self._batch > 1
+                else None,  # a batch's own
+                j=0,
+                k=False,
+                m=self._batch > 1 or None,
+            )
             ext = self._send_ext[queue_id] = header.to_ext_fields()
         return ext
 
     def _props(self) -> str:
-        return encode_properties({P.WAIT: "true", P.UNIQ_KEY: self._ids.next()})
+        return encode_properties(
+            {message_properties.WAIT: "true", message_properties.UNIQ_KEY: self._ids.next()}
+        )
 
     async def send(self, conn: int, queue: QueueRef) -> None:
         ext = dict(self._send_fields(queue.queue_id))

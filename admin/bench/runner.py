@@ -23,8 +23,9 @@ from admin.bench.sdk_load import SdkLoad
 from admin.bench.stats import Rates, Recorder
 from admin.errors import AdminError, BadInput, ConnectFailed, OperationFailed, Timeout
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
+from broker.protocol.bodies import TopicConfig, TopicRouteData
 from broker.protocol.codes import ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 

@@ -67,12 +67,14 @@ def check_worker_python() -> None:
 
 
 class RangePartition(InputPartition):
-    """A queue range and the read spec of the query that planned it."""
+    """A queue range and the read spec of the query that planned it; ``commits``: the range is all of
+    its queue's part of a stream's batch, so its end goes to the consumer group once it is read."""
 
-    def __init__(self, rng: QueueRange, spec: ReadSpec) -> None:
+    def __init__(self, rng: QueueRange, spec: ReadSpec, *, commits: bool = False) -> None:
         super().__init__(rng)
         self.rng = rng
         self.spec = spec
+        self.commits = commits
 
 
 def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -81,6 +83,24 @@ def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     assert isinstance(partition, RangePartition)
     if partition.rng.end > partition.rng.start:
         yield from read_range(partition.spec, partition.rng)
+    if partition.commits and (
+        problem := commit_group(partition.spec, {partition.rng.queue: partition.rng.end})
+    ):
+        log.warning("committing offsets of group %s failed: %s", partition.spec.consumer_group, problem)
+
+
+def commit_group(spec: ReadSpec, offsets: dict[PL.QueueRef, int]) -> str:
+    """Commit ``offsets`` as the stream's consumer group's (option consumerGroup); "" or why it failed.
+    The group's offsets are a view of progress for tools such as ``rmq group lag``: the checkpoint is
+    the record, so a failure is logged, never raised."""
+    group = spec.consumer_group
+    if not group or spec.store_path or not offsets:
+        return ""
+    try:
+        PL.retrying(spec, lambda: PL.ClusterTarget(spec).commit(group, offsets))
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return ""
 
 
 class RocketMQReader(DataSourceReader):
@@ -114,9 +134,12 @@ def _key(r: PL.QueueRef) -> Key:
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Offsets of record are the checkpoint's ``{"topic": {"broker": {"queueId": offset}}}``. Spark asks
-    for the latest offsets from the end of the last completed batch, so that is when the consumer group
-    (option consumerGroup) gets its offsets: ``rmq group lag`` reads 0 once a stream has caught up."""
+    """Offsets of record are the checkpoint's ``{"topic": {"broker": {"queueId": offset}}}``. The consumer
+    group (option consumerGroup) gets a queue's batch end as soon as the task that read it has read it
+    all: Spark calls a Python source's ``commit`` only when it plans the next batch and never calls its
+    ``stop``, so a stream stopped between two batches would leave its last batch uncommitted. The end
+    of the last completed batch is committed again when the next batch is planned (a read split
+    between several tasks is committed then only)."""
 
     def __init__(self, spec: ReadSpec) -> None:
         self.spec = spec
@@ -211,7 +234,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         lo = self.bounds[key][0]
                     if int(hi) > lo:
                         parts.append(QueueRange(self.refs[key], lo, int(hi)))
-        return [RangePartition(r, self.spec) for r in PL.split(parts, self.spec.min_partitions)]
+        whole = set(parts)
+        return [
+            RangePartition(r, self.spec, commits=r in whole)
+            for r in PL.split(parts, self.spec.min_partitions)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition)
@@ -220,20 +247,18 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit_group(end)
 
     def _commit_group(self, offsets: dict[str, Any]) -> None:
-        group = self.spec.consumer_group
-        if not group or self.spec.store_path or offsets == self.committed:
+        if offsets == self.committed:
             return
         found = {ref: off for ref in self.refs.values() if (off := PL.lookup(offsets, ref)) is not None}
-        if not found:
-            return
-        try:
-            PL.retrying(self.spec, lambda: PL.ClusterTarget(self.spec).commit(group, found))
-        except Exception as exc:  # the group's offsets are a view of progress; the checkpoint is the record
-            if str(exc) != self.group_problem:
-                log.warning("committing offsets of group %s failed (tried again next batch): %s", group, exc)
-            self.group_problem = str(exc)
-            return
-        self.committed, self.group_problem = offsets, ""
+        problem = commit_group(self.spec, found)
+        if problem and problem != self.group_problem:
+            log.warning(
+                "committing offsets of group %s failed (tried again next batch): %s",
+                self.spec.consumer_group, problem,
+            )  # fmt: skip
+        self.group_problem = problem
+        if not problem:
+            self.committed = offsets
 
 
 def _cap(

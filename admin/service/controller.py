@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from admin.errors import BadInput, NotFound
 from admin.service.base import ServiceBase, admin_call
-from broker.client import controller_api as api
 from broker.client.admin_api import RemoteError
 from broker.client.remoting_client import RemotingError
 
@@ -34,8 +33,9 @@ class ControllerOps(ServiceBase):
     async def controller_metadata(self, controllers: Sequence[str]) -> ControllerMeta:
         """CONTROLLER_GET_METADATA_INFO of the first controller that answers."""
         from admin.models.controller import ControllerMeta
+        from broker.client import controller_api
 
-        addr, meta = await api.metadata(self.api, _addresses(controllers))
+        addr, meta = await controller_api.metadata(self.api, _addresses(controllers))
         return ControllerMeta(
             addr,
             meta.group or "",
@@ -80,9 +80,12 @@ class ControllerOps(ServiceBase):
         """Each group's master, epochs and replicas (in the SyncStateSet or not): of ``broker_names``,
         else of every group of ``cluster`` (or of every cluster) the NameServer lists."""
         from admin.models.controller import GroupReplicas, Replica
+        from broker.client import controller_api
 
         names = list(broker_names) or await self._group_names(cluster)
-        table = (await api.sync_state_data(self.api, _addresses(controllers), names)).replicasInfoTable
+        table = (
+            await controller_api.sync_state_data(self.api, _addresses(controllers), names)
+        ).replicasInfoTable
         groups = []
         for name in sorted(table):
             info = table[name]
@@ -116,6 +119,7 @@ class ControllerOps(ServiceBase):
     ) -> list[BrokerEpochs]:
         """The epoch file of every broker of ``broker_name`` (or of ``cluster``, or of all)."""
         from admin.models.controller import BrokerEpochs, Epoch
+        from broker.client import controller_api
 
         info = await self._cluster()
         names = [broker_name] if broker_name else await self._group_names(cluster)
@@ -129,7 +133,7 @@ class ControllerOps(ServiceBase):
             raise NotFound(f"broker {broker_name} not found")
         result = []
         for addr in sorted(addrs):
-            cache = await api.broker_epochs(self.api, addr)
+            cache = await controller_api.broker_epochs(self.api, addr)
             entries = cache.epochList
             epochs = [
                 Epoch(e.epoch, e.startOffset, cache.maxOffset if i == len(entries) - 1 else e.endOffset)
@@ -148,8 +152,9 @@ class ControllerOps(ServiceBase):
     ) -> Election:
         """Make ``broker_id`` the master (None: let the controller choose among the in-sync replicas)."""
         from admin.models.controller import Election
+        from broker.client import controller_api
 
-        head, body = await api.elect_master(
+        head, body = await controller_api.elect_master(
             self.api, _addresses(controllers), cluster, broker_name, broker_id
         )
         return Election(
@@ -173,20 +178,26 @@ class ControllerOps(ServiceBase):
         clean_living: bool = False,
     ) -> None:
         """Forget brokers of a group on the controller (all of them without ``broker_ids``)."""
-        await api.clean_broker_data(
+        from broker.client import controller_api
+
+        await controller_api.clean_broker_data(
             self.api, _addresses(controllers), cluster, broker_name, list(broker_ids) or None, clean_living
         )
 
     @admin_call
     async def controller_configs(self, controllers: Sequence[str]) -> dict[str, dict[str, str]]:
         """Each controller's settings."""
+        from broker.client import controller_api
+
         result = {}
         for addr in _addresses(controllers):
-            text = await api.config(self.api, addr)
+            text = await controller_api.config(self.api, addr)
             result[addr] = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
         return result
 
     @admin_call
     async def update_controller_config(self, controllers: Sequence[str], key: str, value: str) -> None:
+        from broker.client import controller_api
+
         for addr in _addresses(controllers):
-            await api.update_config(self.api, addr, {key: value})
+            await controller_api.update_config(self.api, addr, {key: value})

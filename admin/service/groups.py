@@ -107,12 +107,12 @@ def _running_view(
 ) -> ClientRunningInfo:
     """One client's answer (``info``), or why it could not be asked (``error``)."""
     from admin.models.groups import ClientRunningInfo, QueueRuntime, Subscription, TopicRates
-    from broker.protocol import running_info as RI
+    from broker.protocol import running_info
 
     now_ms = _now_ms()
 
     props = dict(info.properties) if info is not None else {}
-    start = props.get(RI.PROP_CONSUMER_START_TIMESTAMP, "")
+    start = props.get(running_info.PROP_CONSUMER_START_TIMESTAMP, "")
     queues = sorted(
         (
             QueueRuntime(
@@ -151,8 +151,8 @@ def _running_view(
         ),
         key=lambda s: s.topic,
     )
-    consume_type = _CONSUME_TYPES.get(props.get(RI.PROP_CONSUME_TYPE, ""))
-    orderly = props.get(RI.PROP_CONSUME_ORDERLY, "").lower() == "true"
+    consume_type = _CONSUME_TYPES.get(props.get(running_info.PROP_CONSUME_TYPE, ""))
+    orderly = props.get(running_info.PROP_CONSUME_ORDERLY, "").lower() == "true"
     return ClientRunningInfo(
         client_id=client.client_id,
         address=client.address,
@@ -160,11 +160,11 @@ def _running_view(
         version=client.version,
         broker=client.broker,
         error=error,
-        client_version=props.get(RI.PROP_CLIENT_VERSION),
+        client_version=props.get(running_info.PROP_CLIENT_VERSION),
         consume_type=consume_type,
         orderly=orderly,
         start_timestamp=int(start) if start.isdigit() else 0,
-        namesrv_addr=props.get(RI.PROP_NAMESERVER_ADDR),
+        namesrv_addr=props.get(running_info.PROP_NAMESERVER_ADDR),
         properties=props,
         subscriptions=subs,
         queues=queues,
@@ -313,16 +313,35 @@ class GroupOps(ServiceBase):
         per_broker = await gather(of_broker(a) for a in masters.values())
         return {g: [s for table in per_broker for s in table.get(g, [])] for g in names}
 
+    async def _all_connections(
+        self, names: list[str], masters: dict[str, str]
+    ) -> dict[str, dict[str, ConsumerConnection | None]]:
+        """Group -> broker name -> the group's online clients there: one GET_ALL_CONSUMER_CONNECTIONS
+        per broker; a broker that does not serve it (Apache RocketMQ) is asked group by group."""
+        from broker.protocol.codes import ResponseCode
+
+        async def of_broker(addr: str) -> dict[str, ConsumerConnection | None]:
+            try:
+                online = await self.api.all_consumer_connections(addr)
+            except RemoteError as exc:
+                if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                each = await gather(self.api.consumer_connection(addr, g) for g in names)
+                return dict(zip(names, each, strict=True))
+            return {g: online.get(g) for g in names}
+
+        per_broker = dict(zip(masters, await gather(of_broker(a) for a in masters.values()), strict=True))
+        return {g: {b: table[g] for b, table in per_broker.items()} for g in names}
+
     async def _progress(
         self, names: list[str], masters: dict[str, str]
     ) -> tuple[list[GroupConnections], list[GroupLag]]:
-        """Connections and lag (with its age) of every group named: each group's requests to every
-        master go out at once, all groups together (the protocol has no request for them all)."""
+        """Connections and lag (with its age) of every group named: one request per master for each."""
         conns, stats = await asyncio.gather(
-            gather(self._group_connections(g, masters) for g in names), self._all_stats(names, masters)
+            self._all_connections(names, masters), self._all_stats(names, masters)
         )
         lags = await self._lag_times([_lag(g, stats[g]) for g in names], masters)
-        return [_connections(g, a) for g, a in zip(names, conns, strict=True)], lags
+        return [_connections(g, conns[g]) for g in names], lags
 
     @admin_call
     async def group_list(self, include_system: bool = True) -> GroupList:

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
         SendReceipt,
         SpecialTopics,
     )
+    from broker.protocol.group_bodies import TopicStatsTable
     from broker.protocol.message import MessageRecord
 
 MAX_TIMESTAMP = (1 << 63) - 1
 PRODUCER_GROUP = "rmq_cli_producer"
 _PULL_BATCH = 32
+_STATS_PER_REQUEST = 1000  # the broker's limit for one GET_TOPICS_STATS_INFO
 _FLAG_SUBSCRIPTION = 0x4
 _PULL_OK = (
     ResponseCode.SUCCESS,
@@ -177,10 +179,10 @@ class MessageOps(ServiceBase):
         self, plan: _QueuePlan, topic: str, offset: int, group: str, expression: str
     ) -> tuple[list[MessageRecord], int, bool]:
         """One PULL: (records, next offset, whether more may follow)."""
-        from broker.protocol import headers as H
+        from broker.protocol import headers
         from broker.protocol.message import decode_records
 
-        header = H.PullMessageRequestHeader(
+        header = headers.PullMessageRequestHeader(
             consumerGroup=group,
             topic=topic,
             queueId=plan.queue_id,
@@ -194,7 +196,7 @@ class MessageOps(ServiceBase):
             expressionType="TAG",
         )
         r = await self.api.call(plan.address, RequestCode.PULL_MESSAGE, header, ok=_PULL_OK)
-        nxt = H.PullMessageResponseHeader.from_ext_fields(r.ext_fields).nextBeginOffset
+        nxt = headers.PullMessageResponseHeader.from_ext_fields(r.ext_fields).nextBeginOffset
         if r.code == ResponseCode.SUCCESS:
             return list(decode_records(r.body or b"")), nxt, True
         return [], nxt, r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and nxt > offset
@@ -324,7 +326,7 @@ class MessageOps(ServiceBase):
         for the first message."""
         from admin.models.messages import Messages
         from broker.client.pull import build_subscription
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
         from broker.protocol.message import decode_records
         from broker.protocol.pop import (
             MAX_INVISIBLE_MS,
@@ -362,7 +364,7 @@ class MessageOps(ServiceBase):
                         popped = list(decode_records(r.body))
                         add_receipts(popped, PopMessageResponseHeader.parse(r.ext_fields), name)
                         for rec in popped:  # every receipt readable before any is used
-                            Receipt.decode(rec.properties[P.POP_CK])
+                            Receipt.decode(rec.properties[message_properties.POP_CK])
                     except ValueError as exc:
                         raise OperationFailed(f"broker {name} answered a POP unreadably: {exc}") from None
                     popped, strays = tag_strays(popped, tags)
@@ -373,26 +375,28 @@ class MessageOps(ServiceBase):
             await asyncio.sleep(0.1)
 
     async def _ack(self, addr: str, group: str, record: MessageRecord) -> None:
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
         from broker.protocol.pop import Receipt
 
-        header = Receipt.decode(record.properties[P.POP_CK]).ack_header(group, record.topic)
+        header = Receipt.decode(record.properties[message_properties.POP_CK]).ack_header(group, record.topic)
         await self.api.call(addr, RequestCode.ACK_MESSAGE, header)
 
     async def _committed(self, plan: _QueuePlan, topic: str, group: str) -> int:
-        from broker.protocol import headers as H
+        from broker.protocol import headers
 
-        header = H.QueryConsumerOffsetRequestHeader(consumerGroup=group, topic=topic, queueId=plan.queue_id)
+        header = headers.QueryConsumerOffsetRequestHeader(
+            consumerGroup=group, topic=topic, queueId=plan.queue_id
+        )
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         r = await self.api.call(plan.address, RequestCode.QUERY_CONSUMER_OFFSET, header, ok=ok)
         if r.code != ResponseCode.SUCCESS:
             return -1
-        return H.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
+        return headers.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
 
     async def _commit(self, plan: _QueuePlan, topic: str, group: str, offset: int) -> None:
-        from broker.protocol import headers as H
+        from broker.protocol import headers
 
-        header = H.UpdateConsumerOffsetRequestHeader(
+        header = headers.UpdateConsumerOffsetRequestHeader(
             consumerGroup=group, topic=topic, queueId=plan.queue_id, commitOffset=offset
         )
         await self.api.call(plan.address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
@@ -405,8 +409,8 @@ class MessageOps(ServiceBase):
         import random
 
         from admin.models.messages import SendReceipt
-        from broker.protocol import headers as H
-        from broker.protocol import properties as P
+        from broker.protocol import headers
+        from broker.protocol import properties as message_properties
 
         route = await self._route(msg.topic)
         masters = self._route_masters(route)
@@ -425,15 +429,15 @@ class MessageOps(ServiceBase):
             return await self._send_traced(msg, broker_name, queue_id)
         uniq = _uniq_keys().next()
         props = dict(msg.properties)
-        props[P.UNIQ_KEY] = uniq
-        props[P.WAIT] = "true"
+        props[message_properties.UNIQ_KEY] = uniq
+        props[message_properties.WAIT] = "true"
         if msg.tags:
-            props[P.TAGS] = msg.tags
+            props[message_properties.TAGS] = msg.tags
         if msg.keys:
-            props[P.KEYS] = " ".join(msg.keys)
+            props[message_properties.KEYS] = " ".join(msg.keys)
         if msg.delay_level > 0:
-            props[P.DELAY] = str(msg.delay_level)
-        v1 = H.SendMessageRequestHeader(
+            props[message_properties.DELAY] = str(msg.delay_level)
+        v1 = headers.SendMessageRequestHeader(
             producerGroup=PRODUCER_GROUP,
             topic=msg.topic,
             defaultTopic="TBW102",
@@ -442,16 +446,16 @@ class MessageOps(ServiceBase):
             sysFlag=0,
             bornTimestamp=int(time.time() * 1000),
             flag=0,
-            properties=P.encode_properties(props),
+            properties=message_properties.encode_properties(props),
         )
         r = await self.api.call(
             masters[broker_name],
             RequestCode.SEND_MESSAGE_V2,
-            H.SendMessageRequestHeaderV2.from_v1(v1),
+            headers.SendMessageRequestHeaderV2.from_v1(v1),
             body=msg.body,
             ok=tuple(_SEND_STATUS),
         )
-        answer = H.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
+        answer = headers.SendMessageResponseHeader.from_ext_fields(r.ext_fields)
         return SendReceipt(
             topic=msg.topic,
             broker_name=broker_name,
@@ -484,40 +488,71 @@ class MessageOps(ServiceBase):
         )
 
     # -- retry and dead-letter topics ---------------------------------------------------------------
-    async def _special(self, prefix: str) -> SpecialTopics:
+    async def _special(self, *prefixes: str) -> list[SpecialTopics]:
+        """Per prefix, the topics named with it and what they hold (each broker's topic table asked
+        once for all prefixes)."""
         from admin.models.messages import SpecialTopic, SpecialTopics
 
         masters = self._masters(await self._cluster())
         tables = await gather(self.api.all_topic_config(a) for a in masters.values())
-        pairs = [
-            (name, addr, topic)
-            for (name, addr), table in zip(masters.items(), tables, strict=True)
-            for topic in table
-            if topic.startswith(prefix)
+        held = [
+            sorted(topic for topic in table if topic.startswith(prefixes))
+            for table in tables  # in masters' order
         ]
-        stats = await gather(self.api.topic_stats(addr, topic) for _, addr, topic in pairs)
-        merged: dict[str, tuple[int, list[str], int]] = {}
-        for (name, _, topic), st in zip(pairs, stats, strict=True):
-            count, brokers, last = merged.get(topic, (0, [], 0))
-            count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
-            last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
-            merged[topic] = (count, [*brokers, name], last)
-        return SpecialTopics(
-            [
-                SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
-                for topic, (count, brokers, last) in sorted(merged.items())
-            ]
+        per_broker = await gather(
+            self._topics_stats(addr, topics) for addr, topics in zip(masters.values(), held, strict=True)
         )
+        merged: dict[str, tuple[int, list[str], int]] = {}
+        for name, topics, stats in zip(masters, held, per_broker, strict=True):
+            for topic in topics:
+                st = stats.get(topic)
+                if st is None:
+                    continue  # deleted since the table was read
+                count, brokers, last = merged.get(topic, (0, [], 0))
+                count += sum(o.maxOffset - o.minOffset for o in st.offsetTable.values())
+                last = max([last, *(o.lastUpdateTimestamp for o in st.offsetTable.values())])
+                merged[topic] = (count, [*brokers, name], last)
+        return [
+            SpecialTopics(
+                [
+                    SpecialTopic(topic[len(prefix) :], topic, count, brokers, last)
+                    for topic, (count, brokers, last) in sorted(merged.items())
+                    if topic.startswith(prefix)
+                ]
+            )
+            for prefix in prefixes
+        ]
+
+    async def _topics_stats(self, addr: str, topics: list[str]) -> dict[str, TopicStatsTable]:
+        """The offsets of ``topics`` on one broker: GET_TOPICS_STATS_INFO a thousand at a time; a
+        broker that does not serve it (Apache RocketMQ) is asked topic by topic."""
+        try:
+            parts = await gather(
+                self.api.topics_stats(addr, topics[i : i + _STATS_PER_REQUEST])
+                for i in range(0, len(topics), _STATS_PER_REQUEST)
+            )
+        except RemoteError as exc:
+            if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise
+            each = await gather(self.api.topic_stats(addr, t) for t in topics)
+            return dict(zip(topics, each, strict=True))
+        return {topic: stats for part in parts for topic, stats in part.items()}
 
     @admin_call
     async def dlq_list(self) -> SpecialTopics:
         """Every group's dead-letter topic (%DLQ%group) and how many messages it holds."""
-        return await self._special(DLQ_PREFIX)
+        return (await self._special(DLQ_PREFIX))[0]
 
     @admin_call
     async def retry_list(self) -> SpecialTopics:
         """Every group's retry topic (%RETRY%group) and how many messages it holds."""
-        return await self._special(RETRY_PREFIX)
+        return (await self._special(RETRY_PREFIX))[0]
+
+    @admin_call
+    async def retry_and_dlq_list(self) -> tuple[SpecialTopics, SpecialTopics]:
+        """:meth:`retry_list` and :meth:`dlq_list` together, at the cost of one."""
+        retry, dlq = await self._special(RETRY_PREFIX, DLQ_PREFIX)
+        return retry, dlq
 
     async def dlq_browse(self, group: str, rng: MessageRange, progress: Progress | None = None) -> Messages:
         return await self.message_print(DLQ_PREFIX + group, rng, progress)
@@ -533,10 +568,14 @@ class MessageOps(ServiceBase):
         ``to_topic``: same body, tags, keys and user properties, a fresh send with a new UNIQ_KEY."""
         from admin.models.messages import OutgoingMessage
         from broker.client.dlq_ops import resend_properties
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
 
         record = (await self.message_get(msg_id, topic)).messages[0]
-        props = {k: v for k, v in resend_properties(record).items() if k not in (P.TAGS, P.KEYS, P.UNIQ_KEY)}
+        props = {
+            k: v
+            for k, v in resend_properties(record).items()
+            if k not in (message_properties.TAGS, message_properties.KEYS, message_properties.UNIQ_KEY)
+        }
         return await self.message_send(
             OutgoingMessage(to_topic or record.topic, record.body, record.tags, record.keys, props)
         )

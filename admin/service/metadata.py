@@ -160,7 +160,7 @@ class MetadataOps(TopicOps, GroupOps):
         await tracked((self._write_order_conf(spec, c) for spec, c in ordered), "ordering", progress)
 
 
-# items per UPDATE_AND_CREATE_*_LIST request: each takes the broker some 20 ms of work, so a broker
+# items per UPDATE_AND_CREATE_*_LIST request: each is some milliseconds of the broker's work, so a broker
 # (and the NameServer of its process) stays responsive while thousands go in
 APPLY_BATCH = 250
 

@@ -62,13 +62,13 @@ class TraceOps(MessageOps):
     async def _uniq_key_of(self, msg_id: str) -> str | None:
         """The UNIQ_KEY of the message an offset MessageId names (traces are keyed by it); None for
         an id that is not one, or names no message."""
-        from broker.protocol import properties as P
+        from broker.protocol import properties as message_properties
 
         try:
             found = await self.message_get(msg_id)
         except AdminError:
             return None
-        return found.messages[0].properties.get(P.UNIQ_KEY) if found.messages else None
+        return found.messages[0].properties.get(message_properties.UNIQ_KEY) if found.messages else None
 
 
 def _entry(t: TraceRecord, carrier: MessageRecord) -> TraceEntry:

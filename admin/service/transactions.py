@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from admin.errors import BadInput, NotFound
 from admin.service.base import admin_call, admin_error, gather
 from admin.service.messages import MessageOps, _QueuePlan
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 
 if TYPE_CHECKING:
     from admin.models.transactions import HalfMessage, HalfMessages, ResumedHalves
@@ -29,11 +29,11 @@ SCAN_LIMIT = 100_000  # messages read per queue at most
 
 def _key(rec: MessageRecord) -> str:
     """What names a transaction across the copies of its half message."""
-    return rec.properties.get(P.TRANSACTION_ID) or rec.uniq_key or rec.offset_msg_id
+    return rec.properties.get(message_properties.TRANSACTION_ID) or rec.uniq_key or rec.offset_msg_id
 
 
 def _checks(rec: MessageRecord) -> int:
-    text = rec.properties.get(P.TRANSACTION_CHECK_TIMES, "0")
+    text = rec.properties.get(message_properties.TRANSACTION_CHECK_TIMES, "0")
     return int(text) if text.isdigit() else 0
 
 
@@ -92,10 +92,12 @@ class TransactionOps(MessageOps):
         topics: list[HalfTopic] = []
         stopped: list[HalfMessage] = []
         for broker, (waiting, given_up) in zip(masters, answers, strict=True):
-            names = sorted({m.properties.get(P.REAL_TOPIC, "?") for m in [*waiting, *given_up]})
+            names = sorted(
+                {m.properties.get(message_properties.REAL_TOPIC, "?") for m in [*waiting, *given_up]}
+            )
             for topic in names:
-                w = [m for m in waiting if m.properties.get(P.REAL_TOPIC, "?") == topic]
-                g = [m for m in given_up if m.properties.get(P.REAL_TOPIC, "?") == topic]
+                w = [m for m in waiting if m.properties.get(message_properties.REAL_TOPIC, "?") == topic]
+                g = [m for m in given_up if m.properties.get(message_properties.REAL_TOPIC, "?") == topic]
                 topics.append(
                     HalfTopic(
                         topic, broker, len(w), min((m.born_timestamp for m in w), default=0),
@@ -106,7 +108,7 @@ class TransactionOps(MessageOps):
             stopped += [
                 HalfMessage(
                     m.offset_msg_id,
-                    m.properties.get(P.REAL_TOPIC, "?"),
+                    m.properties.get(message_properties.REAL_TOPIC, "?"),
                     broker,
                     _key(m),
                     m.born_timestamp,

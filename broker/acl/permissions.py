@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from broker.protocol.bodies import BodyError, HeartbeatData
+from broker.protocol.bodies import BodyError
 from broker.protocol.codes import RequestCode as R
+from broker.protocol.group_bodies import HeartbeatData
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand
 

@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "BlockingPushConsumer": "broker.client.blocking",
     "BlockingSimpleConsumer": "broker.client.blocking",
     "Credentials": "broker.acl.signer",
+    "ClientOptions": "broker.client.options",
     "ConsumeConcurrentlyStatus": "broker.client.consumer",
     "ConsumeOrderlyStatus": "broker.client.consumer",
     "PushConsumer": "broker.client.consumer",
@@ -54,6 +55,7 @@ __all__ = [
     "BlockingProducer",
     "BlockingPushConsumer",
     "BlockingSimpleConsumer",
+    "ClientOptions",
     "ConsumeConcurrentlyStatus",
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
@@ -97,6 +99,7 @@ if TYPE_CHECKING:
         SendResult,
         SendStatus,
     )
+    from broker.client.options import ClientOptions
     from broker.client.producer import (
         LocalTransactionState,
         MessageQueueSelector,

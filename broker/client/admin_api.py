@@ -7,9 +7,8 @@ commands never talk to sockets themselves.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.protocol.bodies import (
     ClusterInfo,
@@ -28,8 +27,7 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingConnectError
 
 if TYPE_CHECKING:
-    from broker.protocol import group_bodies as G
-    from broker.protocol import headers as H
+    from broker.protocol import headers
     from broker.protocol.consume_directly import ConsumeMessageDirectlyResult
     from broker.protocol.group_bodies import (
         ConsumerConnection,
@@ -49,23 +47,6 @@ if TYPE_CHECKING:
 
 B = TypeVar("B", bound=JsonBody)
 DEFAULT_TIMEOUT = 5.0
-
-
-class _ImportedOnUse:
-    """Stands for a module that is imported when one of its names is first used."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
-
-
-if not TYPE_CHECKING:
-    # the typed headers and the group bodies are some sixty dataclasses whose creation costs a command's
-    # start more than anything else it imports, and many commands use none (``rmq topic list``)
-    H = _ImportedOnUse("broker.protocol.headers")
-    G = _ImportedOnUse("broker.protocol.group_bodies")
 
 
 class RemoteError(Exception):
@@ -106,7 +87,7 @@ class AdminApi:
         self,
         addr: str,
         code: int,
-        header: H.CommandHeader | None = None,
+        header: headers.CommandHeader | None = None,
         *,
         body: bytes | None = None,
         ext: Mapping[str, str] | None = None,
@@ -119,13 +100,21 @@ class AdminApi:
             raise RemoteError(addr, code, response.code, response.remark)
         return response
 
-    async def _body(self, addr: str, code: int, cls: type[B], header: H.CommandHeader | None = None) -> B:
+    async def _body(
+        self, addr: str, code: int, cls: type[B], header: headers.CommandHeader | None = None
+    ) -> B:
         response = await self.call(addr, code, header)
         return cls.from_json(response.body or b"{}")
 
     # == NameServer ============================================================================
-    async def first_namesrv(self, addrs: Sequence[str], code: int, header: H.CommandHeader | None = None,
-                            *, ok: Sequence[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:  # fmt: skip
+    async def first_namesrv(
+        self,
+        addrs: Sequence[str],
+        code: int,
+        header: headers.CommandHeader | None = None,
+        *,
+        ok: Sequence[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
         """Ask the NameServers in turn until one answers (a down one is skipped)."""
         last: Exception | None = None
         for addr in addrs:
@@ -138,8 +127,10 @@ class AdminApi:
         raise last
 
     async def topic_route(self, namesrv: Sequence[str], topic: str) -> TopicRouteData:
+        from broker.protocol import headers
+
         r = await self.first_namesrv(
-            namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, H.GetRouteInfoRequestHeader(topic=topic)
+            namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, headers.GetRouteInfoRequestHeader(topic=topic)
         )
         return TopicRouteData.from_json(r.body or b"{}")
 
@@ -152,34 +143,46 @@ class AdminApi:
         return TopicList.from_json(r.body or b"{}").topicList
 
     async def topics_by_cluster(self, namesrv: Sequence[str], cluster: str) -> list[str]:
-        header = H.GetTopicsByClusterRequestHeader(cluster=cluster)
+        from broker.protocol import headers
+
+        header = headers.GetTopicsByClusterRequestHeader(cluster=cluster)
         r = await self.first_namesrv(namesrv, RequestCode.GET_TOPICS_BY_CLUSTER, header)
         return TopicList.from_json(r.body or b"{}").topicList
 
     async def delete_topic_in_namesrv(
         self, namesrv_addr: str, topic: str, cluster: str | None = None
     ) -> None:
-        header = H.DeleteTopicFromNamesrvRequestHeader(topic=topic, clusterName=cluster)
+        from broker.protocol import headers
+
+        header = headers.DeleteTopicFromNamesrvRequestHeader(topic=topic, clusterName=cluster)
         await self.call(namesrv_addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, header)
 
     async def put_kv(self, namesrv_addr: str, namespace: str, key: str, value: str) -> None:
-        header = H.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        from broker.protocol import headers
+
+        header = headers.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
         await self.call(namesrv_addr, RequestCode.PUT_KV_CONFIG, header)
 
     async def get_kv(self, namesrv: Sequence[str], namespace: str, key: str) -> str | None:
-        header = H.GetKVConfigRequestHeader(namespace=namespace, key=key)
+        from broker.protocol import headers
+
+        header = headers.GetKVConfigRequestHeader(namespace=namespace, key=key)
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         r = await self.first_namesrv(namesrv, RequestCode.GET_KV_CONFIG, header, ok=ok)
         if r.code == ResponseCode.QUERY_NOT_FOUND:
             return None
-        return H.GetKVConfigResponseHeader.from_ext_fields(r.ext_fields).value
+        return headers.GetKVConfigResponseHeader.from_ext_fields(r.ext_fields).value
 
     async def delete_kv(self, namesrv_addr: str, namespace: str, key: str) -> None:
-        header = H.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        from broker.protocol import headers
+
+        header = headers.DeleteKVConfigRequestHeader(namespace=namespace, key=key)
         await self.call(namesrv_addr, RequestCode.DELETE_KV_CONFIG, header)
 
     async def kv_list(self, namesrv: Sequence[str], namespace: str) -> dict[str, str]:
-        header = H.GetKVListByNamespaceRequestHeader(namespace=namespace)
+        from broker.protocol import headers
+
+        header = headers.GetKVListByNamespaceRequestHeader(namespace=namespace)
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         r = await self.first_namesrv(namesrv, RequestCode.GET_KVLIST_BY_NAMESPACE, header, ok=ok)
         return {} if r.code == ResponseCode.QUERY_NOT_FOUND else KVTable.from_json(r.body or b"{}").table
@@ -192,18 +195,24 @@ class AdminApi:
         await self.call(namesrv_addr, RequestCode.UPDATE_NAMESRV_CONFIG, body=_properties_text(values))
 
     async def wipe_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
-        header = H.WipeWritePermOfBrokerRequestHeader(brokerName=broker_name)
+        from broker.protocol import headers
+
+        header = headers.WipeWritePermOfBrokerRequestHeader(brokerName=broker_name)
         r = await self.call(namesrv_addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, header)
-        return H.WipeWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).wipeTopicCount or 0
+        return headers.WipeWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).wipeTopicCount or 0
 
     async def add_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
-        header = H.AddWritePermOfBrokerRequestHeader(brokerName=broker_name)
+        from broker.protocol import headers
+
+        header = headers.AddWritePermOfBrokerRequestHeader(brokerName=broker_name)
         r = await self.call(namesrv_addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, header)
-        return H.AddWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).addTopicCount or 0
+        return headers.AddWritePermOfBrokerResponseHeader.from_ext_fields(r.ext_fields).addTopicCount or 0
 
     # == broker: topics and groups ===============================================================
     async def create_topic(self, broker_addr: str, config: TopicConfig) -> None:
-        header = H.CreateTopicRequestHeader(
+        from broker.protocol import headers
+
+        header = headers.CreateTopicRequestHeader(
             topic=config.topicName or "",
             defaultTopic="TBW102",
             readQueueNums=config.readQueueNums,
@@ -217,8 +226,10 @@ class AdminApi:
         await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 
     async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
+        from broker.protocol import headers
+
         await self.call(
-            broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, H.DeleteTopicRequestHeader(topic=topic)
+            broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, headers.DeleteTopicRequestHeader(topic=topic)
         )
 
     async def all_topic_config(self, broker_addr: str) -> dict[str, TopicConfig]:
@@ -229,27 +240,38 @@ class AdminApi:
         await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
 
     async def delete_group(self, broker_addr: str, group: str, clean_offsets: bool = False) -> None:
-        header = H.DeleteSubscriptionGroupRequestHeader(groupName=group, cleanOffset=clean_offsets)
+        from broker.protocol import headers
+
+        header = headers.DeleteSubscriptionGroupRequestHeader(groupName=group, cleanOffset=clean_offsets)
         await self.call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
 
     async def all_group_config(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        from broker.protocol import group_bodies
+
         r = await self.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         from broker.protocol.bodies import load_json
 
         doc = load_json(r.body or b"{}", "SubscriptionGroupWrapper")
         table = doc.get("subscriptionGroupTable", {}) if isinstance(doc, dict) else {}
-        return {str(k): G.SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
+        return {str(k): group_bodies.SubscriptionGroupConfig.from_obj(v) for k, v in table.items()}
 
     async def topic_config(self, broker_addr: str, topic: str) -> TopicConfig:
         """One topic's configuration on a broker (TOPIC_NOT_EXIST when it has none)."""
-        header = H.GetTopicConfigRequestHeader(topic=topic)
+        from broker.protocol import headers
+
+        header = headers.GetTopicConfigRequestHeader(topic=topic)
         return await self._body(broker_addr, RequestCode.GET_TOPIC_CONFIG, TopicConfig, header)
 
     async def group_config(self, broker_addr: str, group: str) -> SubscriptionGroupConfig:
         """One subscription group's configuration (SUBSCRIPTION_GROUP_NOT_EXIST when unknown)."""
-        header = H.GetSubscriptionGroupConfigRequestHeader(group=group)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetSubscriptionGroupConfigRequestHeader(group=group)
         return await self._body(
-            broker_addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, G.SubscriptionGroupConfig, header
+            broker_addr,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+            group_bodies.SubscriptionGroupConfig,
+            header,
         )
 
     async def create_topics(self, broker_addr: str, configs: Sequence[TopicConfig]) -> None:
@@ -259,7 +281,9 @@ class AdminApi:
 
     async def create_groups(self, broker_addr: str, configs: Sequence[SubscriptionGroupConfig]) -> None:
         """Create or update several subscription groups at once; all of them or none."""
-        body = G.SubscriptionGroupList(groupConfigList=list(configs)).to_json()
+        from broker.protocol import group_bodies
+
+        body = group_bodies.SubscriptionGroupList(groupConfigList=list(configs)).to_json()
         await self.call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, body=body)
 
     # == broker: state and statistics ============================================================
@@ -274,68 +298,111 @@ class AdminApi:
         return (await self._body(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO, KVTable)).table
 
     async def topic_stats(self, broker_addr: str, topic: str) -> TopicStatsTable:
-        header = H.GetTopicStatsInfoRequestHeader(topic=topic)
-        return await self._body(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, G.TopicStatsTable, header)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetTopicStatsInfoRequestHeader(topic=topic)
+        return await self._body(
+            broker_addr, RequestCode.GET_TOPIC_STATS_INFO, group_bodies.TopicStatsTable, header
+        )
+
+    async def topics_stats(self, broker_addr: str, topics: Sequence[str]) -> dict[str, TopicStatsTable]:
+        """GET_TOPICS_STATS_INFO (rmqkit's own; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED):
+        each of ``topics`` (at most 1,000) the broker holds -> its offsets, in one answer."""
+        from broker.protocol import group_bodies
+
+        ext = {"topicList": ";".join(topics)}
+        r = await self.call(broker_addr, RequestCode.GET_TOPICS_STATS_INFO, ext=ext)
+        return group_bodies.TopicStatsTables.from_json(r.body or b"{}").topicStatsTable
 
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
-        header = H.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
-        return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, G.ConsumeStats, header)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic)
+        return await self._body(broker_addr, RequestCode.GET_CONSUME_STATS, group_bodies.ConsumeStats, header)
 
     async def broker_consume_stats(self, broker_addr: str, order_only: bool = False) -> ConsumeStatsList:
         """GET_BROKER_CONSUME_STATS: every group's consume stats on the broker, per topic, in one answer."""
-        header = H.GetConsumeStatsInBrokerHeader(isOrder=order_only)
-        return await self._body(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, G.ConsumeStatsList, header)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetConsumeStatsInBrokerHeader(isOrder=order_only)
+        return await self._body(
+            broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, group_bodies.ConsumeStatsList, header
+        )
 
     async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection | None:
         """The group's online clients, or None when none is online (206 CONSUMER_NOT_ONLINE)."""
-        header = H.GetConsumerConnectionListRequestHeader(consumerGroup=group)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetConsumerConnectionListRequestHeader(consumerGroup=group)
         ok = (ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, header, ok=ok)
-        return None if r.code != ResponseCode.SUCCESS else G.ConsumerConnection.from_json(r.body or b"{}")
+        return (
+            None
+            if r.code != ResponseCode.SUCCESS
+            else group_bodies.ConsumerConnection.from_json(r.body or b"{}")
+        )
+
+    async def all_consumer_connections(self, broker_addr: str) -> dict[str, ConsumerConnection]:
+        """Every online group's clients on the broker in one answer (rmqkit's own
+        GET_ALL_CONSUMER_CONNECTIONS; Apache RocketMQ answers REQUEST_CODE_NOT_SUPPORTED)."""
+        from broker.protocol import group_bodies
+
+        r = await self.call(broker_addr, RequestCode.GET_ALL_CONSUMER_CONNECTIONS)
+        return group_bodies.ConsumerConnectionTable.from_json(r.body or b"{}").connectionTable
 
     async def consumer_running_info(
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False
     ) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO: the broker asks the client over its connection and relays the answer."""
-        from broker.protocol import running_info as RI
+        from broker.protocol import running_info
 
-        header = RI.GetConsumerRunningInfoRequestHeader(
+        header = running_info.GetConsumerRunningInfoRequestHeader(
             consumerGroup=group, clientId=client_id, jstackEnable=jstack
         )
         r = await self.call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
-        return RI.ConsumerRunningInfo.from_json(r.body or b"{}")
+        return running_info.ConsumerRunningInfo.from_json(r.body or b"{}")
 
     async def consume_message_directly(
         self, broker_addr: str, group: str, client_id: str, msg_id: str, topic: str
     ) -> ConsumeMessageDirectlyResult:
         """CONSUME_MESSAGE_DIRECTLY: the broker holding the message (``msg_id``, an offset MessageId)
         hands it to one client's listener and relays what the listener answered."""
-        from broker.protocol import consume_directly as CD
+        from broker.protocol import consume_directly
 
-        header = CD.ConsumeMessageDirectlyResultRequestHeader(
+        header = consume_directly.ConsumeMessageDirectlyResultRequestHeader(
             consumerGroup=group, clientId=client_id, msgId=msg_id, topic=topic
         )
         r = await self.call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
-        return CD.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
+        return consume_directly.ConsumeMessageDirectlyResult.from_json(r.body or b"{}")
 
     async def resume_check_half_message(self, broker_addr: str, msg_id: str) -> None:
         """RESUME_CHECK_HALF_MESSAGE: a half message the broker gave up checking (``msg_id``, its offset
         MessageId in TRANS_CHECK_MAX_TIME_TOPIC) goes back to the half queue, checked again from zero."""
-        header = H.ResumeCheckHalfMessageRequestHeader(msgId=msg_id)
+        from broker.protocol import headers
+
+        header = headers.ResumeCheckHalfMessageRequestHeader(msgId=msg_id)
         await self.call(broker_addr, RequestCode.RESUME_CHECK_HALF_MESSAGE, header)
 
     async def producer_connection(self, broker_addr: str, group: str) -> ProducerConnection:
-        header = H.GetProducerConnectionListRequestHeader(producerGroup=group)
+        from broker.protocol import group_bodies, headers
+
+        header = headers.GetProducerConnectionListRequestHeader(producerGroup=group)
         return await self._body(
-            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, G.ProducerConnection, header
+            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, group_bodies.ProducerConnection, header
         )
 
     async def all_producers(self, broker_addr: str) -> ProducerTableInfo:
         """GET_ALL_PRODUCER_INFO: every producer connection of the broker, by group."""
-        return await self._body(broker_addr, RequestCode.GET_ALL_PRODUCER_INFO, G.ProducerTableInfo)
+        from broker.protocol import group_bodies
+
+        return await self._body(
+            broker_addr, RequestCode.GET_ALL_PRODUCER_INFO, group_bodies.ProducerTableInfo
+        )
 
     async def groups_consuming(self, broker_addr: str, topic: str) -> list[str]:
-        header = H.QueryTopicConsumeByWhoRequestHeader(topic=topic)
+        from broker.protocol import headers
+
+        header = headers.QueryTopicConsumeByWhoRequestHeader(topic=topic)
         return (
             await self._body(broker_addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, GroupList, header)
         ).groupList
@@ -345,17 +412,21 @@ class AdminApi:
         self, broker_addr: str, group: str, topic: str, *, timestamp: int = 0, offset: int | None = None,
         queue_id: int = -1, force: bool = True,
     ) -> ResetOffsetBody:  # fmt: skip
-        header = H.ResetOffsetRequestHeader(
+        from broker.protocol import group_bodies, headers
+
+        header = headers.ResetOffsetRequestHeader(
             group=group, topic=topic, timestamp=timestamp, offset=offset, queueId=queue_id, isForce=force
         )
         return await self._body(
-            broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, G.ResetOffsetBody, header
+            broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, group_bodies.ResetOffsetBody, header
         )
 
     async def clone_group_offset(
         self, broker_addr: str, src: str, dest: str, topic: str | None = None
     ) -> None:
-        header = H.CloneGroupOffsetRequestHeader(srcGroup=src, destGroup=dest, topic=topic)
+        from broker.protocol import headers
+
+        header = headers.CloneGroupOffsetRequestHeader(srcGroup=src, destGroup=dest, topic=topic)
         await self.call(broker_addr, RequestCode.CLONE_GROUP_OFFSET, header)
 
     # == broker: pending timer messages ========================================================
@@ -397,7 +468,9 @@ class AdminApi:
     ) -> QueryConsumeQueueResponseBody:
         """Units of one ConsumeQueue; an index outside the queue is QUERY_NOT_FOUND with the broker's
         remark (RocketMQ answers it as a SUCCESS without a body)."""
-        header = H.QueryConsumeQueueRequestHeader(
+        from broker.protocol import group_bodies, headers
+
+        header = headers.QueryConsumeQueueRequestHeader(
             topic=topic, queueId=queue_id, index=index, count=count, consumerGroup=group
         )
         r = await self.call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, header)
@@ -405,7 +478,7 @@ class AdminApi:
             raise RemoteError(
                 broker_addr, RequestCode.QUERY_CONSUME_QUEUE, ResponseCode.QUERY_NOT_FOUND, r.remark
             )
-        return G.QueryConsumeQueueResponseBody.from_json(r.body)
+        return group_bodies.QueryConsumeQueueResponseBody.from_json(r.body)
 
     async def clean_expired_consume_queue(self, broker_addr: str) -> None:
         await self.call(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
@@ -416,26 +489,34 @@ class AdminApi:
     async def clean_unused_topic(self, broker_addr: str) -> None:
         await self.call(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC)
 
-    async def _offset(self, broker_addr: str, code: int, header: H.CommandHeader) -> int:
+    async def _offset(self, broker_addr: str, code: int, header: headers.CommandHeader) -> int:
+        from broker.protocol import headers
+
         r = await self.call(broker_addr, code, header)
-        return H.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
+        return headers.OffsetResponseHeader.from_ext_fields(r.ext_fields).offset or 0
 
     async def max_offset(self, broker_addr: str, topic: str, queue_id: int) -> int:
-        header = H.GetMaxOffsetRequestHeader(topic=topic, queueId=queue_id)
+        from broker.protocol import headers
+
+        header = headers.GetMaxOffsetRequestHeader(topic=topic, queueId=queue_id)
         return await self._offset(broker_addr, RequestCode.GET_MAX_OFFSET, header)
 
     async def min_offset(self, broker_addr: str, topic: str, queue_id: int) -> int:
-        header = H.GetMinOffsetRequestHeader(topic=topic, queueId=queue_id)
+        from broker.protocol import headers
+
+        header = headers.GetMinOffsetRequestHeader(topic=topic, queueId=queue_id)
         return await self._offset(broker_addr, RequestCode.GET_MIN_OFFSET, header)
 
     async def search_offset(
         self, broker_addr: str, topic: str, queue_id: int, timestamp: int, upper: bool = False
     ) -> int:
-        header = H.SearchOffsetRequestHeader(
+        from broker.protocol import headers
+
+        header = headers.SearchOffsetRequestHeader(
             topic=topic,
             queueId=queue_id,
             timestamp=timestamp,
-            boundaryType=H.BoundaryType.UPPER if upper else H.BoundaryType.LOWER,
+            boundaryType=headers.BoundaryType.UPPER if upper else headers.BoundaryType.LOWER,
         )
         return await self._offset(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
 
@@ -444,9 +525,10 @@ class AdminApi:
         """When the message at ``offset`` of a queue was stored (epoch ms); None when there is none.
         One PULL of one message as the tools group, committing nothing (RocketMQ has no request
         for a store time at an offset)."""
+        from broker.protocol import headers
         from broker.protocol.message import decode_records
 
-        header = H.PullMessageRequestHeader(
+        header = headers.PullMessageRequestHeader(
             consumerGroup="TOOLS_CONSUMER", topic=topic, queueId=queue_id, queueOffset=offset,
             maxMsgNums=1, sysFlag=0x4, commitOffset=0, suspendTimeoutMillis=0, subVersion=0,
             subscription="*",
@@ -460,8 +542,10 @@ class AdminApi:
         return None if first is None else first.store_timestamp
 
     async def view_message(self, broker_addr: str, phys_offset: int) -> MessageRecord:
+        from broker.protocol import headers
+
         r = await self.call(
-            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, H.ViewMessageRequestHeader(offset=phys_offset)
+            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, headers.ViewMessageRequestHeader(offset=phys_offset)
         )
         return self._records(broker_addr, r.body)[0]
 
@@ -478,7 +562,9 @@ class AdminApi:
     ) -> list[MessageRecord]:
         """Messages whose key (or UNIQ_KEY) is ``key``; the broker's index may return collisions, so
         results are re-checked here as mqadmin does."""
-        header = H.QueryMessageRequestHeader(
+        from broker.protocol import headers
+
+        header = headers.QueryMessageRequestHeader(
             topic=topic, key=key, maxNum=max_num, beginTimestamp=begin, endTimestamp=end
         )
         ok = (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)

@@ -4,16 +4,15 @@ the response code, decode the answer. Nothing here keeps state besides the conne
 from __future__ import annotations
 
 from broker.client.message import MQBrokerError, MQClientError
-from broker.protocol import headers as H
-from broker.protocol.bodies import (
+from broker.protocol import headers
+from broker.protocol.bodies import MessageQueue, TopicRouteData
+from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
-    MessageQueue,
-    TopicRouteData,
 )
-from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from broker.protocol.remoting import ExtFieldsHeader, RemotingCommand, make_request
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingError
@@ -49,7 +48,7 @@ class ClientAPI:
 
     async def route(self, namesrv_addrs: list[str], topic: str) -> TopicRouteData | None:
         """The topic's route from the first NameServer that answers; None if it has none."""
-        header = H.GetRouteInfoRequestHeader(topic=topic, acceptStandardJsonOnly=True)
+        header = headers.GetRouteInfoRequestHeader(topic=topic, acceptStandardJsonOnly=True)
         failure: Exception | None = None
         for addr in namesrv_addrs:
             try:
@@ -68,19 +67,19 @@ class ClientAPI:
         await self.invoke(addr, request(RequestCode.HEART_BEAT, body=data.to_json()))
 
     async def unregister(self, addr: str, client_id: str, producer: str | None, consumer: str | None) -> None:
-        header = H.UnregisterClientRequestHeader(
+        header = headers.UnregisterClientRequestHeader(
             clientID=client_id, producerGroup=producer, consumerGroup=consumer
         )
         await self.invoke(addr, request(RequestCode.UNREGISTER_CLIENT, header))
 
     async def consumer_ids(self, addr: str, group: str) -> list[str]:
-        header = H.GetConsumerListByGroupRequestHeader(consumerGroup=group)
+        header = headers.GetConsumerListByGroupRequestHeader(consumerGroup=group)
         response = await self.invoke(addr, request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header))
         return GetConsumerListByGroupResponseBody.from_json(response.body or b"{}").consumerIdList
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int | None:
         """The group's committed offset of ``mq``; None when the broker has none."""
-        header = H.QueryConsumerOffsetRequestHeader(
+        header = headers.QueryConsumerOffsetRequestHeader(
             consumerGroup=group, topic=mq.topic, queueId=mq.queueId, bname=mq.brokerName
         )
         response = await self.invoke(
@@ -88,33 +87,33 @@ class ClientAPI:
         )
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return None
-        return H.OffsetResponseHeader.parse(response.ext_fields).offset
+        return headers.OffsetResponseHeader.parse(response.ext_fields).offset
 
     async def update_consumer_offset(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
-        header = H.UpdateConsumerOffsetRequestHeader(
+        header = headers.UpdateConsumerOffsetRequestHeader(
             consumerGroup=group, topic=mq.topic, queueId=mq.queueId, commitOffset=offset, bname=mq.brokerName
         )
         await self.oneway(addr, request(RequestCode.UPDATE_CONSUMER_OFFSET, header, oneway=True))
 
     async def max_offset(self, addr: str, mq: MessageQueue) -> int:
-        header = H.GetMaxOffsetRequestHeader(topic=mq.topic, queueId=mq.queueId, bname=mq.brokerName)
+        header = headers.GetMaxOffsetRequestHeader(topic=mq.topic, queueId=mq.queueId, bname=mq.brokerName)
         return await self._offset(addr, request(RequestCode.GET_MAX_OFFSET, header))
 
     async def min_offset(self, addr: str, mq: MessageQueue) -> int:
-        header = H.GetMinOffsetRequestHeader(topic=mq.topic, queueId=mq.queueId, bname=mq.brokerName)
+        header = headers.GetMinOffsetRequestHeader(topic=mq.topic, queueId=mq.queueId, bname=mq.brokerName)
         return await self._offset(addr, request(RequestCode.GET_MIN_OFFSET, header))
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
-        header = H.SearchOffsetRequestHeader(
+        header = headers.SearchOffsetRequestHeader(
             topic=mq.topic, queueId=mq.queueId, timestamp=timestamp_ms, bname=mq.brokerName
         )
         return await self._offset(addr, request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header))
 
     async def _offset(self, addr: str, cmd: RemotingCommand) -> int:
         response = await self.invoke(addr, cmd)
-        return H.OffsetResponseHeader.parse(response.ext_fields).offset
+        return headers.OffsetResponseHeader.parse(response.ext_fields).offset
 
-    async def send_back(self, addr: str, header: H.ConsumerSendMsgBackRequestHeader) -> None:
+    async def send_back(self, addr: str, header: headers.ConsumerSendMsgBackRequestHeader) -> None:
         await self.invoke(addr, request(RequestCode.CONSUMER_SEND_MSG_BACK, header))
 
     async def lock_batch(self, addr: str, body: LockBatchRequestBody) -> set[MessageQueue]:
@@ -124,10 +123,10 @@ class ClientAPI:
     async def unlock_batch(self, addr: str, body: LockBatchRequestBody) -> None:
         await self.invoke(addr, request(RequestCode.UNLOCK_BATCH_MQ, body=body.to_json()))
 
-    async def recall(self, addr: str, header: H.RecallMessageRequestHeader) -> str:
+    async def recall(self, addr: str, header: headers.RecallMessageRequestHeader) -> str:
         """The recalled message's UNIQ_KEY."""
         response = await self.invoke(addr, request(RequestCode.RECALL_MESSAGE, header))
-        return H.RecallMessageResponseHeader.parse(response.ext_fields).msgId
+        return headers.RecallMessageResponseHeader.parse(response.ext_fields).msgId
 
-    async def end_transaction(self, addr: str, header: H.EndTransactionRequestHeader) -> None:
+    async def end_transaction(self, addr: str, header: headers.EndTransactionRequestHeader) -> None:
         await self.oneway(addr, request(RequestCode.END_TRANSACTION, header, oneway=True))

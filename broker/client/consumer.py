@@ -11,31 +11,30 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from broker.client.callbacks import as_async
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import Message, MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.process_queue import ProcessQueue
 from broker.client.producer import Producer
 from broker.client.pull import PullRequest, PullStatus, pull
 from broker.client.rebalance import REBALANCE_INTERVAL
-from broker.protocol import headers as H
-from broker.protocol import properties as P
-from broker.protocol import running_info as RI
+from broker.protocol import headers, running_info
+from broker.protocol import properties as message_properties
 from broker.protocol.allocate import AllocateStrategy
-from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue, ResetOffsetBody
+from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ResetOffsetBody
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +93,9 @@ class PushConsumer(ConsumerBase):
         suspend_current_queue_time: float = 1.0,
         rebalance_interval: float = REBALANCE_INTERVAL,
         persist_interval: float = PERSIST_INTERVAL,
-        instance_name: str | None = None,
         offset_dir: Path = DEFAULT_OFFSET_DIR,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
         super().__init__(
             group,
@@ -108,12 +104,8 @@ class PushConsumer(ConsumerBase):
             consume_from=consume_from,
             consume_timestamp_ms=consume_timestamp_ms,
             allocate=allocate,
-            instance_name=instance_name,
             offset_dir=offset_dir,
-            credentials=credentials,
-            ssl_context=ssl_context,
-            trace=trace,
-            trace_topic=trace_topic,
+            options=ClientOptions.of(options, client),
         )
         self.consume_thread_max = consume_thread_max
         self.consume_batch_max_size = consume_batch_max_size
@@ -215,7 +207,7 @@ class PushConsumer(ConsumerBase):
     async def _on_reset_offset(
         self, cmd: RemotingCommand, channel: RemotingChannel
     ) -> RemotingCommand | None:
-        header = H.ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        header = headers.ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         if header.group == self.group and cmd.body:
             table = ResetOffsetBody.from_json(cmd.body).offsetTable
             for mq, offset in table.items():
@@ -270,8 +262,8 @@ class PushConsumer(ConsumerBase):
             "consumeConcurrentlyMaxSpan": str(self.consume_concurrently_max_span),
             "maxReconsumeTimes": str(-1 if self.max_reconsume_times is None else self.max_reconsume_times),
             "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),
-            RI.PROP_CONSUME_ORDERLY: "true" if self._orderly else "false",
-            RI.PROP_THREADPOOL_CORE_SIZE: str(self.consume_thread_max),
+            running_info.PROP_CONSUME_ORDERLY: "true" if self._orderly else "false",
+            running_info.PROP_THREADPOOL_CORE_SIZE: str(self.consume_thread_max),
         }
 
     # ---- rebalance owner hooks
@@ -369,7 +361,7 @@ class PushConsumer(ConsumerBase):
 
     def _restore_topic(self, msg: MessageExt) -> None:
         if msg.topic == self._retry_topic:  # first: other messages need not parse their properties
-            original = msg.properties.get(P.RETRY_TOPIC)
+            original = msg.properties.get(message_properties.RETRY_TOPIC)
             if original:
                 msg.topic = original
 
@@ -469,7 +461,7 @@ class PushConsumer(ConsumerBase):
     async def _send_back(self, msg: MessageExt) -> bool:
         """CONSUMER_SEND_MSG_BACK (the broker picks delay 3 + reconsumeTimes); falls back to resending to
         the retry topic ourselves. False if both failed: the message is then consumed again locally."""
-        header = H.ConsumerSendMsgBackRequestHeader(
+        header = headers.ConsumerSendMsgBackRequestHeader(
             offset=msg.commit_log_offset,
             group=self.group,
             delayLevel=0,
@@ -496,10 +488,10 @@ class PushConsumer(ConsumerBase):
         """Put a copy on %RETRY%group with the retry bookkeeping properties (the broker routes it to the
         DLQ once RECONSUME_TIME exceeds MAX_RECONSUME_TIMES)."""
         copy = Message(self._retry_topic, msg.body, properties=msg.properties, flag=msg.flag)
-        copy.properties.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
-        copy.properties[P.RETRY_TOPIC] = msg.topic
-        copy.properties[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        copy.properties[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
+        copy.properties.setdefault(message_properties.ORIGIN_MESSAGE_ID, msg.msg_id)
+        copy.properties[message_properties.RETRY_TOPIC] = msg.topic
+        copy.properties[message_properties.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        copy.properties[message_properties.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
         copy.delay_time_level = 3 + msg.reconsume_times
         if self._inner_producer is None:
             self._inner_producer = Producer(INNER_PRODUCER_GROUP, self.namesrv_addr)

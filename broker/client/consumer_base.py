@@ -29,26 +29,18 @@ from broker.client.process_queue import ProcessQueue, now_ms
 from broker.client.pull import build_subscription
 from broker.client.rebalance import Rebalancer
 from broker.client.trace_dispatch import tracer_for
-from broker.protocol import running_info as RI
+from broker.protocol import running_info as running_info_body
 from broker.protocol.allocate import AllocateAveragely, AllocateStrategy
-from broker.protocol.bodies import (
-    ConsumeFromWhere,
-    ConsumerData,
-    ConsumeType,
-    HeartbeatData,
-    MessageModel,
-    MessageQueue,
-)
+from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    from broker.client.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -75,25 +67,16 @@ class ConsumerBase(ABC):
         consume_from: ConsumeFrom,
         consume_timestamp_ms: int | None,
         allocate: AllocateStrategy | None,
-        instance_name: str | None,
         offset_dir: Path,
-        credentials: Credentials | None,
-        ssl_context: ssl.SSLContext | None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions,
     ) -> None:
         self.group = group
         self.namesrv_addr = namesrv_addr
         self.message_model = message_model
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.options = options
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, options)
         self.rebalancer = Rebalancer(
             self.instance, group, message_model, allocate or AllocateAveragely(), self
         )
@@ -106,7 +89,7 @@ class ConsumerBase(ABC):
         self._running = False
         self._started_ms = 0
         self.stats = ConsumeStatsRecorder()
-        self.tracer = tracer_for(trace, trace_topic, group, "CONSUME", namesrv_addr, credentials, ssl_context)
+        self.tracer = tracer_for(options, group, "CONSUME", namesrv_addr)
 
     @property
     def client_id(self) -> str:
@@ -175,11 +158,11 @@ class ConsumerBase(ABC):
             settings["consumeTimestamp"] = str(self.consume_timestamp_ms)
         return settings
 
-    def running_info(self) -> RI.ConsumerRunningInfo:
+    def running_info(self) -> running_info_body.ConsumerRunningInfo:
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions, the state of
         every owned queue and the rates of every subscribed topic."""
         subscriptions = list(self.rebalancer.subscriptions.values())
-        return RI.ConsumerRunningInfo(
+        return running_info_body.ConsumerRunningInfo(
             properties=running_properties(
                 self._settings(), self.consume_type, self._started_ms, self.namesrv_addr
             ),
@@ -279,18 +262,18 @@ def running_properties(
     """A consumer's running-info properties: its ``settings`` and what every consumer reports."""
     return {
         **settings,
-        RI.PROP_CONSUME_TYPE: consume_type.name,
-        RI.PROP_CONSUMER_START_TIMESTAMP: str(started_ms),
-        RI.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(namesrv_addr)),
-        RI.PROP_CLIENT_VERSION: RI.CLIENT_VERSION_NAME,
+        running_info_body.PROP_CONSUME_TYPE: consume_type.name,
+        running_info_body.PROP_CONSUMER_START_TIMESTAMP: str(started_ms),
+        running_info_body.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in parse_namesrv_addr(namesrv_addr)),
+        running_info_body.PROP_CLIENT_VERSION: running_info_body.CLIENT_VERSION_NAME,
     }
 
 
 def running_info_answer(
-    cmd: RemotingCommand, group: str, running_info: Callable[[], RI.ConsumerRunningInfo]
+    cmd: RemotingCommand, group: str, running_info: Callable[[], running_info_body.ConsumerRunningInfo]
 ) -> RemotingCommand:
     """The answer to a GET_CONSUMER_RUNNING_INFO for ``group``'s consumer (with its threads when asked)."""
-    header = RI.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
+    header = running_info_body.GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
     if header.consumerGroup != group:
         return make_response(
             cmd,

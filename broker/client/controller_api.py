@@ -9,13 +9,15 @@ import json
 from collections.abc import Sequence
 
 from broker.client.admin_api import AdminApi
-from broker.protocol import controller as C
+from broker.protocol import controller as controller_protocol
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand
 from broker.remoting.errors import RemotingConnectError
 
 
-async def metadata(api: AdminApi, addrs: Sequence[str]) -> tuple[str, C.GetMetaDataResponseHeader]:
+async def metadata(
+    api: AdminApi, addrs: Sequence[str]
+) -> tuple[str, controller_protocol.GetMetaDataResponseHeader]:
     """CONTROLLER_GET_METADATA_INFO of the first controller that answers, and its address."""
     last: Exception | None = None
     for addr in addrs:
@@ -24,7 +26,7 @@ async def metadata(api: AdminApi, addrs: Sequence[str]) -> tuple[str, C.GetMetaD
         except RemotingConnectError as exc:
             last = exc
             continue
-        return addr, C.GetMetaDataResponseHeader.from_ext_fields(response.ext_fields)
+        return addr, controller_protocol.GetMetaDataResponseHeader.from_ext_fields(response.ext_fields)
     if last is None:
         raise ValueError("no controller address given")
     raise last
@@ -45,20 +47,20 @@ async def leader(api: AdminApi, addrs: Sequence[str]) -> str:
 
 async def sync_state_data(
     api: AdminApi, addrs: Sequence[str], broker_names: Sequence[str]
-) -> C.BrokerReplicasInfo:
+) -> controller_protocol.BrokerReplicasInfo:
     response = await api.call(
         await leader(api, addrs),
         RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
         body=json.dumps(list(broker_names)).encode(),
     )
-    return C.BrokerReplicasInfo.from_json(response.body or b"{}")
+    return controller_protocol.BrokerReplicasInfo.from_json(response.body or b"{}")
 
 
 async def elect_master(
     api: AdminApi, addrs: Sequence[str], cluster: str, broker_name: str, broker_id: int | None
-) -> tuple[C.ReplicaMasterHeader, C.ElectMasterResponseBody]:
+) -> tuple[controller_protocol.ReplicaMasterHeader, controller_protocol.ElectMasterResponseBody]:
     """ELECT_MASTER: ``broker_id`` becomes master (None: the controller's policy picks)."""
-    header = C.ElectMasterRequestHeader(
+    header = controller_protocol.ElectMasterRequestHeader(
         clusterName=cluster,
         brokerName=broker_name,
         brokerId=-1 if broker_id is None else broker_id,
@@ -66,9 +68,11 @@ async def elect_master(
     )
     response = await api.call(await leader(api, addrs), RequestCode.CONTROLLER_ELECT_MASTER, header)
     body = (
-        C.ElectMasterResponseBody.from_json(response.body) if response.body else C.ElectMasterResponseBody()
+        controller_protocol.ElectMasterResponseBody.from_json(response.body)
+        if response.body
+        else controller_protocol.ElectMasterResponseBody()
     )
-    return C.ReplicaMasterHeader.from_ext_fields(response.ext_fields), body
+    return controller_protocol.ReplicaMasterHeader.from_ext_fields(response.ext_fields), body
 
 
 async def clean_broker_data(
@@ -79,7 +83,7 @@ async def clean_broker_data(
     broker_ids: Sequence[int] | None,
     clean_living: bool,
 ) -> None:
-    header = C.CleanControllerBrokerDataRequestHeader(
+    header = controller_protocol.CleanControllerBrokerDataRequestHeader(
         clusterName=cluster,
         brokerName=broker_name,
         brokerControllerIdsToClean=";".join(map(str, broker_ids)) if broker_ids else None,
@@ -99,7 +103,7 @@ async def update_config(api: AdminApi, addr: str, properties: dict[str, str]) ->
     await api.call(addr, RequestCode.UPDATE_CONTROLLER_CONFIG, body=body)
 
 
-async def broker_epochs(api: AdminApi, broker_addr: str) -> C.EpochEntryCache:
+async def broker_epochs(api: AdminApi, broker_addr: str) -> controller_protocol.EpochEntryCache:
     """GET_BROKER_EPOCH_CACHE of a controller-mode broker."""
     response = await api.call(broker_addr, RequestCode.GET_BROKER_EPOCH_CACHE)
-    return C.EpochEntryCache.from_json(response.body or b"{}")
+    return controller_protocol.EpochEntryCache.from_json(response.body or b"{}")

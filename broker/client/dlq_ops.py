@@ -22,7 +22,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     PullMessageRequestHeader,
@@ -40,13 +40,33 @@ SUB_FLAG = 0x4  # PullSysFlag: the subscription is in the request
 # what the retry, delay, timer and dead-letter paths added; the resend starts afresh without them
 BOOKKEEPING = frozenset(
     {
-        P.DELAY, P.RETRY_TOPIC, P.ORIGIN_MESSAGE_ID, P.DLQ_ORIGIN_TOPIC, P.DLQ_ORIGIN_MESSAGE_ID,
-        P.REAL_TOPIC, P.REAL_QID, P.RECONSUME_TIME, P.MAX_RECONSUME_TIMES, P.CLUSTER, P.MIN_OFFSET,
-        P.MAX_OFFSET, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS, P.TIMER_OUT_MS,
-        "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", P.POP_CK, P.TRAN_MSG, P.PGROUP, P.TRANSACTION_ID,
-        P.TRANSACTION_CHECK_TIMES, P.TRAN_PREPARED_QUEUE_OFFSET, "CONSUME_START_TIME",
+        message_properties.DELAY,
+        message_properties.RETRY_TOPIC,
+        message_properties.ORIGIN_MESSAGE_ID,
+        message_properties.DLQ_ORIGIN_TOPIC,
+        message_properties.DLQ_ORIGIN_MESSAGE_ID,
+        message_properties.REAL_TOPIC,
+        message_properties.REAL_QID,
+        message_properties.RECONSUME_TIME,
+        message_properties.MAX_RECONSUME_TIMES,
+        message_properties.CLUSTER,
+        message_properties.MIN_OFFSET,
+        message_properties.MAX_OFFSET,
+        message_properties.TIMER_DELIVER_MS,
+        message_properties.TIMER_DELAY_SEC,
+        message_properties.TIMER_DELAY_MS,
+        message_properties.TIMER_OUT_MS,
+        "TIMER_ENQUEUE_MS",
+        "TIMER_DEQUEUE_MS",
+        message_properties.POP_CK,
+        message_properties.TRAN_MSG,
+        message_properties.PGROUP,
+        message_properties.TRANSACTION_ID,
+        message_properties.TRANSACTION_CHECK_TIMES,
+        message_properties.TRAN_PREPARED_QUEUE_OFFSET,
+        "CONSUME_START_TIME",
     }
-)  # fmt: skip
+)
 
 # answers that mean "stored" (the flush or slave part may have timed out, the message is there)
 SENT = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
@@ -92,7 +112,9 @@ class ResendReport:
 
 
 def origin_topic(rec: MessageRecord) -> str | None:
-    return rec.properties.get(P.DLQ_ORIGIN_TOPIC) or rec.properties.get(P.RETRY_TOPIC)
+    return rec.properties.get(message_properties.DLQ_ORIGIN_TOPIC) or rec.properties.get(
+        message_properties.RETRY_TOPIC
+    )
 
 
 def resend_properties(rec: MessageRecord) -> dict[str, str]:
@@ -174,7 +196,7 @@ async def _resend_one(
         target = topic
     else:  # the consumer's retry path: only this group reads it, its listener sees the original topic
         target = retry_topic(group)
-        properties[P.RETRY_TOPIC] = topic
+        properties[message_properties.RETRY_TOPIC] = topic
     base = replace(base, sent_to=target)
     if dry_run:
         return base
@@ -187,7 +209,7 @@ async def _resend_one(
         sysFlag=rec.sys_flag & (COMPRESSED_FLAG | COMPRESSION_TYPE_MASK),
         bornTimestamp=int(time.time() * 1000),
         flag=rec.flag,
-        properties=P.encode_properties(properties),
+        properties=message_properties.encode_properties(properties),
         reconsumeTimes=0,
     )
     try:

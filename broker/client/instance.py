@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING, Any
 from broker.client.api import ClientAPI
 from broker.client.message import MQClientError
 from broker.client.route import RouteCache
-from broker.protocol.bodies import HeartbeatData, MessageQueue
+from broker.protocol.bodies import MessageQueue
+from broker.protocol.group_bodies import HeartbeatData
 from broker.protocol.msgid import local_ip
 from broker.protocol.route import MASTER_ID
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    from broker.client.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +46,15 @@ class ClientInstance:
         self,
         namesrv_addr: str,
         heartbeat: Callable[[], HeartbeatData],
-        *,
-        instance_name: str | None = None,
-        rpc_timeout: float = 3.0,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        options: ClientOptions,
     ) -> None:
-        self.client_id = make_client_id(instance_name)
+        self.client_id = make_client_id(options.instance_name)
         self.remoting = RemotingClient()
-        if credentials is not None or ssl_context is not None:
+        if options.credentials is not None or options.ssl_context is not None:
             from broker.acl.client import ClientSecurity, secure  # ACL is optional: load it when used
 
-            secure(self.remoting, ClientSecurity(credentials, ssl_context))
-        self.api = ClientAPI(self.remoting, rpc_timeout)
+            secure(self.remoting, ClientSecurity(options.credentials, options.ssl_context))
+        self.api = ClientAPI(self.remoting, options.rpc_timeout)
         self.routes = RouteCache(self.api, parse_namesrv_addr(namesrv_addr))
         self._heartbeat = heartbeat
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -8,11 +8,12 @@ import collections
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
 from broker.client.consumer_base import ConsumeFrom, ConsumerBase
 from broker.client.message import MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.process_queue import ProcessQueue
 from broker.client.pull import PullRequest, PullStatus, build_subscription, pull
 from broker.client.rebalance import REBALANCE_INTERVAL
@@ -21,9 +22,7 @@ from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +50,9 @@ class LitePullConsumer(ConsumerBase):
         pull_threshold_for_queue: int = 1000,
         suspend_timeout: float = 20.0,
         rebalance_interval: float = REBALANCE_INTERVAL,
-        instance_name: str | None = None,
         offset_dir: Path = DEFAULT_OFFSET_DIR,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
         super().__init__(
             group,
@@ -65,12 +61,8 @@ class LitePullConsumer(ConsumerBase):
             consume_from=consume_from,
             consume_timestamp_ms=consume_timestamp_ms,
             allocate=allocate,
-            instance_name=instance_name,
             offset_dir=offset_dir,
-            credentials=credentials,
-            ssl_context=ssl_context,
-            trace=trace,
-            trace_topic=trace_topic,
+            options=ClientOptions.of(options, client),
         )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Final
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.bodies import MessageQueue
 from broker.protocol.codes import ResponseCode, name_of
 from broker.protocol.message import (
@@ -70,41 +70,41 @@ class Message:
 
     @property
     def tags(self) -> str | None:
-        return self.properties.get(P.TAGS)
+        return self.properties.get(message_properties.TAGS)
 
     @tags.setter
     def tags(self, value: str | None) -> None:
-        self._set(P.TAGS, value or None)
+        self._set(message_properties.TAGS, value or None)
 
     @property
     def keys(self) -> list[str]:
-        return P.split_keys(self.properties.get(P.KEYS))
+        return message_properties.split_keys(self.properties.get(message_properties.KEYS))
 
     @keys.setter
     def keys(self, value: list[str]) -> None:
-        self._set(P.KEYS, P.KEY_SEPARATOR.join(value) or None)
+        self._set(message_properties.KEYS, message_properties.KEY_SEPARATOR.join(value) or None)
 
     @property
     def delay_time_level(self) -> int:
         """Delay level 1..18 of the broker's messageDelayLevel table (0: deliver at once)."""
-        return int(self.properties.get(P.DELAY, "0"))
+        return int(self.properties.get(message_properties.DELAY, "0"))
 
     @delay_time_level.setter
     def delay_time_level(self, level: int) -> None:
-        self._set(P.DELAY, str(level) if level else None)
+        self._set(message_properties.DELAY, str(level) if level else None)
 
     @property
     def sharding_key(self) -> str | None:
         """The key ordered messages are grouped by (``__SHARDINGKEY``); see ``hash_selector``."""
-        return self.properties.get(P.SHARDING_KEY)
+        return self.properties.get(message_properties.SHARDING_KEY)
 
     @sharding_key.setter
     def sharding_key(self, value: str | None) -> None:
-        self._set(P.SHARDING_KEY, value)
+        self._set(message_properties.SHARDING_KEY, value)
 
     @property
     def uniq_key(self) -> str | None:
-        return self.properties.get(P.UNIQ_KEY)
+        return self.properties.get(message_properties.UNIQ_KEY)
 
     def _set(self, name: str, value: str | None) -> None:
         if value is None:

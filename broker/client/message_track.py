@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.protocol.bodies import ConsumerConnection, ConsumeType, MessageModel, TopicRouteData
+from broker.protocol.bodies import ConsumeType, MessageModel, TopicRouteData
 from broker.protocol.codes import ResponseCode
+from broker.protocol.group_bodies import ConsumerConnection
 from broker.protocol.message import MessageRecord
 from broker.protocol.names import retry_topic
 from broker.remoting.errors import RemotingError

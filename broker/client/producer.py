@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from broker.client.api import request
 from broker.client.callbacks import call_user
@@ -25,11 +25,13 @@ from broker.client.message import (
     SendResult,
     SendStatus,
 )
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.route import DEFAULT_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
-from broker.protocol import headers as H
-from broker.protocol import properties as P
-from broker.protocol.bodies import HeartbeatData, MessageQueue, ProducerData
+from broker.protocol import headers
+from broker.protocol import properties as message_properties
+from broker.protocol.bodies import MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import HeartbeatData, ProducerData
 from broker.protocol.javahash import java_hash
 from broker.protocol.message import (
     COMPRESSED_FLAG,
@@ -46,9 +48,6 @@ from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
     from broker.client.trace_dispatch import Tracer
 
 log = logging.getLogger(__name__)
@@ -90,7 +89,7 @@ def check_message(msg: Message, max_size: int) -> None:
 
 def batch_item_size(msg: Message) -> int:
     """Bytes one message takes in a batch body (its properties as they will be sent)."""
-    props = P.encode_properties(msg.properties)
+    props = message_properties.encode_properties(msg.properties)
     return _BATCH_ITEM_OVERHEAD + len(msg.body) + len(props.encode("utf-8"))
 
 
@@ -140,34 +139,24 @@ class Producer:
         compress_level: int = 5,
         max_message_size: int = MAX_MESSAGE_SIZE,
         send_latency_fault_enable: bool = False,
-        instance_name: str | None = None,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        trace: bool = False,
-        trace_topic: str | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
         self.group = group
+        self.options = ClientOptions.of(options, client)
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.compress_over = compress_over
         self.compress_level = compress_level
         self.max_message_size = max_message_size
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, self.options)
         self.selector = QueueSelector(send_latency_fault_enable)
         self._ids = UniqKeyGenerator()
         self._tracer: Tracer | None = None
-        if trace or trace_topic is not None:
+        if self.options.trace or self.options.trace_topic is not None:
             from broker.client.trace_dispatch import tracer_for  # it imports this module
 
-            self._tracer = tracer_for(
-                trace, trace_topic, group, "PRODUCE", namesrv_addr, credentials, ssl_context
-            )
+            self._tracer = tracer_for(self.options, group, "PRODUCE", namesrv_addr)
 
     @property
     def client_id(self) -> str:
@@ -236,19 +225,21 @@ class Producer:
                 raise MQClientError("batch messages do not support a delay level")
             if topic.startswith(RETRY_PREFIX):
                 raise MQClientError("batch messages cannot go to a retry topic")
-            if P.UNIQ_KEY not in msg.properties:
-                msg.properties[P.UNIQ_KEY] = self._ids.next()
-            msg.properties.setdefault(P.WAIT, "true")
+            if message_properties.UNIQ_KEY not in msg.properties:
+                msg.properties[message_properties.UNIQ_KEY] = self._ids.next()
+            msg.properties.setdefault(message_properties.WAIT, "true")
         results = []
         for group in split_batch(messages, self.max_message_size):
-            body = encode_batch([BatchItem(m.flag, m.body, P.encode_properties(m.properties)) for m in group])
+            body = encode_batch(
+                [BatchItem(m.flag, m.body, message_properties.encode_properties(m.properties)) for m in group]
+            )
             payload = _Payload(
                 topic=topic,
                 body=body,
-                properties=P.encode_properties({P.WAIT: "true"}),
+                properties=message_properties.encode_properties({message_properties.WAIT: "true"}),
                 sys_flag=0,
                 flag=0,
-                msg_id=",".join(m.properties[P.UNIQ_KEY] for m in group),
+                msg_id=",".join(m.properties[message_properties.UNIQ_KEY] for m in group),
                 batch=True,
                 traced=group if self._tracer is not None else (),
             )
@@ -266,7 +257,7 @@ class Producer:
         except ValueError as exc:
             raise MQClientError(f"bad recall handle: {exc}") from None
         addr = await self.instance.broker_addr(MessageQueue(topic, handle.broker_name, 0))
-        header = H.RecallMessageRequestHeader(
+        header = headers.RecallMessageRequestHeader(
             producerGroup=self.group, topic=topic, recallHandle=recall_handle, bname=handle.broker_name
         )
         return await self.instance.api.recall(addr, header)
@@ -274,25 +265,25 @@ class Producer:
     # ---- internals
 
     def _prepare(self, msg: Message) -> _Payload:
-        if P.UNIQ_KEY not in msg.properties:
-            msg.properties[P.UNIQ_KEY] = self._ids.next()
+        if message_properties.UNIQ_KEY not in msg.properties:
+            msg.properties[message_properties.UNIQ_KEY] = self._ids.next()
         props = dict(msg.properties)
-        props.setdefault(P.WAIT, "true")
+        props.setdefault(message_properties.WAIT, "true")
         body, sys_flag = msg.body, 0
         if len(body) >= self.compress_over:
             body = zlib.compress(body, self.compress_level)
             sys_flag |= COMPRESSED_FLAG | ZLIB_COMPRESSION_FLAG
-        if props.get(P.TRAN_MSG) == "true":
+        if props.get(message_properties.TRAN_MSG) == "true":
             sys_flag |= TRANSACTION_PREPARED_TYPE
-        payload = _Payload(msg.topic, body, "", sys_flag, msg.flag, props[P.UNIQ_KEY])
+        payload = _Payload(msg.topic, body, "", sys_flag, msg.flag, props[message_properties.UNIQ_KEY])
         if self._tracer is not None:
             payload.traced = (msg,)
         if msg.topic.startswith(RETRY_PREFIX):
-            reconsume = props.pop(P.RECONSUME_TIME, None)
-            max_reconsume = props.pop(P.MAX_RECONSUME_TIMES, None)
+            reconsume = props.pop(message_properties.RECONSUME_TIME, None)
+            max_reconsume = props.pop(message_properties.MAX_RECONSUME_TIMES, None)
             payload.reconsume_times = int(reconsume) if reconsume else None
             payload.max_reconsume_times = int(max_reconsume) if max_reconsume else None
-        payload.properties = P.encode_properties(props)
+        payload.properties = message_properties.encode_properties(props)
         return payload
 
     async def _send(
@@ -345,7 +336,7 @@ class Producer:
         self, payload: _Payload, mq: MessageQueue, timeout: float, oneway: bool
     ) -> SendResult | None:
         addr = await self.instance.broker_addr(mq)
-        header = H.SendMessageRequestHeaderV2(
+        header = headers.SendMessageRequestHeaderV2(
             a=self.group,
             b=payload.topic,
             c=DEFAULT_TOPIC,
@@ -370,7 +361,7 @@ class Producer:
         status = SEND_STATUS_BY_CODE.get(response.code)
         if status is None:
             raise MQBrokerError(response.code, response.remark)
-        answer = H.SendMessageResponseHeader.parse(response.ext_fields)
+        answer = headers.SendMessageResponseHeader.parse(response.ext_fields)
         sent_to = mq  # the queue asked for, unless the broker stored elsewhere
         if answer.queueId != mq.queueId or mq.topic != payload.topic:
             sent_to = MessageQueue(payload.topic, mq.brokerName, answer.queueId)
@@ -427,12 +418,12 @@ class TransactionProducer(Producer):
         self, msg: Message, local_transaction: TransactionCallable
     ) -> TransactionSendResult:
         msg.delay_time_level = 0
-        msg.properties[P.TRAN_MSG] = "true"
-        msg.properties[P.PGROUP] = self.group
+        msg.properties[message_properties.TRAN_MSG] = "true"
+        msg.properties[message_properties.PGROUP] = self.group
         result = await self.send(msg)
         if result.status is SendStatus.SEND_OK:
             if result.transaction_id:
-                msg.properties[P.TRANSACTION_ID] = result.transaction_id
+                msg.properties[message_properties.TRANSACTION_ID] = result.transaction_id
             state = await _call(local_transaction, msg)
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
@@ -444,7 +435,7 @@ class TransactionProducer(Producer):
 
     async def _end(self, result: SendResult, state: LocalTransactionState) -> str:
         """END_TRANSACTION for a half message; the broker address it went to."""
-        header = H.EndTransactionRequestHeader(
+        header = headers.EndTransactionRequestHeader(
             producerGroup=self.group,
             tranStateTableOffset=result.queue_offset,
             commitLogOffset=decode_offset_msg_id(result.offset_msg_id).offset,
@@ -460,10 +451,10 @@ class TransactionProducer(Producer):
 
     async def _on_check(self, cmd: RemotingCommand, channel: RemotingChannel) -> RemotingCommand | None:
         """CHECK_TRANSACTION_STATE: ask the checker, answer with END_TRANSACTION on the same connection."""
-        check = H.CheckTransactionStateRequestHeader.from_ext_fields(cmd.ext_fields)
+        check = headers.CheckTransactionStateRequestHeader.from_ext_fields(cmd.ext_fields)
         msg = MessageExt(decode_record(cmd.body or b""))
         state = await _call(self.checker, msg)
-        header = H.EndTransactionRequestHeader(
+        header = headers.EndTransactionRequestHeader(
             producerGroup=self.group,
             tranStateTableOffset=check.tranStateTableOffset,
             commitLogOffset=check.commitLogOffset,

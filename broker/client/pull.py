@@ -10,10 +10,11 @@ from functools import lru_cache
 
 from broker.client.api import ClientAPI, request
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
-from broker.protocol import headers as H
-from broker.protocol import properties as P
-from broker.protocol.bodies import MessageQueue, SubscriptionData
+from broker.protocol import headers
+from broker.protocol import properties as message_properties
+from broker.protocol.bodies import MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionData
 from broker.protocol.javahash import java_hash
 from broker.protocol.message import scan_records
 
@@ -89,7 +90,7 @@ def _fixed_fields(
     subscription: str, sub_version: int, expression_type: str,
 ) -> dict[str, str]:  # fmt: skip
     """What a queue's pulls share, rendered once (copied, never changed, by the caller)."""
-    return H.PullMessageRequestHeader(
+    return headers.PullMessageRequestHeader(
         consumerGroup=group,
         topic=topic,
         queueId=queue_id,
@@ -111,7 +112,7 @@ async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
     status = _STATUS.get(response.code)
     if status is None:
         raise MQBrokerError(response.code, response.remark)
-    answer = H.PullMessageResponseHeader.from_ext_fields(response.ext_fields)
+    answer = headers.PullMessageResponseHeader.from_ext_fields(response.ext_fields)
     result = PullResult(
         status,
         answer.nextBeginOffset or 0,
@@ -130,7 +131,10 @@ async def pull(api: ClientAPI, addr: str, req: PullRequest) -> PullResult:
 def _decode(req: PullRequest, body: bytes, result: PullResult) -> list[MessageExt]:
     """The found messages, built lazily (see :meth:`MessageExt.received`), with the queue's offset
     bounds as properties the way Java's client adds them."""
-    bounds = {P.MIN_OFFSET: str(result.min_offset), P.MAX_OFFSET: str(result.max_offset)}
+    bounds = {
+        message_properties.MIN_OFFSET: str(result.min_offset),
+        message_properties.MAX_OFFSET: str(result.max_offset),
+    }
     messages = MessageExt.received(body, scan_records(body), req.mq.brokerName, bounds)
     tags = req.subscription.tagsSet
     if tags:

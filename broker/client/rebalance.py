@@ -18,7 +18,8 @@ from broker.client.instance import ClientInstance
 from broker.client.message import MQClientError
 from broker.client.process_queue import ProcessQueue
 from broker.protocol.allocate import AllocateStrategy
-from broker.protocol.bodies import LockBatchRequestBody, MessageModel, MessageQueue, SubscriptionData
+from broker.protocol.bodies import MessageModel, MessageQueue
+from broker.protocol.group_bodies import LockBatchRequestBody, SubscriptionData
 from broker.remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)

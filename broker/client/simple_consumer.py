@@ -13,18 +13,20 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
 from broker.client.api import request
 from broker.client.consume_stats import ConsumeStatsRecorder
 from broker.client.consumer_base import ConsumeFrom, running_info_answer, running_properties
 from broker.client.instance import ClientInstance
 from broker.client.message import MessageExt, MQBrokerError, MQClientError
+from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.pull import build_subscription
-from broker.protocol import properties as P
-from broker.protocol import running_info as RI
-from broker.protocol.bodies import ConsumerData, ConsumeType, HeartbeatData, MessageModel, MessageQueue
+from broker.protocol import properties as message_properties
+from broker.protocol import running_info as running_info_body
+from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData
 from broker.protocol.message import scan_records
 from broker.protocol.pop import (
     MAX_INVISIBLE_MS,
@@ -40,10 +42,7 @@ from broker.protocol.pop import (
 from broker.protocol.route import subscribe_queues
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
-    from broker.protocol.bodies import SubscriptionData
+    from broker.protocol.group_bodies import SubscriptionData
     from broker.protocol.remoting import RemotingCommand
     from broker.remoting.channel import RemotingChannel
 
@@ -69,11 +68,12 @@ class SimpleConsumer:
         *,
         await_duration: float = DEFAULT_AWAIT,
         consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
-        instance_name: str | None = None,
-        rpc_timeout: float = 3.0,
-        credentials: Credentials | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        options: ClientOptions | None = None,
+        **client: Unpack[ClientKeywords],
     ) -> None:
+        self.options = ClientOptions.of(options, client)
+        if self.options.trace or self.options.trace_topic is not None:
+            raise MQClientError("a simple consumer records no message traces")
         if consume_from not in _INIT_MODE:
             raise MQClientError("a simple consumer starts from the FIRST_OFFSET or the LAST_OFFSET")
         if await_duration < 0:
@@ -83,14 +83,7 @@ class SimpleConsumer:
         self.await_duration = await_duration
         self.consume_from = consume_from
         self.subscriptions: dict[str, SubscriptionData] = {}
-        self.instance = ClientInstance(
-            namesrv_addr,
-            self._heartbeat_data,
-            instance_name=instance_name,
-            rpc_timeout=rpc_timeout,
-            credentials=credentials,
-            ssl_context=ssl_context,
-        )
+        self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, self.options)
         self._turn = itertools.count()
         self._running = False
         self._started_ms = 0
@@ -146,7 +139,7 @@ class SimpleConsumer:
 
     # ---- running info (GET_CONSUMER_RUNNING_INFO, asked by admin tools through a broker)
 
-    def running_info(self) -> RI.ConsumerRunningInfo:
+    def running_info(self) -> running_info_body.ConsumerRunningInfo:
         """This consumer as GET_CONSUMER_RUNNING_INFO reports it: settings, subscriptions and, per
         subscribed topic, receive (pull) and ack (consume) rates. It owns no queues."""
         settings = {
@@ -157,7 +150,7 @@ class SimpleConsumer:
             "namesrvAddr": self.namesrv_addr,
             "clientId": self.client_id,
         }
-        return RI.ConsumerRunningInfo(
+        return running_info_body.ConsumerRunningInfo(
             properties=running_properties(
                 settings, ConsumeType.CONSUME_POP, self._started_ms, self.namesrv_addr
             ),
@@ -269,7 +262,7 @@ class SimpleConsumer:
             raise MQBrokerError(
                 response.code, f"malformed answer to a changed invisible time: {exc}"
             ) from exc
-        message.properties[P.POP_CK] = receipt.renewed(answer.popTime, invisible_ms).encode()
+        message.properties[message_properties.POP_CK] = receipt.renewed(answer.popTime, invisible_ms).encode()
 
     async def _delivery(self, message: MessageExt) -> tuple[Receipt, str]:
         """The message's receipt and the address of the broker that handed it out."""
@@ -279,7 +272,7 @@ class SimpleConsumer:
 
     @staticmethod
     def _receipt(message: MessageExt) -> Receipt:
-        text = message.properties.get(P.POP_CK)
+        text = message.properties.get(message_properties.POP_CK)
         if text is None:
             raise MQClientError(
                 f"message {message.msg_id} has no receipt: it was not received by a SimpleConsumer"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from broker.client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
 from broker.client.producer import Producer
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.trace import (
     DEFAULT_REGION,
@@ -32,9 +32,7 @@ from broker.protocol.trace import (
 )
 
 if TYPE_CHECKING:
-    import ssl
-
-    from broker.acl.signer import Credentials
+    from broker.client.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +45,13 @@ MAX_TRACE_MESSAGE = 128_000  # bytes of one trace message body
 SEND_TIMEOUT = 5.0
 SHUTDOWN_WAIT = 5.0  # seconds shutdown spends sending what is still buffered
 _SUCCESS_STATUSES = ("CONSUME_SUCCESS", "SUCCESS")  # concurrent and orderly listeners' success
-_DELAY_PROPERTIES = (P.DELAY, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS, "__STARTDELIVERTIME")
+_DELAY_PROPERTIES = (
+    message_properties.DELAY,
+    message_properties.TIMER_DELIVER_MS,
+    message_properties.TIMER_DELAY_SEC,
+    message_properties.TIMER_DELAY_MS,
+    "__STARTDELIVERTIME",
+)
 _dispatchers = itertools.count(1)
 
 
@@ -154,14 +158,14 @@ def _trace_messages(records: Sequence[TraceRecord]) -> list[tuple[bytes, list[st
 
 
 def _region(properties: Mapping[str, str]) -> str:
-    return properties.get(P.MSG_REGION) or DEFAULT_REGION
+    return properties.get(message_properties.MSG_REGION) or DEFAULT_REGION
 
 
 def _message_type(msg: Message) -> MessageType:
     props = msg.properties
     if any(props.get(name) for name in _DELAY_PROPERTIES):
         return MessageType.Delay_Msg
-    if props.get(P.TRAN_MSG) == "true":
+    if props.get(message_properties.TRAN_MSG) == "true":
         return MessageType.Trans_Msg_Half
     return MessageType.Normal_Msg
 
@@ -186,7 +190,9 @@ class Tracer:
     ) -> None:
         """Pub records of one answered send (a batch: one per message, sharing the cost);
         ``answer`` holds the broker's MSG_REGION and TRACE_ON."""
-        if answer.get(P.TRACE_ON) == "false" or messages[0].topic.startswith(self.dispatcher.topic):
+        if answer.get(message_properties.TRACE_ON) == "false" or messages[0].topic.startswith(
+            self.dispatcher.topic
+        ):
             return
         ids, offset_ids = result.msg_id.split(","), result.offset_msg_id.split(",")
         cost = (now_ms() - began_ms) // len(messages)
@@ -202,7 +208,7 @@ class Tracer:
                     self.group,
                     topic=msg.topic,
                     tags=msg.tags,
-                    keys=msg.properties.get(P.KEYS),
+                    keys=msg.properties.get(message_properties.KEYS),
                     store_host=store_host,
                     body_length=len(msg.body),
                     cost_ms=cost,
@@ -227,11 +233,20 @@ class Tracer:
         if msg.topic.startswith(self.dispatcher.topic):
             return
         record = TraceRecord(
-            TraceType.EndTransaction, msg_id, now_ms(), _region(msg.properties), self.group,
-            topic=msg.topic, tags=msg.tags, keys=msg.properties.get(P.KEYS), store_host=store_host,
-            msg_type=MessageType.Trans_msg_Commit, transaction_id=transaction_id, transaction_state=state,
+            TraceType.EndTransaction,
+            msg_id,
+            now_ms(),
+            _region(msg.properties),
+            self.group,
+            topic=msg.topic,
+            tags=msg.tags,
+            keys=msg.properties.get(message_properties.KEYS),
+            store_host=store_host,
+            msg_type=MessageType.Trans_msg_Commit,
+            transaction_id=transaction_id,
+            transaction_state=state,
             from_transaction_check=from_check,
-        )  # fmt: skip
+        )
         self.dispatcher.append([record])
 
     # ---- consumers
@@ -249,10 +264,10 @@ class Tracer:
                 self.group,
                 request_id,
                 retry_times=m.reconsume_times,
-                keys=m.properties.get(P.KEYS),
+                keys=m.properties.get(message_properties.KEYS),
             )
             for m in msgs
-            if m.properties.get(P.TRACE_ON) != "false"
+            if m.properties.get(message_properties.TRACE_ON) != "false"
         ]
 
     def _after(self, before: list[TraceRecord], count: int, code: ConsumeReturnType) -> None:
@@ -309,19 +324,12 @@ class Tracer:
         await self.dispatcher.close()
 
 
-def tracer_for(
-    trace: bool,
-    trace_topic: str | None,
-    group: str,
-    kind: str,
-    namesrv_addr: str,
-    credentials: Credentials | None,
-    ssl_context: ssl.SSLContext | None,
-) -> Tracer | None:
+def tracer_for(options: ClientOptions, group: str, kind: str, namesrv_addr: str) -> Tracer | None:
     """The tracer of a client built with ``trace=True`` (None without); ``kind`` is PRODUCE or CONSUME.
-    Its records go to ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC) through a producer of its own."""
-    if not trace:
-        if trace_topic is not None:
+    Its records go to ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC) through a producer of its own,
+    signed and encrypted as the client is."""
+    if not options.trace:
+        if options.trace_topic is not None:
             raise MQClientError("trace_topic is used only with trace=True")
         return None
     producer = Producer(
@@ -329,7 +337,7 @@ def tracer_for(
         namesrv_addr,
         send_timeout=SEND_TIMEOUT,
         max_message_size=MAX_TRACE_MESSAGE,
-        credentials=credentials,
-        ssl_context=ssl_context,
+        credentials=options.credentials,
+        ssl_context=options.ssl_context,
     )
-    return Tracer(group, TraceDispatcher(producer, trace_topic or TRACE_TOPIC))
+    return Tracer(group, TraceDispatcher(producer, options.trace_topic or TRACE_TOPIC))

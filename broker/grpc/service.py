@@ -47,8 +47,9 @@ from broker.grpc.pop_rpc import record_filter as pop_record_filter
 from broker.grpc.schema import PB, SERVICE, Code, GrpcError, status
 from broker.grpc.send_rpc import SendRpc, code_of, encode_transaction_id
 from broker.protocol import properties as P
-from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel
 from broker.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionData
 from broker.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from broker.protocol.message import (
     TRANSACTION_COMMIT_TYPE,

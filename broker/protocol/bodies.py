@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import json
 import struct
 import time
@@ -24,7 +23,7 @@ import typing
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from broker.protocol import lenient_json
 from broker.protocol.codes import V4_9_4, V5_0_0
@@ -593,18 +592,3 @@ class RegisterBrokerBody(JsonBody):
                     raise _fail("topicQueueMappingInfo", "an object", info)
                 wrapper.topicQueueMappingInfoMap[str(info.get("topic"))] = info
         return cls(topicConfigSerializeWrapper=wrapper, filterServerList=filter_servers)
-
-
-# ---------------------------------------------------------------------------------------------
-# the group bodies (broker/protocol/group_bodies.py), imported on first use
-
-if TYPE_CHECKING:
-    from broker.protocol.group_bodies import *  # noqa: F403
-else:
-
-    def __getattr__(name: str) -> object:
-        if not name.startswith("__"):  # the import system asks for __path__ and the like
-            module = importlib.import_module("broker.protocol.group_bodies")
-            if name in module.__all__:
-                return getattr(module, name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -159,6 +159,10 @@ class RequestCode(IntEnum):
     CANCEL_TIMER_MESSAGE = 10702
     # rmqkit's own: no upstream code tells which client held which queue of a group when
     GET_REBALANCE_HISTORY = 10703
+    # rmqkit's own: every online group's connections (upstream asks 203 group by group) and many
+    # topics' offsets (202 topic by topic) in one answer
+    GET_ALL_CONSUMER_CONNECTIONS = 10704
+    GET_TOPICS_STATS_INFO = 10705
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
     GET_ALL_MESSAGE_REQUEST_MODE = 402

@@ -27,6 +27,7 @@ __all__ = [
     "ConsumeStats",
     "ConsumeStatsList",
     "ConsumerConnection",
+    "ConsumerConnectionTable",
     "ConsumerData",
     "GetConsumerListByGroupResponseBody",
     "HeartbeatData",
@@ -44,6 +45,7 @@ __all__ = [
     "SubscriptionGroupList",
     "TopicOffset",
     "TopicStatsTable",
+    "TopicStatsTables",
     "UnlockBatchRequestBody",
 ]
 
@@ -133,6 +135,14 @@ class ProducerTableInfo(JsonBody):
     data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class ConsumerConnectionTable(JsonBody):
+    """GET_ALL_CONSUMER_CONNECTIONS (rmqkit's own 10704) answer: every online group -> what
+    GET_CONSUMER_CONNECTION_LIST (203) answers for it."""
+
+    connectionTable: dict[str, ConsumerConnection] = field(default_factory=dict)
+
+
 # ---------------------------------------------------------------------------------------------
 # admin statistics and offsets
 
@@ -173,6 +183,14 @@ class TopicOffset(JsonBody):
 class TopicStatsTable(JsonBody):
     offsetTable: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
     topicPutTps: float = 0.0
+
+
+@dataclass(slots=True)
+class TopicStatsTables(JsonBody):
+    """GET_TOPICS_STATS_INFO (rmqkit's own 10705) answer: each topic asked that the broker holds ->
+    what GET_TOPIC_STATS_INFO (202) answers for it."""
+
+    topicStatsTable: dict[str, TopicStatsTable] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

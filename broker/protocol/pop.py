@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.headers import CommandHeader, RpcRequestHeader
 from broker.protocol.names import RETRY_PREFIX
 
@@ -156,7 +156,7 @@ def add_receipts(messages: list[M], answer: PopMessageResponseHeader, broker_nam
     topics) the one the answer's header implies, as Java's client builds it."""
     starts: dict[str, int] | None = None
     for msg in messages:
-        if P.POP_CK in msg.properties:
+        if message_properties.POP_CK in msg.properties:
             continue
         if starts is None:
             starts = start_offsets(answer.startOffsetInfo)
@@ -166,7 +166,7 @@ def add_receipts(messages: list[M], answer: PopMessageResponseHeader, broker_nam
             start, answer.popTime, answer.invisibleTime, answer.reviveQid, retry,
             broker_name, msg.queue_id, msg.queue_offset,
         )  # fmt: skip
-        msg.properties[P.POP_CK] = receipt.encode()
+        msg.properties[message_properties.POP_CK] = receipt.encode()
 
 
 def tag_strays(messages: list[M], tags: set[str]) -> tuple[list[M], list[M]]:

@@ -22,9 +22,9 @@ from broker.protocol import lenient_json
 from broker.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType, language_of
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024  # whole frame including the length field, as Netty counts it
-# The tolerant reader of fastjson's relaxed forms is pure Python (~0.2 us a byte): a JSON header that is not
-# standard JSON is only read up to this size, so one such frame holds the event loop for milliseconds,
-# not seconds (a 13 MiB one took 1.7 s). Standard JSON headers (what every client writes) have no limit
+# The tolerant reader of fastjson's relaxed forms is pure Python: a JSON header that is not standard
+# JSON is only read up to this size, so one such frame holds the event loop for milliseconds, not
+# seconds. Standard JSON headers (what every client writes) have no limit
 # but the frame's.
 LENIENT_HEADER_LIMIT = 16 * 1024
 RESPONSE_FLAG = 1 << 0
@@ -162,8 +162,8 @@ def make_response(
 def encode_json_header(cmd: RemotingCommand) -> bytes:
     """fastjson's bean form: keys sorted, nulls (and an absent extFields map) omitted.
 
-    orjson writes the common header (string remark and extFields values) ~7x faster than json's
-    encoder; any other value goes through the generic encoder, whose output it matches."""
+    orjson writes the common header (string remark and extFields values) several times faster than
+    json's encoder; any other value goes through the generic encoder, whose output it matches."""
     obj: dict[str, Any] = {
         "code": int(cmd.code),
         "flag": int(cmd.flag),

@@ -18,12 +18,11 @@ from broker.protocol.bodies import (
     CreateTopicListRequestBody,
     DataVersion,
     KVTable,
-    SubscriptionGroupConfig,
-    SubscriptionGroupList,
     TopicConfig,
     TopicFilterType,
 )
 from broker.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig, SubscriptionGroupList
 from broker.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from broker.protocol.bodies import (
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response

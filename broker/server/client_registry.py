@@ -14,14 +14,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from broker.protocol.bodies import (
-    ConsumeFromWhere,
-    ConsumeType,
-    MessageModel,
-    MessageQueue,
-    SubscriptionData,
-)
+from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import LanguageCode, RequestCode
+from broker.protocol.group_bodies import SubscriptionData
 from broker.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_request
 from broker.remoting.channel import RemotingChannel

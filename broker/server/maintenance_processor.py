@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from broker.protocol.bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from broker.protocol.headers import QueryConsumeQueueRequestHeader, SetCommitLogReadModeRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from broker.protocol.bodies import SubscriptionData
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionData
 from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel

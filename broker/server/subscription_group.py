@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -9,8 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.protocol import lenient_json
-from broker.protocol.bodies import BodyError, DataVersion, SubscriptionGroupConfig
+from broker.protocol.bodies import BodyError, DataVersion
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
+from broker.server.kept_parts import KeptParts
 from broker.store.config_files import ConfigFile
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,13 @@ def group_name_problem(group: str | None) -> str | None:
     return None
 
 
+def _part(name: str, config: SubscriptionGroupConfig, *, pretty: bool) -> str:
+    """A group's entry in subscriptionGroup.json (``pretty``: indented as it sits there)."""
+    text = lenient_json.dumps_fastjson(json.loads(config.to_json()), pretty, 2 if pretty else 0)
+    indent = "\t\t" if pretty else ""
+    return f"{indent}{json.dumps(name)}:{text}"
+
+
 class SubscriptionGroupManager:
     def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
         self.config = config
@@ -45,6 +55,8 @@ class SubscriptionGroupManager:
         self.forbidden: dict[str, dict[str, int]] = {}
         self.data_version = DataVersion()
         self.save: Callable[[], None] = self.persist  # the running broker saves on a worker thread
+        self._pretty = KeptParts[SubscriptionGroupConfig, str](functools.partial(_part, pretty=True))
+        self._compact = KeptParts[SubscriptionGroupConfig, str](functools.partial(_part, pretty=False))
 
     def load(self) -> None:
         data = self.file.load()
@@ -68,16 +80,21 @@ class SubscriptionGroupManager:
             self._changed()
 
     def document(self, *, pretty: bool) -> str:
-        """subscriptionGroup.json, also the body of GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
-        doc = {
-            "dataVersion": json.loads(self.data_version.to_json()),
-            "forbiddenTable": dict(self.forbidden),
-            # list(): one-step copy, as the file is written on a worker thread while groups change
-            "subscriptionGroupTable": {
-                name: json.loads(cfg.to_json()) for name, cfg in list(self.table.items())
-            },
-        }
-        return lenient_json.dumps_fastjson(doc, pretty=pretty)
+        """subscriptionGroup.json (``pretty``, as fastjson writes it), also the body of
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG; each group's part kept until the group changes."""
+        # dict(): one-step copy, as the file is written on a worker thread while groups change
+        table = dict(self.table)
+        entries = (self._pretty if pretty else self._compact).parts(table, table)
+        nl, pad = ("\n", "\t") if pretty else ("", "")
+        depth = 1 if pretty else 0
+        head = (
+            ("dataVersion", json.loads(self.data_version.to_json())),
+            ("forbiddenTable", dict(self.forbidden)),
+        )
+        items = [f"{pad}{json.dumps(k)}:{lenient_json.dumps_fastjson(v, pretty, depth)}" for k, v in head]
+        groups = "{" + nl + ("," + nl).join(entries) + nl + pad + "}" if entries else "{}"
+        items.append(f'{pad}"subscriptionGroupTable":{groups}')
+        return "{" + nl + ("," + nl).join(items) + nl + "}"
 
     def persist(self) -> None:
         self.file.save(self.document(pretty=True))

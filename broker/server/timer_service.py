@@ -82,6 +82,7 @@ TIMER_REQUESTS = (P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS)
 PARKING_PROPERTIES = frozenset((P.DELAY, *TIMER_REQUESTS))
 TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"  # how often a timer due beyond the roll window was parked again
 BATCH = 256  # units re-put per store write
 SCAN = 4096  # timer queue units taken in per step
 SLOT_BATCHES = 16  # batches of one round's deliveries before new units are taken in again
@@ -254,6 +255,9 @@ class TimerService:
         config = broker.store_config
         self.precision = config.timer_precision_ms
         self.files = TimerStore(config.store_path, self.precision, config.mapped_file_size_timer_log)
+        # within the wheel's span, and at least two steps so that half a window is a step ahead
+        window = max(2, min(config.timer_roll_window_slots, self.files.wheel.slots - 1))
+        self.roll_ms = window * self.precision
         self.progress = TimerProgress()
         self._deletes: set[str] | None = None  # cancels of the slot being delivered
         self._legacy: Legacy | None = None
@@ -281,10 +285,10 @@ class TimerService:
         progress.read_ms -= progress.read_ms % self.precision
         self.progress = progress
         self._saved = progress.version
-        span_ms = self.files.wheel.span_ms
-        if self.broker.store_config.timer_max_delay_sec * 1000 >= span_ms:
-            log.error("timerMaxDelaySec %d reaches past the timer wheel (%d s): far timers wait in line",
-                      self.broker.store_config.timer_max_delay_sec, span_ms // 1000)  # fmt: skip
+        asked = self.broker.store_config.timer_roll_window_slots
+        if self.roll_ms != asked * self.precision:
+            used = self.roll_ms // self.precision
+            log.warning("timerRollWindowSlots %d is outside the wheel; %d used", asked, used)
         self._horizon = recovery_horizon(self.broker)
         self._task = asyncio.create_task(self._run())
 
@@ -372,14 +376,11 @@ class TimerService:
             return [], start, self.progress.log_end
         read_ms, started = self.progress.read_ms, self.progress.slot_resume >= 0
         legacy = self._legacy
-        ahead = read_ms + self.files.wheel.span_ms
         places: list[Placement] = []
         dues: list[Due] = []
         after = start
         for q_off, phys, size, tags in cq.iter_units(start, min(SCAN, target - start)):
             slot_ms = tags - tags % self.precision
-            if slot_ms >= ahead:
-                break
             if legacy is not None and q_off < legacy.read_offset and q_off not in legacy.waiting:
                 after = q_off + 1  # delivered or recalled before the upgrade
                 continue
@@ -390,16 +391,29 @@ class TimerService:
             target_of = real_target(rec) if rec is not None else None
             if rec is None or target_of is None:
                 log.error("timer message at queue offset %d is gone or has no real topic; skipped", q_off)
-            elif P.TIMER_DEL_UNIQKEY in rec.properties:
-                if not passed:  # a cancel whose slot has passed has nothing left to cancel
-                    places.append(Placement(phys, size, slot_ms, java_hash(target_of[0]), True))
-            elif passed:
-                dues.append(Due(q_off, self._reput_of(rec, slot_ms)))
+            elif passed:  # a cancel whose slot has passed has nothing left to cancel
+                if P.TIMER_DEL_UNIQKEY not in rec.properties:
+                    dues.append(Due(q_off, self._reput_of(rec, slot_ms)))
             else:
-                places.append(Placement(phys, size, slot_ms, java_hash(target_of[0]), False))
+                wait_ms, rolls = self._wheel_slot(slot_ms, read_ms)
+                deletes = P.TIMER_DEL_UNIQKEY in rec.properties
+                places.append(Placement(phys, size, wait_ms, java_hash(target_of[0]), deletes, rolls))
             after = q_off + 1
         log_end = self.files.place(places, _now_floor(self.precision)) if places else self.progress.log_end
         return dues, after, log_end
+
+    def _wheel_slot(self, slot_ms: int, read_ms: int) -> tuple[int, bool]:
+        """Where a unit due at the end of slot ``slot_ms`` waits, and whether it rolls: its own slot
+        when that is within the roll window of the slot being delivered; else a window ahead (half of
+        one when a whole one would leave a last stretch under a third of a window, as upstream
+        does), from where it is parked again. Counting from the slot being delivered, not from the
+        clock, keeps every slot written within the wheel's span after a long stop."""
+        beyond = slot_ms - read_ms - self.roll_ms
+        if beyond < 0:
+            return slot_ms, False
+        steps = self.roll_ms // self.precision
+        ahead = steps // 2 if beyond < self.roll_ms // 3 else steps
+        return read_ms + ahead * self.precision, True
 
     async def _deliver_due(self, round_ms: int) -> float:
         """Deliver the slots due by ``round_ms`` (a bounded number of batches); seconds to wait."""
@@ -433,8 +447,11 @@ class TimerService:
 
     def _cancels_of(self, slot: Slot) -> set[str]:
         """Reader thread: the TIMER_DEL_UNIQKEY values of the slot's cancel units."""
+        return self._cancels_of_units(self.files.delete_units(slot))
+
+    def _cancels_of_units(self, units: list[TimerUnit]) -> set[str]:
         keys: set[str] = set()
-        for unit in self.files.delete_units(slot):
+        for unit in units:
             rec = self.broker.store.message_at(unit.offset_py)
             key = rec.properties.get(P.TIMER_DEL_UNIQKEY) if rec is not None else None
             if key:
@@ -448,7 +465,7 @@ class TimerService:
         return [Due(unit.pos, self._reput_unit(unit)) for unit in units], next_pos
 
     def _reput_unit(self, unit: TimerUnit) -> PutMessage | None:
-        if unit.deletes:
+        if unit.deletes and not unit.rolls:
             return None
         rec = self.broker.store.message_at(unit.offset_py)
         if rec is None:
@@ -456,13 +473,32 @@ class TimerService:
             return None
         target = real_target(rec)
         if (
-            target is not None
+            not unit.deletes
+            and target is not None
             and self._deletes
             and cancel_key(target[0], rec.uniq_key or "") in self._deletes
         ):
             log.info("timer message %s of %s was cancelled", rec.uniq_key, target[0])
             return None
+        if unit.rolls:
+            return self._roll_of(rec, unit.slot_ms)
         return self._reput_of(rec, unit.slot_ms)
+
+    def _roll_of(self, rec: MessageRecord, slot_ms: int) -> PutMessage | None:
+        """The parked message (or cancel) parked again, as it was: the intake places it anew from
+        its TIMER_OUT_MS, in its own slot or one more window ahead."""
+        props = dict(rec.properties)
+        try:
+            rolled = int(props.get(TIMER_ROLL_TIMES, "0"))
+        except ValueError:
+            rolled = 0
+        props[TIMER_ROLL_TIMES] = str(rolled + 1)
+        msg = reput(rec, TIMER_TOPIC, 0, props)
+        store = self.broker.store
+        if slot_ms + self.precision <= self._horizon and find_reput(store, rec, msg, self._claimed):
+            log.info("timer message %s was parked again before the crash; not again", rec.uniq_key)
+            return None
+        return msg
 
     def _reput_of(self, rec: MessageRecord, slot_ms: int) -> PutMessage | None:
         target = real_target(rec)
@@ -499,12 +535,16 @@ class TimerService:
     def _pending(self, progress: TimerProgress, topic: str | None, begin_ms: int, end_ms: int,
                  limit: int) -> tuple[list[PendingTimer], bool]:  # fmt: skip
         step = self.precision
-        start = max(begin_ms - begin_ms % step - step, progress.read_ms)
-        stop = min(end_ms - end_ms % step, start + self.files.wheel.span_ms - step)
+        first = max(begin_ms - begin_ms % step - step, progress.read_ms)  # the slots asked about
+        last = end_ms - end_ms % step
+        # no unit waits beyond the roll window; those due beyond it wait (rolled) anywhere in it
+        reach = progress.read_ms + self.roll_ms
+        start, stop = (progress.read_ms if last > reach else first), min(last, reach)
         wanted = java_hash(topic) if topic else None
         out: list[PendingTimer] = []
         taking_in = self._cancels_taking_in(progress.queue_offset)
-        looked = 0
+        rolled_cancels: set[str] = set()  # a rolled cancel may wait in another slot than its message
+        looked, more = 0, False
         for slot in self.files.wheel.scan(start, (stop - start) // step + 1) if stop >= start else ():
             cancels = self._cancels_of(slot) | taking_in
             resume = progress.slot_resume if slot.time_ms == progress.read_ms else -1
@@ -512,15 +552,21 @@ class TimerService:
             for unit in self.files.units(resume if resume >= 0 else slot.last_pos):
                 looked += 1
                 if looked > LIST_BUDGET or len(out) + len(rows) >= limit:
-                    out.extend(reversed(rows))
-                    return out, True
+                    more = True
+                    break
+                if unit.deletes and unit.rolls:
+                    rolled_cancels |= self._cancels_of_units([unit])
                 if unit.deletes or (wanted is not None and unit.topic_hash != wanted):
                     continue
                 row = self._row(unit, topic, cancels)
-                if row is not None:
+                if row is not None and first < row.deliver_ms <= last + step:
                     rows.append(row)
             out.extend(reversed(rows))
-        return out, False
+            if more:
+                break
+        out = [row for row in out if cancel_key(row.topic, row.msg_id) not in rolled_cancels]
+        out.sort(key=lambda row: row.deliver_ms)  # rolled timers wait in slots before their own
+        return out, more
 
     def _cancels_taking_in(self, start: int) -> set[str]:
         """Reader thread: the cancels stored but not yet in the wheel (a list right after a cancel)."""
@@ -543,8 +589,9 @@ class TimerService:
         if cancel_key(target[0], msg_id) in cancels:
             return None
         props = rec.properties
+        due = self._due_ms(rec) if unit.rolls else unit.slot_ms + self.precision
         return PendingTimer(target[0], target[1], msg_id, props.get(P.KEYS, ""), props.get(P.TAGS, ""),
-                            unit.slot_ms + self.precision, rec.store_timestamp, len(rec.body))  # fmt: skip
+                            due, rec.store_timestamp, len(rec.body))  # fmt: skip
 
     async def cancel(self, topic: str, msg_id: str | None, key: str | None) -> list[PendingTimer]:
         """Cancel the pending timers of ``topic`` with UNIQ_KEY ``msg_id`` (or KEYS holding ``key``);
@@ -598,6 +645,8 @@ class TimerService:
         Under the lock a round takes its start time: a round that started before the cancel was
         stored started before the message's due time too, so it cannot deliver its slot; a later
         round takes the cancel in before it delivers."""
+        # one cancel per message: a timer parked again (rolled) has several parked copies
+        records = list({r.uniq_key or "": r for r in records}.values())
         async with self._lock:
             now = _now_ms()
             live = [r for r in records if self._due_ms(r) > now]

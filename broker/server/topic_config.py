@@ -25,6 +25,7 @@ from broker.protocol.names import TRANS_HALF_TOPIC as TRANS_HALF_TOPIC
 from broker.protocol.names import TRANS_OP_HALF_TOPIC as TRANS_OP_HALF_TOPIC
 from broker.protocol.names import is_group_topic
 from broker.server.config import BrokerConfig
+from broker.server.kept_parts import KeptParts
 from broker.server.message_type import MESSAGE_TYPE_ATTRIBUTE
 from broker.store.config_files import ConfigFile
 from broker.store.dispatch import SCHEDULE_TOPIC, TIMER_TOPIC
@@ -218,6 +219,16 @@ def reserve_hours(config: TopicConfig) -> int:
     return int(text) if _JAVA_LONG_RE.match(text) else -1
 
 
+def _file_part(name: str, config: TopicConfig) -> str:
+    """A topic's entry in topics.json, indented as fastjson indents it there."""
+    text = lenient_json.dumps_fastjson(json.loads(config.to_json()), pretty=True, depth=2)
+    return f"\t\t{json.dumps(name)}:{text}"
+
+
+def _body_part(name: str, config: TopicConfig) -> bytes:
+    return json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + config.to_json()
+
+
 class TopicConfigManager:
     def __init__(self, config: BrokerConfig, config_dir: Path) -> None:
         self.config = config
@@ -225,8 +236,8 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self.save: Callable[[], None] = self.persist
-        self._encoded: dict[str, tuple[TopicConfig, str]] = {}  # name -> (config, its part of the file)
-        self._compact: dict[str, tuple[TopicConfig, bytes]] = {}  # name -> (config, its JSON)
+        self._encoded = KeptParts[TopicConfig, str](_file_part)  # each topic's part of the file
+        self._compact = KeptParts[TopicConfig, bytes](_body_part)  # and of GET_ALL_TOPIC_CONFIG
         self.on_change: Callable[[list[TopicConfig]], None] = lambda _changed: None
         # the store's per-topic policies: told at load and whenever one of them changes
         self.on_policies: Callable[[frozenset[str], dict[str, int]], None] = lambda c, r: None
@@ -319,17 +330,7 @@ class TopicConfigManager:
     def document(self, table: dict[str, TopicConfig], version: DataVersion) -> str:
         """topics.json as fastjson writes it, each topic's part encoded once and kept until the
         topic changes: a save of many topics after a few changed costs a join, not an encoding."""
-        kept = self._encoded
-        entries = []
-        for name in sorted(table):
-            config = table[name]
-            held = kept.get(name)
-            if held is None or held[0] is not config:
-                text = lenient_json.dumps_fastjson(json.loads(config.to_json()), pretty=True, depth=2)
-                held = kept[name] = (config, text)
-            entries.append(f"\t\t{json.dumps(name)}:{held[1]}")
-        for gone in kept.keys() - table.keys():
-            kept.pop(gone, None)
+        entries = self._encoded.parts(table, sorted(table))
         topics = "{\n" + ",\n".join(entries) + "\n\t}" if entries else "{}"
         head = lenient_json.dumps_fastjson(json.loads(version.to_json()), pretty=True, depth=1)
         return f'{{\n\t"dataVersion":{head},\n\t"topicConfigTable":{topics}\n}}'
@@ -349,16 +350,7 @@ class TopicConfigManager:
         """GET_ALL_TOPIC_CONFIG's body (a TopicConfigAndMappingSerializeWrapper without static
         topics), each topic's JSON encoded once and kept until the topic changes, as for the file."""
         table, version = dict(self.table), self.data_version
-        kept = self._compact
-        parts = []
-        for name in sorted(table):
-            config = table[name]
-            held = kept.get(name)
-            if held is None or held[0] is not config:
-                held = kept[name] = (config, config.to_json())
-            parts.append(json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + held[1])
-        for gone in kept.keys() - table.keys():
-            kept.pop(gone, None)
+        parts = self._compact.parts(table, sorted(table))
         return b"".join(
             (
                 b'{"dataVersion":',

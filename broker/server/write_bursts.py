@@ -9,8 +9,7 @@ bursts. Every send awaits :meth:`WriteBursts.write`, so this module is compiled 
 With ``appendOnEventLoop`` (the default) a burst of message appends runs right on the event loop at
 the end of its turn instead (any other burst still goes to the thread, and bursts never overlap, so
 the store keeps one writer at a time). With one GIL the thread gives appends no parallelism, only
-hand-overs, and those cost most when bursts are small: on the loop, batches of 32 went from ~165k to
-~200k msg/s, pipelined sends from ~47k to ~53k, and a gRPC send's broker CPU from ~37 to ~33 us. The
+hand-overs, and those cost most when bursts are small (docs/benchmarks.md has the figures). The
 price: an append stalled in the kernel (page-cache pressure, a slow disk) stalls every connection,
 where the thread leaves the loop free to turn new sends away ([PC_SYNCHRONIZED]). So a burst on the
 loop that takes ``STALL_S`` or more sends the appends to the thread for the next ``stall_hold_s``

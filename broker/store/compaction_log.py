@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.message import BLANK_MAGIC, BLANK_SIZE, POS_PHYSICAL_OFFSET, RecordError, read_layout
 from broker.protocol.properties import decode_properties
 from broker.store.commitlog import CommitLog
@@ -62,7 +62,7 @@ def record_keys(buf: bytes | memoryview) -> str | None:
     except RecordError:
         return None
     text = bytes(buf[layout.props_pos : layout.props_pos + layout.props_len]).decode("utf-8", "replace")
-    keys = decode_properties(text).get(P.KEYS)
+    keys = decode_properties(text).get(message_properties.KEYS)
     return keys if keys and keys.strip() else None
 
 

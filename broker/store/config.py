@@ -69,6 +69,9 @@ class StoreConfig:
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3 * 86_400
     timer_precision_ms: int = 1000
+    # a timer due further ahead than this many precision steps waits in a slot this far ahead and is
+    # then parked again (RocketMQ's roll): any delay fits a wheel of fixed span; upstream's default
+    timer_roll_window_slots: int = 2 * 86_400
     mapped_file_size_timer_log: int = 100 * 1024 * 1024
     data_read_ahead_enable: bool = True  # False: CommitLog maps are madvised MADV_RANDOM
     # bytes of CommitLog kept in the page cache behind the flushed position; 0 = the kernel decides

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import (
     TRANSACTION_MASK,
@@ -57,7 +57,7 @@ class TagsCodeRule:
     def __call__(self, topic: str, props: dict[str, str], store_ts: int) -> int:
         if topic == SCHEDULE_TOPIC:
             try:
-                level = int(props.get(P.DELAY, "0"))
+                level = int(props.get(message_properties.DELAY, "0"))
             except ValueError:
                 level = 0
             if level > 0 and self.delay_levels_ms:
@@ -65,10 +65,10 @@ class TagsCodeRule:
             return store_ts
         if topic == TIMER_TOPIC:
             try:
-                return int(props.get(P.TIMER_OUT_MS, store_ts))
+                return int(props.get(message_properties.TIMER_OUT_MS, store_ts))
             except ValueError:
                 return store_ts
-        return tags_code(props.get(P.TAGS))
+        return tags_code(props.get(message_properties.TAGS))
 
 
 def request_from_record(
@@ -89,8 +89,8 @@ def request_from_record(
         rule(topic, props, layout.store_timestamp),
         layout.store_timestamp,
         queue_offset,
-        props.get(P.KEYS),
-        props.get(P.UNIQ_KEY),
+        props.get(message_properties.KEYS),
+        props.get(message_properties.UNIQ_KEY),
         layout.sys_flag,
     )
 

@@ -93,8 +93,8 @@ class MappedFile:
         """Copy ``data`` at the write position; returns the absolute offset it starts at.
 
         A CommitLog write goes through ``pwrite`` into the same page cache the map shows:
-        the first write to freshly allocated blocks can stall in the filesystem for ~20 ms (every
-        8 MiB on ext4 here), and a copy into the map would hold the GIL, and so every thread of the
+        the first write to freshly allocated blocks can stall in the filesystem for milliseconds
+        (every few MiB on ext4), and a copy into the map would hold the GIL, and so every thread of the
         broker, for that long; ``pwrite`` releases it. Smaller writes (ConsumeQueue units) are copied.
         """
         pos = self.wrote

@@ -25,7 +25,7 @@ from itertools import accumulate, compress, pairwise
 from operator import add, ne
 from pathlib import Path
 
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 from broker.protocol.message import (
     MAX_PROPERTIES_BYTES,
     MAX_RETRY_TOPIC_BYTES,
@@ -610,8 +610,8 @@ class MessageStore:
                             rule(topic, props, store_ts),
                             store_ts,
                             queue_offset,
-                            props.get(P.KEYS),
-                            props.get(P.UNIQ_KEY),
+                            props.get(message_properties.KEYS),
+                            props.get(message_properties.UNIQ_KEY),
                             sys_flag,
                         )
                     )

@@ -25,7 +25,7 @@ _BLANK = struct.Struct(">iqi")
 MIN_BLANK_LEN = _BLANK.size  # 16
 BLANK_MAGIC = struct.unpack(">i", struct.pack(">I", (0xBBCCDDEE ^ (1880681586 + 8)) & 0xFFFFFFFF))[0]
 MAGIC_DEFAULT = 1
-MAGIC_ROLL = 1 << 1
+MAGIC_ROLL = 1 << 1  # the unit waits in a slot short of its due time, then is parked again (a roll)
 MAGIC_DELETE = 1 << 2  # the unit cancels the messages its parked message names (TIMER_DEL_UNIQKEY)
 
 
@@ -46,6 +46,10 @@ class TimerUnit(NamedTuple):
     @property
     def deletes(self) -> bool:
         return bool(self.magic & MAGIC_DELETE)
+
+    @property
+    def rolls(self) -> bool:
+        return bool(self.magic & MAGIC_ROLL)
 
 
 def pack_unit(prev_pos: int, magic: int, write_ms: int, slot_ms: int, offset_py: int, size_py: int,

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.store.timer_checkpoint import TimerProgress, load_checkpoint, save_checkpoint
-from broker.store.timer_log import MAGIC_DEFAULT, MAGIC_DELETE, UNIT_SIZE, TimerLog, TimerUnit, pack_unit
+from broker.store.timer_log import (
+    MAGIC_DEFAULT,
+    MAGIC_DELETE,
+    MAGIC_ROLL,
+    UNIT_SIZE,
+    TimerLog,
+    TimerUnit,
+    pack_unit,
+)
 from broker.store.timer_wheel import Slot, TimerWheel
 
 log = logging.getLogger(__name__)
@@ -37,6 +45,7 @@ class Placement:
     slot_ms: int
     topic_hash: int
     deletes: bool
+    rolls: bool = False  # placed short of its due time, to be parked again when the slot comes
 
 
 class TimerStore:
@@ -85,7 +94,7 @@ class TimerStore:
         slots: dict[int, Slot] = {}
         for item in items:
             slot = slots.get(item.slot_ms) or self.wheel.get(item.slot_ms)
-            magic = MAGIC_DEFAULT | (MAGIC_DELETE if item.deletes else 0)
+            magic = MAGIC_DEFAULT | (MAGIC_DELETE if item.deletes else 0) | (MAGIC_ROLL if item.rolls else 0)
             unit = pack_unit(slot.last_pos, magic, write_ms, item.slot_ms, item.offset_py, item.size_py,
                              item.topic_hash)  # fmt: skip
             pos = self.log.append(unit)

@@ -17,7 +17,8 @@ from broker.acl.client import ClientSecurity
 from broker.acl.signer import Credentials
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
 from tests.peers.conftest import LoopThread, small_store
 

@@ -18,8 +18,9 @@ from broker.client.lite_consumer import LitePullConsumer
 from broker.client.message import Message, MQClientError
 from broker.client.producer import Producer
 from broker.protocol.auth_bodies import AclRequestHeader, UserRequestHeader
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
 from broker.settings import SettingsError
 from tests.acl.test_auth_codes import ROOT, AuthNode, acl, create_user, entry, start_auth_node, user

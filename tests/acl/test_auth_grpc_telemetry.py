@@ -16,8 +16,9 @@ import pytest
 from broker.acl.signer import GRPC_DATE_TIME, Credentials, grpc_authorization
 from broker.grpc.schema import PB, SERVICE, Code
 from broker.protocol.auth_bodies import AclRequestHeader
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from broker.protocol.bodies import TopicConfig
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from tests.acl.test_auth_codes import AuthNode, acl, create_user, entry, start_auth_node
 from tests.grpc.conftest import run5
 

@@ -14,8 +14,8 @@ from broker.acl import signer
 from broker.acl.addresses import AddressPatternError, compile_pattern, host_of
 from broker.acl.checker import AclChecker, Denial
 from broker.acl.permissions import ANY, DENY, PUB, SUB, Need, allows, needs_of
-from broker.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.remoting import make_request
 from tests.acl.conftest import ACL_YAML, ADMIN, APP, OTHER_TOPIC, TOPIC
 

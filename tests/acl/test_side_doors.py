@@ -26,8 +26,9 @@ from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.server import NameServer
 from broker.node import Node, NodePlan
 from broker.protocol.auth_bodies import AclRequestHeader
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig, TopicRouteData
+from broker.protocol.bodies import TopicConfig, TopicRouteData
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.msgid import decode_offset_msg_id
 from broker.protocol.names import SCHEDULE_TOPIC
 from broker.protocol.properties import encode_properties

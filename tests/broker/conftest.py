@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from broker.client.remoting_client import RemotingClient
-from broker.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,

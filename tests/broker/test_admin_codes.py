@@ -10,15 +10,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.bodies import (
-    CreateTopicListRequestBody,
+from broker.protocol.bodies import CreateTopicListRequestBody, TopicConfig, load_json
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
     QueryConsumeQueueResponseBody,
     SubscriptionGroupConfig,
     SubscriptionGroupList,
-    TopicConfig,
-    load_json,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     GetSubscriptionGroupConfigRequestHeader,
     GetTopicConfigRequestHeader,

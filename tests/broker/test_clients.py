@@ -6,14 +6,15 @@ import asyncio
 from pathlib import Path
 
 from broker.client.remoting_client import RemotingChannel, RemotingClient
-from broker.protocol.bodies import (
+from broker.protocol.bodies import MessageQueue
+from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import (
     ConsumerConnection,
+    ConsumerConnectionTable,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
-    MessageQueue,
 )
-from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
     ConsumerGroupRequestHeader,
     UnregisterClientRequestHeader,
@@ -116,6 +117,22 @@ async def test_unregister_and_connection_lists(tmp_path: Path) -> None:
             ConsumerGroupRequestHeader(consumerGroup="G"),
         )
         assert gone.code == ResponseCode.CONSUMER_NOT_ONLINE
+
+
+@async_test
+async def test_every_online_group_connections_in_one_answer(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as (broker, client):
+        for client_id, group in (("c@1", "G1"), ("c@3", "G2"), ("c@4", "Gone")):
+            await call(
+                client, broker, RequestCode.HEART_BEAT, None, heartbeat_body(client_id, group, {"T": "*"})
+            )
+        header = UnregisterClientRequestHeader(clientID="c@4", consumerGroup="Gone")
+        await call(client, broker, RequestCode.UNREGISTER_CLIENT, header)
+        answer = await call(client, broker, RequestCode.GET_ALL_CONSUMER_CONNECTIONS, None)
+        table = ConsumerConnectionTable.from_json(answer.body or b"").connectionTable
+        assert sorted(table) == ["G1", "G2"]  # a group with nobody online is left out, as 203 answers it
+        assert [c.clientId for c in table["G1"].connectionSet] == ["c@1"]
+        assert "T" in table["G2"].subscriptionTable
 
 
 @async_test

@@ -11,8 +11,9 @@ import pytest
 
 from broker.client.remoting_client import RemotingChannel, RemotingClient
 from broker.protocol.allocate import AllocateAveragely
-from broker.protocol.bodies import GetConsumerListByGroupResponseBody, MessageQueue, TopicConfig
+from broker.protocol.bodies import MessageQueue, TopicConfig
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import GetConsumerListByGroupResponseBody
 from broker.protocol.headers import ConsumerGroupRequestHeader
 from broker.protocol.remoting import RemotingCommand
 from tests.broker.conftest import async_test, call, heartbeat_body, running_broker

@@ -13,7 +13,6 @@ import pytest
 
 from admin.errors import NotFound, OperationFailed
 from admin.models import GroupClients, GroupSpec
-from admin.render_mqadmin import version_desc
 from admin.service import AdminService
 from broker.client import (
     ConsumeConcurrentlyStatus,
@@ -36,6 +35,7 @@ from broker.protocol.running_info import (
     ProcessQueueInfo,
 )
 from broker.server import consumer_admin_processor
+from cli.mqadmin.render import version_desc
 from tests.broker.conftest import heartbeat_body
 from tests.client.conftest import Cluster, async_test, running_cluster
 

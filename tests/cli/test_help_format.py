@@ -8,9 +8,9 @@ import re
 
 import pytest
 import typer
-from typer._click.core import Command, Context
 from typer.testing import CliRunner
 
+from cli.click_api import Command, Context
 from cli.help_format import reflow
 from cli.main import HIDDEN, app
 
@@ -26,8 +26,8 @@ def _pages() -> list[list[str]]:
 
     def walk(command: Command, path: list[str]) -> None:
         pages.append(path)
-        names = list(getattr(command, "commands", None) or ())
         ctx = Context(command)
+        names = command.list_commands(ctx) if hasattr(command, "list_commands") else []
         for name in names:
             sub = command.get_command(ctx, name)  # type: ignore[attr-defined]
             if sub is not None and not sub.hidden and not (not path and name in HIDDEN):

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.output import (
     Fields,
@@ -226,3 +228,18 @@ def test_progress_bar_only_on_a_terminal_for_long_work(monkeypatch: pytest.Monke
         bar("ConsumeQueue", 1, 3)  # once shown, it follows every phase
         assert bar._progress.tasks[0].description == "ConsumeQueue"
     assert not bar._progress.live.is_started
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+@settings(max_examples=200, deadline=None)
+def test_json_output_is_the_standard_librarys_text(value: Any) -> None:
+    """-o json is written by orjson, falling back to the standard library for what orjson refuses
+    (integers beyond 64 bits, lone surrogates): the text is the same either way."""
+    assert to_json(value) == json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)

@@ -20,8 +20,8 @@ from typer.testing import CliRunner, Result
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
-from broker.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,

@@ -20,8 +20,8 @@ from broker.client import (
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
 from broker.protocol import properties as P
-from broker.protocol.bodies import SubscriptionGroupConfig
 from broker.protocol.codes import ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.message import decode_records, encode_record, pack_host, scan_records
 from broker.protocol.pop import PopMessageResponseHeader, add_receipts, start_offsets, tag_strays
 from tests.client.conftest import Cluster, async_test, needs_servers, running_cluster

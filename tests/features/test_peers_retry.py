@@ -19,7 +19,8 @@ from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
-from broker.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.server.config import BrokerConfig
 from tests.features.conftest import DELAY_LEVELS, pull_all
 from tests.peers import install

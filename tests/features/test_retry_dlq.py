@@ -7,8 +7,8 @@ from pathlib import Path
 
 from broker.client.admin_api import AdminApi
 from broker.client.remoting_client import RemotingClient
-from broker.protocol.bodies import SubscriptionGroupConfig
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.headers import ConsumerSendMsgBackRequestHeader
 from broker.protocol.message import MessageRecord
 from broker.protocol.remoting import RemotingCommand, make_request

@@ -79,6 +79,7 @@ ELSEWHERE: dict[str, str] = {
     "enableMixedMessageType": "tests/broker/test_topic_attributes.py",
     "recallMessageEnable": "tests/grpc/test_recall.py",
     "timerMaxDelaySec": "tests/features/test_timer.py",
+    "timerRollWindowSlots": "tests/features/test_timer.py",
     "grpcClientIdleTimeMills": "tests/grpc/test_attacks.py",
     "transactionCheckMax": "tests/cli_online/test_transactions.py",
     "enablePropertyFilter": "tests/features2/test_sql92_broker.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from broker.protocol.codes import ResponseCode
 from broker.store.dispatch import TIMER_TOPIC
-from tests.broker.conftest import async_test, send
+from tests.broker.conftest import async_test, running_broker, send
 from tests.features.conftest import feature_broker, pull_all, wait_for
 
 
@@ -80,3 +81,26 @@ async def test_an_upgraded_store_keeps_the_in_memory_timers_progress(tmp_path: P
         await broker.timer.persist()
         assert not legacy.exists()
     assert (tmp_path / "config" / "timercheck").exists()
+
+
+@async_test
+async def test_timers_beyond_the_roll_window_are_parked_again_until_due(tmp_path: Path) -> None:
+    """A timer due further ahead than timerRollWindowSlots waits in a slot that far ahead and is then
+    parked again, as often as it takes; it is listed and cancelled by its own time, and delivered at it."""
+    settings = {"timer_precision_ms": 100, "timer_roll_window_slots": 4}  # a window of 0.4 s
+    async with running_broker(tmp_path, store_settings=settings) as (broker, client):
+        due = int(time.time() * 1000) + 2500
+        for key, at in (("far", due), ("gone", due + 300)):
+            await send(client, broker, "Far", key.encode(), queue_id=0, keys=key, TIMER_DELIVER_MS=str(at))
+        deadline = time.monotonic() + 5
+        while len(listed := (await broker.timer.pending("Far", 0, 2**62, 10))[0]) < 2:
+            assert time.monotonic() < deadline, listed
+            await asyncio.sleep(0.05)
+        assert [t.keys for t in listed] == ["far", "gone"]
+        assert due <= listed[0].deliver_ms < due + 100  # its own time, not the slot it waits in
+        assert [t.keys for t in (await broker.timer.cancel("Far", None, "gone"))] == ["gone"]
+        got = await wait_for(client, broker.address, "Far", 0, 1)
+        assert [m.body for m in got] == [b"far"] and got[0].store_timestamp >= due
+        assert int(got[0].properties["TIMER_ROLL_TIMES"]) >= 2  # 2.5 s ahead: several windows
+        assert [m.body for m in await wait_for(client, broker.address, "Far", 0, 2, timeout=1.5)] == [b"far"]
+        assert (await broker.timer.pending("Far", 0, 2**62, 10))[0] == []

@@ -15,8 +15,8 @@ from broker.client.remoting_client import RemotingChannel, RemotingClient
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
 from broker.protocol import properties as P
-from broker.protocol.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from broker.protocol.codes import RequestCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from broker.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 from broker.client.admin_api import AdminApi, RemoteError
-from broker.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody, MessageQueue
+from broker.protocol.bodies import MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import LockBatchRequestBody, LockBatchResponseBody
 from broker.server.flow_control import PC_SYNCHRONIZED
 from broker.server.metrics import render_metrics
 from tests.features2.conftest import Cluster, async_test, running, send

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from broker.client.admin_api import AdminApi, RemoteError
 from broker.client.message_track import TrackType, message_tracks
-from broker.protocol.bodies import ConsumerData, ConsumeType, HeartbeatData, MessageModel, SubscriptionData
+from broker.protocol.bodies import ConsumeType, MessageModel
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.headers import QueryMessageRequestHeader, SendMessageRequestHeaderV2
 from broker.protocol.message import BatchItem, encode_batch
 from broker.protocol.properties import encode_properties

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from broker.protocol.bodies import SubscriptionData
 from broker.protocol.codes import RequestCode, ResponseCode
+from broker.protocol.group_bodies import SubscriptionData
 from tests.features2.conftest import Cluster, async_test, heartbeat, pull, records, running, send
 
 TOPIC = "Filtered"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from admin.models.names import TopicKind, is_system_group, topic_kind
-from admin.render_mqadmin import java_double
 from broker.client.remoting_client import RemotingClient
+from cli.mqadmin.render import java_double
 from tests.cli_online.conftest import send
 from tests.mqadmin.conftest import Cluster, Run
 from tests.mqadmin.test_more_commands import one_line_error

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from admin.render_mqadmin import hashmap_order, java_double, version_desc
+from cli.mqadmin.render import hashmap_order, java_double, version_desc
 from tests.mqadmin.conftest import GROUP, TOPIC, Cluster, Run
 
 Mq = Callable[..., Run]

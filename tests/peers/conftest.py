@@ -26,7 +26,8 @@ from broker.client.admin_api import AdminApi, RemoteError
 from broker.client.remoting_client import RemotingClient, RemotingConnectError
 from broker.namesrv.config import NamesrvConfig
 from broker.node import Node, NodePlan
-from broker.protocol.bodies import ConsumeStats, TopicConfig
+from broker.protocol.bodies import TopicConfig
+from broker.protocol.group_bodies import ConsumeStats
 from broker.server.config import BrokerConfig
 from broker.store.config import StoreConfig
 from tests.peers import install

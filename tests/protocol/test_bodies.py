@@ -11,28 +11,30 @@ from broker.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     ConsumeFromWhere,
-    ConsumerConnection,
-    ConsumeStats,
     ConsumeType,
     DataVersion,
-    HeartbeatData,
     KVTable,
-    LockBatchRequestBody,
     MessageModel,
     MessageQueue,
-    OffsetWrapper,
     QueueData,
     RegisterBrokerBody,
-    ResetOffsetBody,
-    SubscriptionGroupConfig,
     TopicConfig,
     TopicConfigAndMappingSerializeWrapper,
-    TopicOffset,
     TopicRouteData,
-    TopicStatsTable,
     route_wants_standard_json,
 )
 from broker.protocol.codes import LanguageCode
+from broker.protocol.group_bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    HeartbeatData,
+    LockBatchRequestBody,
+    OffsetWrapper,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicOffset,
+    TopicStatsTable,
+)
 from broker.protocol.remoting import ProtocolError
 from tests.vectors import wire_item
 

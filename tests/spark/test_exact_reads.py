@@ -132,6 +132,22 @@ def test_tag_filtered_spark_reads_have_no_duplicates(spark: SparkSession, mixed:
         assert _keys(df) == want, source
 
 
+def test_a_reused_dataframe_reads_every_row_with_filter_pushdown_on(
+    spark: SparkSession, mixed: Cluster
+) -> None:
+    """Spark 4.3 keeps the read that a query planned with pushed filters for the DataFrame's next
+    queries that have none: the source takes no filters, so each query gets all it asks for."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        df = spark.read.format("rocketmq").option("storePath", str(mixed.store)).option("topic", MIXED).load()
+        assert df.filter("queueId = 0").count() == PER_QUEUE
+        assert df.count() == 2 * PER_QUEUE
+        tagged_a = _expected(0, PER_QUEUE, lambda i: TAGS[i % 7 % 3] == "A")
+        assert df.filter("tags = 'A'").count() == len(tagged_a)
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+
 def _error(df: DataFrame) -> str:
     with pytest.raises(PySparkException) as info:
         df.collect()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from broker.client.message import Message
 from broker.client.producer import Producer
-from tests.spark.conftest import ROOT, Cluster
+from tests.spark.conftest import MESSAGES, ROOT, TOPIC, Cluster
 
 pytestmark = pytest.mark.servers
 
@@ -77,6 +78,41 @@ print("README snippets ran")
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "README snippets ran" in done.stdout
+
+
+@pytest.mark.timeout(600)
+def test_the_source_shipped_with_py_files_registers_itself(cluster: Cluster, tmp_path: Path) -> None:
+    """A Python that has PySpark, pyarrow and numpy but not rmqkit, given the package as README says
+    (``--py-files pyspark_rocketmq.py,rmqkit.zip``): the source is found by name and reads."""
+    bare = tmp_path / "py"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    site = next((bare / "lib").glob("python3*/site-packages"))
+    # the libraries of this Python, without its .pth files (the editable install of rmqkit is one)
+    (site / "libraries.pth").write_text(str(next(Path(sys.prefix, "lib").glob("python3*/site-packages"))))
+    python = str(bare / "bin" / "python")
+    job = tmp_path / "job"
+    job.mkdir()
+    subprocess.run(
+        [python, "-m", "zipfile", "-c", str(job / "rmqkit.zip"), "admin", "broker"], cwd=ROOT, check=True
+    )
+    shutil.copy(ROOT / "pyspark_rocketmq.py", job)
+    (job / "job.py").write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        f"n = spark.read.format('rocketmq').option('storePath', {str(cluster.store)!r})"
+        f".option('topic', {TOPIC!r}).load().count()\n"
+        "print('rows', n)\n"
+    )
+    env = _env(PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python)
+    probe = subprocess.run([python, "-c", "import admin"], cwd=job, env=env, capture_output=True)
+    assert probe.returncode != 0  # rmqkit comes only with --py-files
+    done = subprocess.run(
+        [str(BIN / "spark-submit"), "--master", "local[2]", *FAST,
+         "--py-files", "pyspark_rocketmq.py,rmqkit.zip", "job.py"],
+        cwd=job, env=env, capture_output=True, text=True, timeout=540,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"rows {MESSAGES}" in done.stdout
 
 
 def test_a_worker_python_without_pyarrow_is_named(cluster: Cluster, tmp_path: Path) -> None:

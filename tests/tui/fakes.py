@@ -244,6 +244,9 @@ class FakeService:
     async def dlq_list(self) -> SpecialTopics:
         return SpecialTopics([SpecialTopic("pay-cg", "%DLQ%pay-cg", 3, ["broker-a"], T0 + 2000)])
 
+    async def retry_and_dlq_list(self) -> tuple[SpecialTopics, SpecialTopics]:
+        return await self.retry_list(), await self.dlq_list()
+
     async def dlq_browse(self, group: str, rng: MessageRange, progress: object = None) -> Messages:
         return Messages(DEAD)
 

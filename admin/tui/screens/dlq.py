@@ -26,7 +26,7 @@ from admin.tui.screens.confirm import ConfirmScreen
 from admin.tui.screens.message import MessageScreen
 from admin.tui.screens.prompt import PromptScreen
 from admin.tui.table import LiveTable, Row, selected_key
-from broker.protocol import properties as P
+from broker.protocol import properties as message_properties
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -85,8 +85,8 @@ class DlqScreen(LiveScreen[DlqView]):
         special.focus()
 
     async def fetch(self, service: AdminService) -> DlqView:
-        retry, dlq, browse = await asyncio.gather(
-            service.retry_list(), service.dlq_list(), self._browse(service, BROWSE_LIMIT)
+        (retry, dlq), browse = await asyncio.gather(
+            service.retry_and_dlq_list(), self._browse(service, BROWSE_LIMIT)
         )
         return DlqView(retry, dlq, browse)
 
@@ -141,8 +141,12 @@ class DlqScreen(LiveScreen[DlqView]):
             Text("✔", style="bold green") if message_key(m) in self.marked else "",
             str(m.queue_offset),
             m.msg_id,
-            props.get(P.DLQ_ORIGIN_TOPIC) or props.get(P.RETRY_TOPIC) or "-",
-            props.get(P.DLQ_ORIGIN_MESSAGE_ID) or props.get(P.ORIGIN_MESSAGE_ID) or "-",
+            props.get(message_properties.DLQ_ORIGIN_TOPIC)
+            or props.get(message_properties.RETRY_TOPIC)
+            or "-",
+            props.get(message_properties.DLQ_ORIGIN_MESSAGE_ID)
+            or props.get(message_properties.ORIGIN_MESSAGE_ID)
+            or "-",
             str(m.reconsume_times),
             ms_time(m.store_timestamp),
             m.tags or "",

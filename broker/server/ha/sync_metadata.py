@@ -15,13 +15,9 @@ from typing import Any, Protocol
 
 from broker.acl.client import secure
 from broker.protocol import lenient_json
-from broker.protocol.bodies import (
-    BodyError,
-    DataVersion,
-    SubscriptionGroupConfig,
-    TopicConfigSerializeWrapper,
-)
+from broker.protocol.bodies import BodyError, DataVersion, TopicConfigSerializeWrapper
 from broker.protocol.codes import RequestCode, ResponseCode, name_of
+from broker.protocol.group_bodies import SubscriptionGroupConfig
 from broker.protocol.remoting import make_request
 from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
 from broker.remoting.client import RemotingClient

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_acl as R
-from cli.mqadmin_args import Command, Values, o, opt, req
+from cli.mqadmin import render_acl
+from cli.mqadmin.args import Command, Values, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -39,17 +39,17 @@ async def update_acl_config(s: AdminService, v: Values) -> str:
         topic_perms=_list(v, "topicPerms"),
         group_perms=_list(v, "groupPerms"),
     )
-    return R.account_updated(await s.acl_put(change, *_targets(v)), change)
+    return render_acl.account_updated(await s.acl_put(change, *_targets(v)), change)
 
 
 async def delete_acl_config(s: AdminService, v: Values) -> str:
     access_key = req(v, "accessKey")
-    return R.account_deleted(await s.acl_remove(access_key, *_targets(v)), access_key)
+    return render_acl.account_deleted(await s.acl_remove(access_key, *_targets(v)), access_key)
 
 
 async def cluster_acl_config_version(s: AdminService, v: Values) -> str:
     cluster, broker = _targets(v)
-    return R.acl_versions(await s.acl_versions(cluster, broker), by_cluster=broker is None)
+    return render_acl.acl_versions(await s.acl_versions(cluster, broker), by_cluster=broker is None)
 
 
 async def update_global_white_addr(s: AdminService, v: Values) -> str:
@@ -58,11 +58,11 @@ async def update_global_white_addr(s: AdminService, v: Values) -> str:
 
     edit = WhiteEdit(replace=split_patterns(req(v, "globalWhiteRemoteAddresses")))
     written = await s.acl_white_update(edit, *_targets(v), acl_file=opt(v, "aclFileFullPath"))
-    return R.global_white_updated(written)
+    return render_acl.global_white_updated(written)
 
 
 async def get_acl_config(s: AdminService, v: Values) -> str:
-    return R.acl_config(await s.acl_list(*_targets(v)))
+    return render_acl.acl_config(await s.acl_list(*_targets(v)))
 
 
 COMMANDS: tuple[Command, ...] = (

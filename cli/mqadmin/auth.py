@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_auth as R
 from admin.errors import BadInput
-from cli.mqadmin_args import Command, Values, o, opt, req
+from cli.mqadmin import render_auth
+from cli.mqadmin.args import Command, Values, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -34,7 +34,7 @@ async def create_user(s: AdminService, v: Values) -> str:
 
     spec = user_spec(req(v, "username"), req(v, "password"), opt(v, "userType"), create=True)
     change = await s.auth_user_put(spec, *_targets(v), create=True)
-    return R.written("user", "create", change.targets)
+    return render_auth.written("user", "create", change.targets)
 
 
 async def update_user(s: AdminService, v: Values) -> str:
@@ -45,26 +45,26 @@ async def update_user(s: AdminService, v: Values) -> str:
         raise BadInput("Missing required option: [-p password, -t userType, -s userStatus]")
     spec = user_spec(req(v, "username"), password, user_type, user_status, create=False)
     change = await s.auth_user_put(spec, *_targets(v), create=False)
-    return R.written("user", "update", change.targets)
+    return render_auth.written("user", "update", change.targets)
 
 
 async def delete_user(s: AdminService, v: Values) -> str:
     change = await s.auth_user_delete(req(v, "username"), *_targets(v))
-    return R.written("user", "delete", change.targets)
+    return render_auth.written("user", "delete", change.targets)
 
 
 async def get_user(s: AdminService, v: Values) -> str:
-    return R.user(await s.auth_user(req(v, "username"), *_targets(v)))
+    return render_auth.user(await s.auth_user(req(v, "username"), *_targets(v)))
 
 
 async def list_user(s: AdminService, v: Values) -> str:
     cluster, broker = _targets(v)
-    return R.users(await s.auth_users(cluster, broker, opt(v, "filter")), by_cluster=broker is None)
+    return render_auth.users(await s.auth_users(cluster, broker, opt(v, "filter")), by_cluster=broker is None)
 
 
 async def copy_user(s: AdminService, v: Values) -> str:
     result = await s.auth_users_copy(req(v, "fromBroker"), req(v, "toBroker"), _list(v, "usernames"))
-    return R.copied("user", result)
+    return render_auth.copied("user", result)
 
 
 async def _put_acl(s: AdminService, v: Values, create: bool) -> str:
@@ -73,7 +73,7 @@ async def _put_acl(s: AdminService, v: Values, create: bool) -> str:
     spec = acl_spec(req(v, "subject"), _list(v, "resources"), _list(v, "actions"), req(v, "decision"),
                     _list(v, "sourceIp"))  # fmt: skip
     change = await s.auth_acl_put(spec, *_targets(v), create=create)
-    return R.written("acl", "create" if create else "update", change.targets)
+    return render_auth.written("acl", "create" if create else "update", change.targets)
 
 
 async def create_acl(s: AdminService, v: Values) -> str:
@@ -86,21 +86,21 @@ async def update_acl(s: AdminService, v: Values) -> str:
 
 async def delete_acl(s: AdminService, v: Values) -> str:
     change = await s.auth_acl_delete(req(v, "subject"), opt(v, "resources"), *_targets(v))
-    return R.written("acl", "delete", change.targets)
+    return render_auth.written("acl", "delete", change.targets)
 
 
 async def get_acl(s: AdminService, v: Values) -> str:
-    return R.acls(await s.auth_acl(req(v, "subject"), *_targets(v)), per_acl_header=True)
+    return render_auth.acls(await s.auth_acl(req(v, "subject"), *_targets(v)), per_acl_header=True)
 
 
 async def list_acl(s: AdminService, v: Values) -> str:
     views = await s.auth_acls(*_targets(v), opt(v, "subject"), opt(v, "resource"))
-    return R.acls(views, per_acl_header=False)
+    return render_auth.acls(views, per_acl_header=False)
 
 
 async def copy_acl(s: AdminService, v: Values) -> str:
     result = await s.auth_acls_copy(req(v, "fromBroker"), req(v, "toBroker"), _list(v, "subjects"))
-    return R.copied("acl", result)
+    return render_auth.copied("acl", result)
 
 
 COMMANDS: tuple[Command, ...] = (

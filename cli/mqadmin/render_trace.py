@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin.render_mqadmin import hashmap_order, plain_time
+from cli.mqadmin.render import hashmap_order, plain_time
 
 if TYPE_CHECKING:
     from admin.models.traces import MessageTrace, TraceEntry

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin.errors import BadInput
@@ -138,3 +139,35 @@ def o(short: str | None, long: str, desc: str, required: bool = False, arg: bool
 
 def flag_opt(short: str, long: str, desc: str) -> Opt:
     return Opt(short, long, False, desc)
+
+
+# -- shared by several command families -------------------------------------------------------------
+EXPORT_DIR = Path("/tmp/rocketmq/export")  # exportMetadata's and exportMetrics' default -f
+TOPIC = o("t", "topic", "topic name", True)
+CLUSTER_LMQ = o("c", "cluster", "Cluster name or lmq parent topic, lmq is used to find the route.")
+BEGIN = o("b", "beginTimestamp", "Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
+END = o("e", "endTimestamp", "End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
+CHARSET = o("c", "charsetName", "CharsetName(eg: UTF-8,GBK)")
+SUBEXPR = o("s", "subExpression", "Subscribe Expression(eg: TagA || TagB)")
+
+
+def config_file(v: Values) -> bytes:
+    name = req(v, "filename")
+    try:
+        return Path(name).read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"the file path {name} does not exists") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {name}: {exc.strerror}") from None
+
+
+def write_export(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be written: {exc.strerror or exc}") from None
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,8 +1,9 @@
 """``mqadmin``: the entry point compatible with Apache RocketMQ's admin tool.
 
 The same option letters (``-n -t -c -b -g …``, and ``--longName`` as commons-cli accepts them) and the
-same printed layouts, so scripts written against the Java tool keep working. Commands live in
-:mod:`cli.mqadmin_commands`; they call the one admin service and format with :mod:`admin.render_mqadmin`.
+same printed layouts, so scripts written against the Java tool keep working. The commands live in this
+package by family (``topic``, ``group``, ``message`` … listed in :mod:`cli.mqadmin.commands`); they
+call the one admin service and format with the renderers beside them (``render*``).
 ``rmq`` offers every command as a hidden camelCase alias (``rmq updateTopic …``) through :func:`run`.
 
 Differences from the Java tool, on purpose: failures print one line on stderr and exit with rmq's
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from cli.errors import ExitCode
 
 if TYPE_CHECKING:
-    from cli.mqadmin_args import Command, Opt
+    from cli.mqadmin.args import Command, Opt
 
 PROG = "mqadmin"
 HELP_WIDTH = 110
@@ -36,14 +37,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _find(name: str) -> Command | None:
-    from cli.mqadmin_commands import find
+    from cli.mqadmin.commands import find
 
     return find(name)
 
 
 def _not_exist(name: str) -> int:
-    from admin.render_mqadmin import command_list
-    from cli.mqadmin_commands import COMMANDS
+    from cli.mqadmin.commands import COMMANDS
+    from cli.mqadmin.render import command_list
 
     sys.stdout.write(f"The sub command {name} not exist.\n")
     sys.stdout.write(command_list([(c.name, c.desc) for c in COMMANDS]))
@@ -54,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``mqadmin``: list the commands, print a command's help, or run it."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args in (["help"], ["-h"], ["--help"]):
-        from admin.render_mqadmin import command_list
-        from cli.mqadmin_commands import COMMANDS
+        from cli.mqadmin.commands import COMMANDS
+        from cli.mqadmin.render import command_list
 
         sys.stdout.write(command_list([(c.name, c.desc) for c in COMMANDS]))
         return ExitCode.OK
@@ -130,7 +131,7 @@ def parse(command: Command, args: Sequence[str]) -> dict[str, str | bool | None]
 
 
 def all_options(command: Command) -> list[Opt]:
-    from cli.mqadmin_args import COMMON_OPTIONS
+    from cli.mqadmin.args import COMMON_OPTIONS
 
     return [*COMMON_OPTIONS, *command.options]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from admin.render_mqadmin import jstr
+from cli.mqadmin.render import jstr
 
 if TYPE_CHECKING:
     from admin.models.auth import AuthAcl, AuthUser, BrokerAcls, BrokerUsers, CopyResult

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from admin.render_mqadmin import _fastjson, hashmap_order, java_double, version_desc
 from broker.protocol.codes import CURRENT_VERSION
+from cli.mqadmin.render import fastjson, hashmap_order, java_double, version_desc
 
 if TYPE_CHECKING:
     from admin.models.broker_ops import BrokerMetrics, ClusterMetrics, ConsumeModes, ReadAheadChanges
@@ -111,4 +111,4 @@ def metrics_json(metrics: ClusterMetrics) -> str:
         "evaluateReport": _hashmap({b.broker_name: _broker_report(b) for b in metrics.brokers}),
         "totalData": _hashmap(total),
     }
-    return _fastjson(_hashmap(doc), 0)
+    return fastjson(_hashmap(doc), 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from admin.render_mqadmin import jstr, plain_time
+from cli.mqadmin.render import jstr, plain_time
 
 if TYPE_CHECKING:
     from admin.service.acl import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_broker as R
 from admin.errors import BadInput
-from cli.mqadmin_args import Command, Values, integer, o, opt, req
+from cli.mqadmin import render_broker
+from cli.mqadmin.args import Command, Values, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -32,7 +32,7 @@ async def set_consume_mode(s: AdminService, v: Values) -> str:
     cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
     if broker is None and cluster is None:
         return _usage("setConsumeMode")
-    return R.consume_mode_set(
+    return render_broker.consume_mode_set(
         await s.group_consume_mode_set(topic, group, mode == "POP", share, cluster, broker)
     )
 
@@ -45,7 +45,9 @@ async def set_read_ahead_mode(s: AdminService, v: Values) -> str:
     cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
     if broker is None and cluster is None:
         return ""
-    return R.read_ahead(await s.broker_set_read_ahead(random, cluster, broker), by_cluster=broker is None)
+    return render_broker.read_ahead(
+        await s.broker_set_read_ahead(random, cluster, broker), by_cluster=broker is None
+    )
 
 
 async def export_metrics(s: AdminService, v: Values) -> str:
@@ -57,11 +59,11 @@ async def export_metrics(s: AdminService, v: Values) -> str:
     rmqkit brokers do not serve. ``messageAverageSize`` is the broker's putMessageAverageSize, else its
     putMessageSizeTotal / putMessageTimesTotal (what RocketMQ computes it from). ``cpuNum`` and
     ``totalMemKBytes`` appear only when a broker reports them (rmqkit brokers report neither)."""
-    from cli.mqadmin_commands import EXPORT_DIR, _write_export
+    from cli.mqadmin.args import EXPORT_DIR, write_export
 
     metrics = await s.cluster_metrics(req(v, "clusterName"))
     path = Path(opt(v, "filePath") or EXPORT_DIR) / "metrics.json"
-    _write_export(path, R.metrics_json(metrics))
+    write_export(path, render_broker.metrics_json(metrics))
     return f"export {path} success"
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cli.mqadmin_args import Command, Values, integer, o, opt, req
+from cli.mqadmin.args import Command, Values, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
 
 
 async def query_msg_trace_by_id(s: AdminService, v: Values) -> str:
-    from admin.render_mqadmin_trace import query_msg_trace
     from admin.service.messages import MAX_TIMESTAMP
+    from cli.mqadmin.render_trace import query_msg_trace
 
     trace = await s.message_trace(
         req(v, "msgId"),

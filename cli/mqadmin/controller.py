@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from admin import render_mqadmin_controller as R
 from admin.errors import BadInput
-from cli.mqadmin_args import Command, Values, every, flag, integer, o, opt, req
+from cli.mqadmin import render_controller
+from cli.mqadmin.args import Command, Values, every, flag, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -19,7 +19,7 @@ def _controllers(v: Values) -> list[str]:
 
 
 async def get_controller_metadata(s: AdminService, v: Values) -> str:
-    return R.controller_metadata(await s.controller_metadata(_controllers(v)))
+    return render_controller.controller_metadata(await s.controller_metadata(_controllers(v)))
 
 
 async def get_sync_state_set(s: AdminService, v: Values) -> str:
@@ -29,7 +29,7 @@ async def get_sync_state_set(s: AdminService, v: Values) -> str:
 
     async def one_round() -> str:
         groups = await s.sync_state_sets(_controllers(v)[:1], [broker] if broker else [], cluster)
-        return R.sync_state_sets(groups)
+        return render_controller.sync_state_sets(groups)
 
     return await every(integer(v, "interval"), one_round)
 
@@ -40,7 +40,7 @@ async def get_broker_epoch(s: AdminService, v: Values) -> str:
         raise BadInput("give -b brokerName or -c clusterName")
 
     async def one_round() -> str:
-        return R.broker_epochs(await s.broker_epochs(broker, cluster))
+        return render_controller.broker_epochs(await s.broker_epochs(broker, cluster))
 
     return await every(integer(v, "interval"), one_round)
 
@@ -48,7 +48,7 @@ async def get_broker_epoch(s: AdminService, v: Values) -> str:
 async def elect_master(s: AdminService, v: Values) -> str:
     broker_id = integer(v, "brokerId")
     election = await s.elect_master(_controllers(v), req(v, "clusterName"), req(v, "brokerName"), broker_id)
-    return R.election(election)
+    return render_controller.election(election)
 
 
 async def clean_broker_metadata(s: AdminService, v: Values) -> str:
@@ -67,7 +67,7 @@ async def clean_broker_metadata(s: AdminService, v: Values) -> str:
 
 
 async def get_controller_config(s: AdminService, v: Values) -> str:
-    return R.controller_configs(await s.controller_configs(_controllers(v)))
+    return render_controller.controller_configs(await s.controller_configs(_controllers(v)))
 
 
 async def update_controller_config(s: AdminService, v: Values) -> str:
