@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.controller import replicas as R
-from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, BrokerLiveInfo
-from broker.controller.journal import NotLeader
+from broker.controller.config import ControllerConfig
+from broker.controller.heartbeats import DEFAULT_TIMEOUT_MS, BrokerLiveInfo, HeartbeatTable
+from broker.controller.journal import Journal, NotLeader
 from broker.controller.state import GroupState
 from broker.protocol import controller as C
 from broker.protocol import headers as H
@@ -23,9 +24,6 @@ from broker.protocol.remoting import ProtocolError, RemotingCommand, make_respon
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.remoting.server import RemotingServer
 from broker.settings import SettingsError
-
-if TYPE_CHECKING:
-    from broker.controller.server import Controller
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +47,28 @@ def sync_state_body(group: GroupState) -> bytes:
     return C.SyncStateSet(sorted(group.sync_state_set), group.sync_state_set_epoch).to_json()
 
 
+class ControllerParts(Protocol):
+    """The parts of the controller its requests use."""
+
+    @property
+    def config(self) -> ControllerConfig: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def live(self) -> HeartbeatTable: ...
+
+    @property
+    def address(self) -> str: ...
+
+    def elected(self, group: GroupState) -> None:
+        """After an election (tells the group's brokers when configured to)."""
+        ...
+
+
 class ControllerProcessor:
-    def __init__(self, controller: Controller, on_heartbeat: Handler | None = None) -> None:
+    def __init__(self, controller: ControllerParts, on_heartbeat: Handler | None = None) -> None:
         self.controller = controller
         self._on_heartbeat = on_heartbeat  # a NameServer's own heartbeat handler, when sharing its port
 

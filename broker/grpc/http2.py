@@ -27,7 +27,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from broker.protocol.hpack_codec import Header
 from broker.protocol.http2 import (
@@ -45,7 +45,6 @@ from broker.protocol.http2 import (
 from broker.remoting.channel import wake
 
 if TYPE_CHECKING:
-    from broker.grpc.calls import Call
     from broker.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
@@ -55,6 +54,12 @@ log = logging.getLogger(__name__)
 FRAMES_PER_TURN: Final = 128
 FRAMES_PER_BATCH: Final = 16
 TURN_SECONDS: Final = 0.002
+
+
+class QueuedCall(Protocol):
+    """A call of ``broker.grpc.calls``, as the connection queues it for its turn."""
+
+    def begin(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,7 @@ class Http2Connection(asyncio.Protocol):
         self.turn_scheduled = False  # frames wait for the next loop turn
         self.running = 0  # handlers in flight
         self.queued_messages = 0  # request messages waiting for their handlers (broker.grpc.calls)
-        self.waiting: deque[Call] = deque()  # calls whose handlers wait for one to end
+        self.waiting: deque[QueuedCall] = deque()  # calls whose handlers wait for one to end
         self.last_activity = self.loop.time()
         self.idle_timer: asyncio.TimerHandle | None = None
         self.closed = False
@@ -255,7 +260,7 @@ class Http2Connection(asyncio.Protocol):
             self.idle_timer = self.loop.call_at(due, self._check_idle)
 
     # == calls in flight =======================================================================
-    def run_call(self, call: Call) -> None:
+    def run_call(self, call: QueuedCall) -> None:
         """Begins a call's handler now, or once one of the ``max_calls_in_flight`` running ends; its
         end must be reported with :meth:`call_ended`."""
         if self.running < self.limits.max_calls_in_flight and not self.waiting:

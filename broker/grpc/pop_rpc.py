@@ -1,5 +1,5 @@
 """POP consumption over the gRPC API: ReceiveMessage, AckMessage, ChangeInvisibleDuration and
-ForwardMessageToDeadLetterQueue, on :class:`broker.server.pop_service.PopService`.
+ForwardMessageToDeadLetterQueue, through the messaging core's POP (as remoting's POP requests).
 
 A consumer of the official clients makes one ReceiveMessage call per batch and one AckMessage call per
 message, so these are the busiest RPCs after SendMessage, and this module is compiled by
@@ -8,7 +8,6 @@ message, so these are the busiest RPCs after SendMessage, and this module is com
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
@@ -19,8 +18,8 @@ from broker.grpc.send_rpc import code_of
 from broker.protocol.message import RecordError
 from broker.protocol.pop import MAX_INVISIBLE_MS, Receipt
 from broker.server.message_filter import SQL92_TYPE, FilterRejected, record_filter_of
-from broker.server.messaging.core import ConsumeRejected, tag_filter_of
-from broker.server.pop_service import AckStatus
+from broker.server.messaging.core import ConsumeRejected, MessagingCore, rotated, tag_filter_of
+from broker.server.pop_service import AckStatus, Popped
 
 MAX_BATCH: Final = 32
 DEFAULT_INVISIBLE_MS: Final = 60_000
@@ -107,42 +106,33 @@ class PopRpc:
         tag_filter = None if match_all else tag_filter_of(text)
         wanted = None if match_all else tags
         budget = self._polling_s(request, context)
-        pop = broker.pop
-        orderly: bool = pop.is_orderly(group, topic)
+        core: MessagingCore = broker.messaging
+        orderly = core.is_orderly(group, topic)
         queue_id = request.message_queue.id
-        if orderly and 0 <= queue_id < len(queues):
-            queues = [queue_id]
-        else:
-            shift = random.randrange(len(queues)) if queues else 0
-            queues = queues[shift:] + queues[:shift]
-        deadline = time.monotonic() + budget
+        queues = [queue_id] if orderly and 0 <= queue_id < len(queues) else rotated(queues)
         broker_name: str = broker.config.broker_name
         found: list[bytes] = []  # one encoded message response each
-        stored = 0
-        while True:
-            popped = await pop.pop(
-                group, topic, queues, batch, invisible,
-                tag_filter=tag_filter, record_filter=sql_filter, orderly=orderly,
-            )  # fmt: skip
-            for p in popped:
-                record: bytes = p.record
-                receipt: Receipt = p.receipt(broker_name)
-                try:
-                    message = convert.encode_message(
-                        record, receipt_handle=receipt.encode(), invisible_ms=invisible,
-                        delivery_attempt=p.attempts, tags=wanted,
-                    )  # fmt: skip
-                except RecordError:
-                    message = None
-                if message is None:  # unreadable, or a tag hash collision: not for this consumer
-                    pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time)
-                    continue
-                found.append(convert.message_response(message))
-                stored += len(record)
-            left = deadline - time.monotonic()
-            if found or left <= 0 or pop.stopping:
-                break
-            await pop.wait(group, topic, queues, left)
+
+        def keep(p: Popped) -> bool:
+            """Encoded for this consumer; False for an unreadable record or a tag hash collision."""
+            receipt: Receipt = p.receipt(broker_name)
+            try:
+                message = convert.encode_message(
+                    p.record, receipt_handle=receipt.encode(), invisible_ms=invisible,
+                    delivery_attempt=p.attempts, tags=wanted,
+                )  # fmt: skip
+            except RecordError:
+                message = None
+            if message is None:
+                return False
+            found.append(convert.message_response(message))
+            return True
+
+        popped = await core.pop(
+            group, topic, queues, batch, invisible, budget,
+            tag_filter=tag_filter, record_filter=sql_filter, orderly=orderly, keep=keep,
+        )  # fmt: skip
+        stored = sum(len(p.record) for p in popped)
         if not found:
             await context.write(
                 PB.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
@@ -186,7 +176,7 @@ class PopRpc:
 
     def ack_message(self, request: PB.AckMessageRequest, context: CallContext) -> bytes:
         group, topic = self._names(request, context)
-        pop = self.broker.pop
+        core: MessagingCore = self.broker.messaging
         outcomes: list[convert.AckOutcome] = []
         for entry in request.entries:
             handle = entry.receipt_handle
@@ -195,7 +185,7 @@ class PopRpc:
             except ValueError as exc:
                 outcomes.append((entry.message_id, handle, _INVALID_CODE, str(exc)))
                 continue
-            if pop.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time) is AckStatus.OK:
+            if core.ack(group, topic, receipt.queue_id, receipt.offset, receipt.pop_time) is AckStatus.OK:
                 outcomes.append((entry.message_id, handle, _OK_CODE, "OK"))
             else:
                 outcomes.append((entry.message_id, handle, _INVALID_CODE, _EXPIRED))
@@ -214,7 +204,7 @@ class PopRpc:
         invisible = convert.duration_ms(request.invisible_duration)
         if not 0 <= invisible <= MAX_INVISIBLE_MS:
             raise GrpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
-        entry = self.broker.pop.change_invisible(
+        entry = self.broker.messaging.change_invisible(
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time, invisible
         )
         if entry is None:
@@ -227,7 +217,7 @@ class PopRpc:
     ) -> PB.ForwardMessageToDeadLetterQueueResponse:
         group, topic = self._names(request, context)
         receipt = receipt_of(request.receipt_handle)
-        done = await self.broker.pop.forward_to_dlq(
+        done = await self.broker.messaging.forward_to_dlq(
             group, topic, receipt.queue_id, receipt.offset, receipt.pop_time
         )
         if not done:

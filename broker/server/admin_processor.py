@@ -2,8 +2,7 @@
 201, 352), broker configuration (26, 25) and runtime information (28).
 
 Consumer-facing admin codes live in :mod:`broker.server.consumer_admin_processor`, message lookups
-in :mod:`broker.server.query_processor`; this processor hands their handlers out too, so the
-broker registers one admin family.
+in :mod:`broker.server.query_processor`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import dataclasses
 import functools
 import shutil
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.acl.settings import SECRET_SETTINGS
 from broker.protocol.bodies import (
@@ -34,21 +33,21 @@ from broker.protocol.headers import (
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.server.config import BrokerConfig, settings_target
-from broker.server.consumer_admin_processor import ConsumerAdminProcessor
-from broker.server.query_processor import QueryProcessor
-from broker.server.subscription_group import group_name_problem
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.registration import NameServerRegistration
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import (
     MixedTypeRefused,
     TopicAttributeError,
+    TopicConfigManager,
     alter_topic_attributes,
     topic_name_problem,
 )
 from broker.settings import SettingsError, parse_properties
 from broker.store.config import StoreConfig
-from broker.store.message_store import default_disk_usage
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import MessageStore, default_disk_usage
 
 VERSION_DESC = "V5_3_3"
 # Settings UPDATE_BROKER_CONFIG may change at runtime; everything else needs a restart (and some,
@@ -110,8 +109,52 @@ def _runtime(boot_ms: int) -> str:
     return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
 
 
+class RunningStats(Protocol):
+    def running_stats(self) -> dict[str, str]: ...
+
+
+class AdminParts(StoreAccess, Protocol):
+    """The parts of the broker metadata administration uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def registration(self) -> NameServerRegistration: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def schedule(self) -> RunningStats: ...
+
+    @property
+    def timer(self) -> RunningStats: ...
+
+    @property
+    def write_queue_size(self) -> int: ...
+
+    @property
+    def appends_on_event_loop(self) -> bool: ...
+
+
 class AdminProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: AdminParts) -> None:
         self.broker = broker
         self.config_version = DataVersion()
 
@@ -130,8 +173,6 @@ class AdminProcessor:
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-            **ConsumerAdminProcessor(self.broker).handlers(),
-            **QueryProcessor(self.broker).handlers(),
         }
 
     # == topics ================================================================================

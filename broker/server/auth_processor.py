@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from broker.acl import signer
 from broker.acl.auth_store import (
@@ -40,9 +40,7 @@ from broker.protocol.bodies import JsonBody
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +61,19 @@ def json_list(items: list[JsonBody]) -> bytes:
 
 
 class AuthProcessor:
-    def __init__(self, broker: Broker, store: AuthStore | None = None) -> None:
-        """``store``: users and ACLs shared with a NameServer in the same process, else the broker's."""
-        self.broker = broker
-        self.store = store or broker.config.auth_store(broker.store_config.store_path / "config")
+    def __init__(self, config: BrokerConfig, config_dir: Path, store: AuthStore | None = None) -> None:
+        """``store``: users and ACLs shared with a NameServer in the same process, else the broker's
+        (in ``config_dir``)."""
+        self.config = config
+        self._config_dir = config_dir
+        self._store = store
+
+    @property
+    def store(self) -> AuthStore:
+        """The users and ACLs, read on first use (when the broker starts its server)."""
+        if self._store is None:
+            self._store = self.config.auth_store(self._config_dir)
+        return self._store
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -103,7 +110,7 @@ class AuthProcessor:
     def _guard_super(self, request: RemotingCommand, *users: User | None) -> None:
         """Upstream: with authentication on, a Super user is created, changed or deleted by a Super
         user only (the AccessKey is then a verified username)."""
-        if not self.broker.config.authentication_enabled:
+        if not self.config.authentication_enabled:
             return
         caller = request.ext_fields.get(signer.ACCESS_KEY, "")
         if any(u is not None and u.user_type is UserType.SUPER for u in users) and not self.store.is_super(

@@ -32,6 +32,7 @@ from broker.server.client_registry import ClientRegistry, RebalanceLockManager
 from broker.server.coalesce import Coalesced
 from broker.server.config import BrokerConfig
 from broker.server.consume_mode_processor import ConsumeModeProcessor
+from broker.server.consumer_admin_processor import ConsumerAdminProcessor
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.controller_mode import ReplicasManager
 from broker.server.end_transaction_processor import EndTransactionProcessor
@@ -49,6 +50,7 @@ from broker.server.offset_processor import OffsetProcessor
 from broker.server.pop_processor import PopProcessor
 from broker.server.pop_service import PopService
 from broker.server.pull_processor import PullProcessor
+from broker.server.query_processor import QueryProcessor
 from broker.server.rebalance_history import Limits, RebalanceHistory
 from broker.server.rebalance_processor import RebalanceProcessor
 from broker.server.registration import NameServerRegistration
@@ -95,7 +97,6 @@ class Broker:
     ) -> None:
         """``auth_store``: the users and ACLs, when a NameServer of the same process shares them."""
         self.config = config
-        self._auth_store = auth_store
         self.store_config = store_config
         config_dir = store_config.store_path / "config"
         self.store = MessageStore(store_config, store_host=config.broker_addr)
@@ -118,13 +119,15 @@ class Broker:
         self.uniq_keys = UniqKeyGenerator(ip=ipaddress.ip_address(config.broker_ip1).packed)
         self.registration = NameServerRegistration(config, self.topics)
         self.schedule = ScheduleService(self)
-        self.messaging = MessagingCore(self, SendService(self))  # what remoting and gRPC both call
-        self.pop = PopService(self)  # POP consumption, shared by remoting and gRPC
+        self.pop = PopService(self)  # POP consumption's state, behind the messaging core
+        self.messaging = MessagingCore(self, SendService(self), self.pop)  # what remoting and gRPC call
         self.handlers: dict[int, Handler] = {}  # request code -> instrumented handler (gRPC reuses them)
         self.grpc: Frontend | None = None  # the gRPC server, when the node serves one
         self.timer = TimerService(self)
         self.request_modes = ConsumeModeProcessor(self)  # PULL/POP per topic@group; slaves copy them
         self.ha_service = HAService(self)  # masters: the HA port and SYNC_MASTER waits
+        # users and ACLs (RocketMQ 5), checked when on; read when the server starts
+        self.auth = AuthProcessor(config, config_dir, auth_store)
         self.ha_client: HAClient | None = None  # slaves: replication from the master
         self.slave_sync: SlaveSynchronize | None = None
         # controller mode: the controller decides the role (broker/server/controller_mode.py)
@@ -225,7 +228,6 @@ class Broker:
         # from here on the metadata files are written on a read thread, a burst of changes at once
         self.topics.save = self._topics_saver.request
         self.groups.save = self._groups_saver.request
-        self.auth = AuthProcessor(self, self._auth_store)  # users and ACLs (RocketMQ 5), checked when on
         self.server = make_server(  # TLS and ACL checks when configured (broker/acl/remoting_hook.py)
             self.config,
             self.config.listen_host,
@@ -243,14 +245,16 @@ class Broker:
             OffsetProcessor(self.messaging),
             ClientProcessor(self),
             AdminProcessor(self),
+            ConsumerAdminProcessor(self),
+            QueryProcessor(self),
             MaintenanceProcessor(self),
             EndTransactionProcessor(self.messaging, self),
-            FilterProcessor(self),
+            FilterProcessor(self.config),
             PopProcessor(self),
             self.request_modes,
             HAProcessor(self),
             self.timer,
-            TimerAdminProcessor(self),
+            TimerAdminProcessor(self.timer, self.store),
             RebalanceProcessor(self),
             self.auth,
         ]

@@ -3,7 +3,7 @@ LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import (
@@ -17,14 +17,33 @@ from broker.protocol.headers import GetConsumerListByGroupRequestHeader, Unregis
 from broker.protocol.names import retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.client_registry import ClientChannelInfo
+from broker.server.client_registry import ClientChannelInfo, ClientRegistry, RebalanceLockManager
+from broker.server.config import BrokerConfig
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import TopicConfigManager
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+
+class ClientParts(Protocol):
+    """The parts of the broker heartbeats and rebalance locks use."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def locks(self) -> RebalanceLockManager: ...
 
 
 class ClientProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ClientParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol import lenient_json
 from broker.protocol.allocate import AllocateAveragely, AllocateAveragelyByCircle, AllocateStrategy
@@ -41,12 +41,14 @@ from broker.protocol.route import subscribe_queues
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingError
+from broker.server.client_registry import ClientRegistry
+from broker.server.config import BrokerConfig
 from broker.server.maintenance_processor import LMQ_PREFIX
-from broker.server.topic_config import PERM_READ
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import PERM_READ, TopicConfigManager
+from broker.store.config import StoreConfig
 from broker.store.config_files import ConfigFile
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,27 @@ class RequestModeTable:
         self.file.save(lenient_json.dumps_fastjson(json.loads(self.document()), pretty=True))
 
 
+class ConsumeModeParts(StoreAccess, Protocol):
+    """The parts of the broker request modes use."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+
 class ConsumeModeProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ConsumeModeParts) -> None:
         self.broker = broker
         self.table = RequestModeTable(broker.store_config.store_path / "config")
         self.table.load()

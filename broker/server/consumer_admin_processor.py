@@ -5,7 +5,7 @@ cloning (314) and a consumer's running info (307, asked of the client over its o
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.bodies import GroupList, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -40,11 +40,16 @@ from broker.protocol.remoting import RemotingCommand, make_request, make_respons
 from broker.protocol.running_info import GetConsumerRunningInfoRequestHeader
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.remoting.errors import RemotingError, RemotingTimeoutError
-from broker.server.client_registry import ClientChannelInfo, ConsumerGroupInfo
+from broker.server.client_registry import ClientChannelInfo, ClientRegistry, ConsumerGroupInfo
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import TopicConfigManager
 from broker.store.consume_queue import Boundary
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import MessageStore
 
 # How long a forwarded request waits for the client. Shorter than an admin tool's usual 5 s, so the tool
 # hears which client is silent instead of timing out itself.
@@ -56,8 +61,39 @@ class ResetError(Exception):
     """An explicit reset target outside the queue."""
 
 
+class ConsumerAdminParts(StoreAccess, Protocol):
+    """The parts of the broker consumer administration uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+
 class ConsumerAdminProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ConsumerAdminParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

@@ -26,7 +26,7 @@ import contextlib
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.acl.client import secure
 from broker.protocol import controller as C
@@ -36,10 +36,15 @@ from broker.protocol.remoting import RemotingCommand, make_request, make_respons
 from broker.remoting.channel import Handler, RemotingChannel
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingError
+from broker.server.config import BrokerConfig
+from broker.server.ha.ha_client import HAClient
+from broker.server.ha.ha_service import HAService
+from broker.server.registration import NameServerRegistration
+from broker.server.store_access import StoreAccess
+from broker.server.topic_config import TopicConfigManager
+from broker.store.config import StoreConfig
 from broker.store.epoch_file import Epoch, EpochFile, consistent_point
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +57,37 @@ class ControllerUnavailable(Exception):
     """No controller leads now, or none answers."""
 
 
+class ReplicaParts(StoreAccess, Protocol):
+    """The parts of the broker controller mode uses, and the role changes it asks for."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def registration(self) -> NameServerRegistration: ...
+
+    @property
+    def ha_service(self) -> HAService: ...
+
+    @property
+    def ha_client(self) -> HAClient | None: ...
+
+    async def become_master(self) -> int: ...
+
+    async def become_replica(self) -> None: ...
+
+
 class ReplicasManager:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ReplicaParts) -> None:
         self.broker = broker
         cfg = broker.config
         self._client = secure(RemotingClient(connect_timeout=1.0), cfg.inner_client_security())

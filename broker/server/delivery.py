@@ -15,16 +15,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import MessageRecord, pack_host
+from broker.server.long_polling import PullHoldService
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
 from broker.store.config_files import ConfigFile
-from broker.store.message_store import MessageStore, PutMessage, PutResult, PutStatus
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import MessageStore, PutMessage, PutResult, PutStatus, RecoveryReport
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,23 @@ def find_reput(store: MessageStore, rec: MessageRecord, msg: PutMessage, claimed
     return False
 
 
-def recovery_horizon(broker: Broker) -> int:
+class DeliveryParts(StoreAccess, Protocol):
+    """The parts of the broker a delivery of parked messages uses."""
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    @property
+    def recovery(self) -> RecoveryReport | None: ...
+
+
+def recovery_horizon(broker: DeliveryParts) -> int:
     """After a crash: the newest store time in the CommitLog. Units due later cannot have been
     re-put before the crash, so only units due by then need :func:`find_reput`. 0 after a clean stop."""
     report = broker.recovery
@@ -133,7 +149,7 @@ def append_each(store: MessageStore, msgs: Sequence[PutMessage]) -> list[PutResu
     return results
 
 
-async def deliver(broker: Broker, due: Sequence[Due]) -> int:
+async def deliver(broker: DeliveryParts, due: Sequence[Due]) -> int:
     """Re-put ``due`` in order; the number of units done (delivered or skipped) before a failure
     worth retrying. Held pulls of the real queues are woken as after a send."""
     msgs = [d.msg for d in due if d.msg is not None]

@@ -8,16 +8,14 @@ queue are refused by the send processor itself ([TIMEOUT_CLEAN_QUEUE], waitTimeM
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore
 
 PC_SYNCHRONIZED = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
 
 
-def page_cache_busy(broker: Broker) -> str | None:
+def page_cache_busy(store: MessageStore, config: StoreConfig) -> str | None:
     """The SYSTEM_BUSY remark while the store is stalled, else None."""
-    if broker.store.lock_held_ms() > broker.store_config.os_page_cache_busy_time_out_mills:
+    if store.lock_held_ms() > config.os_page_cache_busy_time_out_mills:
         return PC_SYNCHRONIZED
     return None

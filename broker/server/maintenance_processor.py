@@ -9,16 +9,18 @@ in order with the appends.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from broker.protocol.headers import QueryConsumeQueueRequestHeader, SetCommitLogReadModeRequestHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.client_registry import ClientRegistry
+from broker.server.store_access import StoreAccess
+from broker.server.topic_config import TopicConfigManager
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
 LMQ_PREFIX = "%LMQ%"  # light message queues have no topic configuration and are never "unused"
@@ -26,8 +28,24 @@ _MAX_EXT_ADDR = -(2**31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCodes at or below 
 READ_AHEAD_MODES = {0: True, 1: False}  # SET_COMMITLOG_READ_MODE: MADV_NORMAL reads ahead, MADV_RANDOM not
 
 
+class MaintenanceParts(StoreAccess, Protocol):
+    """The parts of the broker the store clean-ups and queue queries use."""
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+
 class MaintenanceProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MaintenanceParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

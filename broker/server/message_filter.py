@@ -9,7 +9,6 @@ that finds only those answers PULL_RETRY_IMMEDIATELY, exactly as with tags.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from broker.protocol import lenient_json
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -18,9 +17,7 @@ from broker.protocol.properties import decode_properties
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.protocol.sql92 import Selector, SelectorParseError, compile_cached
 from broker.remoting.channel import Handler, RemotingChannel
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.config import BrokerConfig
 
 TAG_TYPE = "TAG"
 SQL92_TYPE = "SQL92"
@@ -76,8 +73,8 @@ class FilterProcessor:
     """CHECK_CLIENT_CONFIG: the Java consumer asks before starting whether its SQL92 subscriptions
     are servable (MQClientInstance.checkClientInBroker)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
 
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config}
@@ -96,7 +93,7 @@ class FilterProcessor:
             compile_expression(
                 str(sub["expressionType"]),
                 str(sub.get("subString") or ""),
-                enabled=self.broker.config.enable_property_filter,
+                enabled=self.config.enable_property_filter,
             )
         except FilterRejected as exc:
             return make_response(request, exc.code, exc.remark)

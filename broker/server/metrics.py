@@ -6,17 +6,38 @@ Runs in a worker thread (it reads store files); it only reads counters, tables a
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.prometheus import MetricsText
-from broker.store.message_store import default_disk_usage
+from broker.server.stats import BrokerStats
+from broker.store.message_store import MessageStore, default_disk_usage
 
 if TYPE_CHECKING:
     from broker.namesrv.server import NameServer
-    from broker.server.broker import Broker
 
 
-def render_metrics(broker: Broker | None, namesrv: NameServer | None) -> str:
+class MetricsParts(Protocol):
+    """The parts of the broker its metrics read."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def appends_on_event_loop(self) -> bool: ...
+
+
+def render_metrics(broker: MetricsParts | None, namesrv: NameServer | None) -> str:
     out = MetricsText()
     if broker is not None:
         _broker_metrics(out, broker)
@@ -25,7 +46,7 @@ def render_metrics(broker: Broker | None, namesrv: NameServer | None) -> str:
     return out.render()
 
 
-def _broker_metrics(out: MetricsText, broker: Broker) -> None:
+def _broker_metrics(out: MetricsText, broker: MetricsParts) -> None:
     labels = {"cluster": broker.config.broker_cluster_name, "broker": broker.config.broker_name}
     snap = broker.stats.snapshot()
     for c in snap.topics_put:

@@ -1,5 +1,5 @@
 """POP over remoting: POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME
-(200053) and BATCH_ACK_MESSAGE (200151), on the same :class:`PopService` the gRPC API uses.
+(200053) and BATCH_ACK_MESSAGE (200151), through the messaging core, as the gRPC API does.
 
 The headers (:mod:`broker.protocol.pop`) carry RocketMQ's names. A popped message's receipt is
 RocketMQ's "extra info": the response header's startOffsetInfo/msgOffsetInfo let a Java client
@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
-import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -30,11 +29,10 @@ from broker.protocol.pop import (
 )
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.messaging.core import ConsumeRejected, tag_filter_of
+from broker.server.config import BrokerConfig
+from broker.server.messaging.core import ConsumeRejected, MessagingCore, rotated, tag_filter_of
 from broker.server.pop_service import AckStatus, InitMode, Popped
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.stats import BrokerStats
 
 
 def _record_with_ck(record: bytes, ck: str) -> bytes:
@@ -46,13 +44,22 @@ def _record_with_ck(record: bytes, ck: str) -> bytes:
         return record
 
 
-class PopProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+class PopRequestParts(Protocol):
+    """The parts of the broker POP requests use."""
 
     @property
-    def pops(self) -> Any:
-        return self.broker.pop
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def messaging(self) -> MessagingCore: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+
+class PopProcessor:
+    def __init__(self, broker: PopRequestParts) -> None:
+        self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -88,8 +95,7 @@ class PopProcessor:
                 )
             queues = [h.queueId]
         else:
-            shift = random.randrange(len(queues)) if queues else 0
-            queues = queues[shift:] + queues[:shift]
+            queues = rotated(queues)
         if (h.expType or "TAG").upper() != "TAG":
             return make_response(
                 request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"filter type {h.expType} is not supported"
@@ -97,17 +103,10 @@ class PopProcessor:
         tag_filter = tag_filter_of(h.exp)
         mode = InitMode.MIN if h.initMode == 0 else InitMode.MAX
         orderly = bool(h.order) or None
-        deadline = time.monotonic() + max(0, h.pollTime) / 1000
-        pop_service = broker.pop
-        while True:
-            popped = await pop_service.pop(
-                h.consumerGroup, h.topic, queues, h.maxMsgNums, h.invisibleTime,
-                tag_filter=tag_filter, orderly=orderly, init_mode=mode,
-            )  # fmt: skip
-            remaining = deadline - time.monotonic()
-            if popped or remaining <= 0 or pop_service.stopping:
-                break
-            await pop_service.wait(h.consumerGroup, h.topic, queues, remaining)
+        popped = await broker.messaging.pop(
+            h.consumerGroup, h.topic, queues, h.maxMsgNums, h.invisibleTime, max(0, h.pollTime) / 1000,
+            tag_filter=tag_filter, orderly=orderly, init_mode=mode,
+        )  # fmt: skip
         if not popped:
             code = ResponseCode.POLLING_TIMEOUT if h.pollTime > 0 else ResponseCode.PULL_NOT_FOUND
             header = PopMessageResponseHeader(
@@ -147,7 +146,7 @@ class PopProcessor:
             receipt = Receipt.decode(h.extraInfo, h.offset)
         except ValueError as exc:
             return make_response(request, ResponseCode.INVALID_PARAMETER, str(exc))
-        status = self.broker.pop.ack(h.consumerGroup, h.topic, h.queueId, h.offset, receipt.pop_time)
+        status = self.broker.messaging.ack(h.consumerGroup, h.topic, h.queueId, h.offset, receipt.pop_time)
         if status is AckStatus.EXPIRED:
             return make_response(request, ResponseCode.NO_MESSAGE, "the receipt handle has expired")
         return make_response(request)
@@ -162,7 +161,7 @@ class PopProcessor:
             return make_response(
                 request, ResponseCode.INVALID_PARAMETER, f"invisibleTime {h.invisibleTime} is out of range"
             )
-        entry = self.broker.pop.change_invisible(
+        entry = self.broker.messaging.change_invisible(
             h.consumerGroup, h.topic, h.queueId, h.offset, receipt.pop_time, h.invisibleTime
         )
         if entry is None:
@@ -183,7 +182,7 @@ class PopProcessor:
                 start = int(ack["so"])
                 for i in range(len(bits) * 8):
                     if bits[i // 8] >> (i % 8) & 1:
-                        self.broker.pop.ack(
+                        self.broker.messaging.ack(
                             str(ack["c"]), str(ack["t"]), int(ack["q"]), start + i, int(ack["pt"])
                         )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
 from broker.protocol import properties as P
 from broker.protocol.message import (
@@ -44,15 +44,19 @@ from broker.protocol.message import (
 )
 from broker.protocol.names import dlq_topic
 from broker.protocol.pop import Receipt
+from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.dlq import ensure_dlq, mark_dead_letter
+from broker.server.long_polling import PullHoldService
 from broker.server.message_type import TopicMessageType, topic_message_type
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import TopicConfigManager
+from broker.store.config import StoreConfig
 from broker.store.config_files import ConfigFile
-from broker.store.message_store import GetResult, GetStatus, PutMessage
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import GetResult, GetStatus, MessageStore, PutMessage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PERSIST_INTERVAL = 1.0
 _I32 = struct.Struct(">i")
@@ -135,8 +139,34 @@ def with_reconsume_times(record: bytes, times: int) -> bytes:
     return bytes(out)
 
 
+class PopParts(StoreAccess, Protocol):
+    """The parts of the broker POP consumption uses."""
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    async def read_queue(
+        self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
+    ) -> T: ...
+
+
 class PopService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PopParts) -> None:
         self.broker = broker
         self.file = ConfigFile(broker.store_config.store_path / "config" / "popState.json")
         self.queues: dict[Key, QueueState] = {}

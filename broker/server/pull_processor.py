@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.group_bodies import SubscriptionData
 from broker.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-from broker.server.ha.read_policy import slave_refuses_reads, suggest_broker_id
+from broker.server.client_registry import ClientRegistry
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.ha.read_policy import ReadPolicyParts, slave_refuses_reads, suggest_broker_id
 from broker.server.header_limits import range_problem
 from broker.server.message_filter import FilterRejected, RecordFilter, is_tag_type, record_filter_of
-from broker.server.messaging.core import SUB_ALL, PullQuery, tag_filter_of
-from broker.server.topic_config import PERM_READ
+from broker.server.messaging.core import SUB_ALL, MessagingCore, PullQuery, tag_filter_of
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
+from broker.server.topic_config import PERM_READ, TopicConfigManager
 from broker.store.message_store import GetResult, GetStatus
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -57,8 +58,27 @@ class _Plan:
     record_filter: RecordFilter | None = None
 
 
+class PullParts(ReadPolicyParts, StoreAccess, Protocol):
+    """The parts of the broker a pull uses."""
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def messaging(self) -> MessagingCore: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+
 class PullProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PullParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:
@@ -221,5 +241,5 @@ class PullProcessor:
         return code, result.next_begin_offset
 
 
-def _bounds(broker: Broker, topic: str, queue_id: int) -> tuple[int, int]:
+def _bounds(broker: PullParts, topic: str, queue_id: int) -> tuple[int, int]:
     return broker.store.min_offset(topic, queue_id), broker.store.max_offset(topic, queue_id)

@@ -3,7 +3,7 @@ UNIQ_KEY through the IndexFile). Both answer with stored records, byte for byte.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.headers import (
@@ -13,17 +13,21 @@ from broker.protocol.headers import (
 )
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.store_access import StoreAccess
+from broker.store.message_store import MessageStore
 
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 DEFAULT_QUERY_MAX_NUM = 32
 MAX_MSGS_NUM_BATCH = 64
 
 
+class QueryParts(StoreAccess, Protocol):
+    @property
+    def store(self) -> MessageStore: ...
+
+
 class QueryProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: QueryParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

@@ -5,19 +5,34 @@ SUBSCRIPTION_GROUP_NOT_EXIST for a group it neither knows nor saw pulling."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.rebalances import RebalanceHistoryBody
 from broker.protocol.remoting import RemotingCommand, make_response
+from broker.server.client_registry import ClientRegistry
+from broker.server.rebalance_history import RebalanceHistory
+from broker.server.subscription_group import SubscriptionGroupManager
 
 if TYPE_CHECKING:
     from broker.remoting.channel import Handler, RemotingChannel
-    from broker.server.broker import Broker
+
+
+class RebalanceParts(Protocol):
+    """The parts of the broker the rebalance history answer reads."""
+
+    @property
+    def rebalances(self) -> RebalanceHistory: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
 
 
 class RebalanceProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: RebalanceParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

@@ -18,13 +18,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from broker.server.delivery import (
     IDLE_POLL_S,
     RETRY_AFTER_FAILURE_S,
+    DeliveryParts,
     Due,
     ProgressFile,
     deliver,
@@ -34,12 +35,10 @@ from broker.server.delivery import (
     reput,
 )
 from broker.server.topic_config import TRANS_HALF_TOPIC
+from broker.store.config import StoreConfig
 from broker.store.config_files import data_version, decode_delay_file, encode_delay_file
 from broker.store.dispatch import SCHEDULE_TOPIC
 from broker.store.message_store import PutMessage
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +76,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class ScheduleParts(DeliveryParts, Protocol):
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+
 class ScheduleService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ScheduleParts) -> None:
         self.broker = broker
         self.levels_ms = broker.store_config.delay_levels_ms
         self.file = ProgressFile(broker.store_config.store_path / "config" / "delayOffset.json")

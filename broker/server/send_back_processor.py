@@ -9,7 +9,7 @@ delay path to ``%RETRY%<group>``; after the last retry, or for a negative delay 
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -19,20 +19,52 @@ from broker.protocol.message import pack_host
 from broker.protocol.names import dlq_topic, real_topic, retry_topic
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
+from broker.server.config import BrokerConfig
 from broker.server.dlq import ensure_dlq, mark_dead_letter
+from broker.server.long_polling import PullHoldService
 from broker.server.schedule_service import park_delay_level
-from broker.server.topic_config import PERM_WRITE
-from broker.store.message_store import PutMessage
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import PERM_WRITE, TopicConfigManager
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore, PutMessage
 
 FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 V3_4_9 = 121  # MQVersion.Version.V3_4_9.ordinal(): from here on the header's maxReconsumeTimes counts
 
 
+class SendBackParts(StoreAccess, Protocol):
+    """The parts of the broker a send-back uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    def topic_refusal(
+        self, request: RemotingCommand, remote_addr: str, topic: str, *, publish: bool = False
+    ) -> str | None: ...
+
+
 class SendBackProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SendBackParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:

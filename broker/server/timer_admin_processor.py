@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from broker.protocol.codes import RequestCode, ResponseCode
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.protocol.timers import TimerCancelBody, TimerListBody
-from broker.server.timer_service import RecallProblem, RecallRefused
+from broker.server.timer_service import RecallProblem, RecallRefused, TimerService
 from broker.store.dispatch import TIMER_TOPIC
+from broker.store.message_store import MessageStore
 
 if TYPE_CHECKING:
     from broker.remoting.channel import Handler, RemotingChannel
-    from broker.server.broker import Broker
 
 _CODES = {
     RecallProblem.NO_TOPIC: ResponseCode.TOPIC_NOT_EXIST,
@@ -29,8 +29,9 @@ DEFAULT_LIST = 100
 
 
 class TimerAdminProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, timer: TimerService, store: MessageStore) -> None:
+        self.timer = timer
+        self.store = store
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -52,12 +53,12 @@ class TimerAdminProcessor:
             return make_response(
                 request, ResponseCode.SYSTEM_ERROR, "maxNum must be positive and the time range ordered"
             )
-        timer = self.broker.timer
+        timer = self.timer
         try:
             timers, more = await timer.pending(fields.get("topic") or None, begin, end, limit)
         except RecallRefused as exc:
             return make_response(request, _CODES.get(exc.problem, ResponseCode.SYSTEM_ERROR), exc.remark)
-        behind = self.broker.store.max_offset(TIMER_TOPIC, 0) - timer.progress.queue_offset
+        behind = self.store.max_offset(TIMER_TOPIC, 0) - timer.progress.queue_offset
         return make_response(request, body=TimerListBody(timers, more, behind).to_json())
 
     async def cancel_timer(self, request: RemotingCommand, channel: RemotingChannel) -> RemotingCommand:
@@ -66,7 +67,7 @@ class TimerAdminProcessor:
         if not topic or (msg_id is None) == (key is None):
             return make_response(request, ResponseCode.SYSTEM_ERROR, "give a topic and either msgId or key")
         try:
-            cancelled = await self.broker.timer.cancel(topic, msg_id, key)
+            cancelled = await self.timer.cancel(topic, msg_id, key)
         except RecallRefused as exc:
             return make_response(request, _CODES.get(exc.problem, ResponseCode.ILLEGAL_OPERATION), exc.remark)
         return make_response(request, body=TimerCancelBody(cancelled).to_json())

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -48,9 +48,11 @@ from broker.protocol.message import (
 from broker.protocol.recall import RecallHandle
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.protocol.timers import PendingTimer
+from broker.server.config import BrokerConfig
 from broker.server.delivery import (
     IDLE_POLL_S,
     RETRY_AFTER_FAILURE_S,
+    DeliveryParts,
     Due,
     deliver,
     find_reput,
@@ -59,7 +61,7 @@ from broker.server.delivery import (
     reput,
 )
 from broker.server.schedule_service import delay_level
-from broker.server.topic_config import PERM_WRITE
+from broker.server.topic_config import PERM_WRITE, TopicConfigManager
 from broker.store.config import StoreConfig
 from broker.store.config_files import ConfigFile
 from broker.store.dispatch import TIMER_TOPIC
@@ -71,7 +73,6 @@ from broker.store.timer_wheel import Slot
 
 if TYPE_CHECKING:
     from broker.remoting.channel import Handler, RemotingChannel
-    from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -232,8 +233,24 @@ def _now_floor(precision: int) -> int:
     return now - now % precision
 
 
+class TimerParts(DeliveryParts, Protocol):
+    """The parts of the broker the timer uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def address(self) -> str: ...
+
+
 class TimerService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: TimerParts) -> None:
         self.broker = broker
         config = broker.store_config
         self.precision = config.timer_precision_ms

@@ -18,7 +18,7 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol import properties as P
 from broker.protocol.codes import RequestCode, ResponseCode
@@ -33,17 +33,22 @@ from broker.protocol.message import (
 )
 from broker.protocol.remoting import make_request
 from broker.remoting.channel import RemotingChannel
+from broker.server.client_registry import ClientRegistry
+from broker.server.config import BrokerConfig
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.long_polling import PullHoldService
+from broker.server.stats import BrokerStats
+from broker.server.store_access import StoreAccess
 from broker.server.topic_config import (
     PERM_READ,
     PERM_WRITE,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
+    TopicConfigManager,
 )
-from broker.store.message_store import PutMessage, PutResult, PutStatus
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore, PutMessage, PutResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +92,36 @@ class EndOutcome:
     queue_id: int = 0
 
 
+class TransactionParts(StoreAccess, Protocol):
+    """The parts of the broker transactions use."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def clients(self) -> ClientRegistry: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+
 class TransactionService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: TransactionParts) -> None:
         self.broker = broker
         self._recent: set[str] = set()  # transaction ids resolved lately (the index has them all)
         self._round_robin = itertools.count()

@@ -14,14 +14,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.ha import FRAME_HEADER, HAClientRuntimeInfo, pack_report, unpack_frame_header
+from broker.server.config import BrokerConfig
 from broker.server.ha.ha_service import ByteRate
+from broker.server.long_polling import PullHoldService
+from broker.server.store_access import StoreAccess
+from broker.server.topic_config import TopicConfigManager
 from broker.store.dispatch import DispatchRequest, in_consume_queue
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,22 @@ CONNECT_TIMEOUT = 3.0
 RECONNECT_DELAY = 1.0
 ASK_MASTER_DELAY = 3.0
 _COMPARE_CHUNK = 4096
+
+
+class HAClientParts(StoreAccess, Protocol):
+    """The parts of the broker a slave's replication uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
 
 
 class Reconnect(Exception):
@@ -47,7 +65,7 @@ def first_difference(a: bytes, b: bytes) -> int:
 
 
 class HAClient:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: HAClientParts) -> None:
         self.broker = broker
         fixed = broker.config.ha_master_address.strip()
         self.master_ha_addr: str | None = fixed or None

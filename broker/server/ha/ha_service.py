@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.acl.addresses import host_of
 from broker.protocol.ha import (
@@ -20,14 +20,26 @@ from broker.protocol.ha import (
     HARuntimeInfo,
     pack_frame_header,
 )
+from broker.server.config import BrokerConfig
 from broker.server.ha.slave_access import SlaveAccess
 from broker.server.write_bursts import OffsetWaits
-from broker.store.message_store import PutResult, PutStatus
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore, PutResult, PutStatus
 
 log = logging.getLogger(__name__)
+
+
+class HAParts(Protocol):
+    """The parts of the broker a master's HA service uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
 
 
 class ByteRate:
@@ -150,7 +162,7 @@ class HAConnection:
 class HAService:
     """The HA port of a master, its slave connections and the SYNC_MASTER waiters."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: HAParts) -> None:
         self.broker = broker
         self.connections: set[HAConnection] = set()
         self.acked = 0  # push2SlaveMaxOffset: the most any slave is known to hold

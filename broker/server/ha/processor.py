@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.codes import RequestCode
 from broker.protocol.ha import HARuntimeInfo
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import Handler, RemotingChannel
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.ha.ha_client import HAClient
+from broker.server.ha.ha_service import HAService
+from broker.server.schedule_service import ScheduleService
 from broker.store.config_files import data_version, encode_delay_file, encode_offset_file
+from broker.store.message_store import MessageStore
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+
+class HAStatusParts(Protocol):
+    """The parts of the broker the replication queries read."""
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def schedule(self) -> ScheduleService: ...
+
+    @property
+    def ha_service(self) -> HAService: ...
+
+    @property
+    def ha_client(self) -> HAClient | None:
+        """Set on slaves."""
+        ...
 
 
 class HAProcessor:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: HAStatusParts) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Handler]:
@@ -40,7 +63,7 @@ class HAProcessor:
         return make_response(request, body=ha_status(self.broker).to_json())
 
 
-def ha_status(broker: Broker) -> HARuntimeInfo:
+def ha_status(broker: HAStatusParts) -> HARuntimeInfo:
     """The master's view of its slaves, or a slave's view of its master."""
     if broker.ha_client is not None:
         return HARuntimeInfo(

@@ -10,16 +10,40 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from broker.protocol.message import POS_PHYSICAL_OFFSET
-from broker.store.message_store import GetResult
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.server.config import BrokerConfig
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.store.message_store import GetResult, MessageStore
 
 MASTER_ID = 0
 MEMORY_RATIO = 0.40  # accessMessageInMemoryMaxRatio
+
+
+class MasterLink(Protocol):
+    """A slave's replication from its master."""
+
+    @property
+    def master_alive(self) -> bool: ...
+
+
+class ReadPolicyParts(Protocol):
+    """The parts of the broker the read policy looks at."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def ha_client(self) -> MasterLink | None:
+        """Set on slaves."""
+        ...
 
 
 @cache
@@ -30,13 +54,13 @@ def _memory_threshold() -> int:
         return 1 << 30
 
 
-def slave_refuses_reads(broker: Broker) -> bool:
+def slave_refuses_reads(broker: ReadPolicyParts) -> bool:
     """A slave with slave reads off sends consumers to its master while that master is alive."""
     client = broker.ha_client
     return client is not None and not broker.config.slave_read_enable and client.master_alive
 
 
-def suggest_broker_id(broker: Broker, group: str, result: GetResult) -> int:
+def suggest_broker_id(broker: ReadPolicyParts, group: str, result: GetResult) -> int:
     client = broker.ha_client
     if client is not None and not client.master_alive:  # a slave whose master is away keeps readers
         return broker.config.broker_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from broker.acl.client import secure
 from broker.protocol import lenient_json
@@ -22,18 +22,52 @@ from broker.protocol.remoting import make_request
 from broker.protocol.request_mode import MessageRequestModeSerializeWrapper
 from broker.remoting.client import RemotingClient
 from broker.remoting.errors import RemotingError
+from broker.server.config import BrokerConfig
+from broker.server.consume_mode_processor import ConsumeModeProcessor
+from broker.server.consumer_offset import ConsumerOffsetManager
+from broker.server.ha.ha_client import HAClient
+from broker.server.registration import NameServerRegistration
+from broker.server.schedule_service import ScheduleService
+from broker.server.store_access import StoreAccess
+from broker.server.subscription_group import SubscriptionGroupManager
+from broker.server.topic_config import TopicConfigManager
 from broker.store.config_files import decode_delay_file, decode_offset_file
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
 
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT = 3.0
 
 
+class SyncParts(StoreAccess, Protocol):
+    """The parts of the broker a slave's metadata copy writes."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def offsets(self) -> ConsumerOffsetManager: ...
+
+    @property
+    def schedule(self) -> ScheduleService: ...
+
+    @property
+    def request_modes(self) -> ConsumeModeProcessor: ...
+
+    @property
+    def registration(self) -> NameServerRegistration: ...
+
+    @property
+    def ha_client(self) -> HAClient | None: ...
+
+
 class SlaveSynchronize:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SyncParts) -> None:
         self.broker = broker
         # signed with the inner credentials; with tlsEnable the master serves TLS only
         self._client = secure(

@@ -3,8 +3,9 @@
 
 The remoting processors (``broker/server/*_processor.py``) and the gRPC service (``broker/grpc``)
 both call it, so a rule lives here once: which topic a send may create and how a send is checked and
-stored, who may consume what, how a pull reads, waits for new messages and reads again, how offsets
-are answered, how a transaction ends.
+stored, who may consume what, how a pull reads, waits for new messages and reads again, how a POP
+does the same and how its messages are acked, hidden longer or given up on, how offsets are
+answered, how a transaction ends.
 
 | module | holds |
 |---|---|

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -15,7 +17,9 @@ from broker.server.config import BrokerConfig
 from broker.server.consumer_offset import ConsumerOffsetManager
 from broker.server.long_polling import PullHoldService
 from broker.server.messaging.send import SendService
+from broker.server.pop_service import AckStatus, InFlight, InitMode, Popped, PopService
 from broker.server.rebalance_history import RebalanceHistory
+from broker.server.store_access import StoreAccess
 from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
 from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
 from broker.store.consume_queue import Boundary
@@ -46,7 +50,7 @@ class Transactions(Protocol):
     def resume(self, offset: int) -> str | None: ...
 
 
-class BrokerParts(Protocol):
+class BrokerParts(StoreAccess, Protocol):
     """The parts of the broker the core uses."""
 
     @property
@@ -72,10 +76,6 @@ class BrokerParts(Protocol):
 
     @property
     def transactions(self) -> Transactions: ...
-
-    async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
-
-    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     async def read_queue(
         self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
@@ -117,10 +117,17 @@ def caught_up(result: GetResult, offset: int) -> bool:
     return not result.records and result.next_begin_offset == offset
 
 
+def rotated(queues: list[int]) -> list[int]:
+    """The queues from a random one on, so the consumers of a group start on different queues."""
+    shift = random.randrange(len(queues)) if queues else 0
+    return queues[shift:] + queues[:shift]
+
+
 class MessagingCore:
-    def __init__(self, broker: BrokerParts, sends: SendService) -> None:
+    def __init__(self, broker: BrokerParts, sends: SendService, pops: PopService) -> None:
         self.broker = broker
         self.sends = sends  # the send path: ``sends.put`` for a decoded send, both protocols
+        self.pops = pops  # POP consumption's state: in-flight messages, their offsets, revives
 
     # == consuming ==============================================================================
     def check_consume(self, group: str, topic: str) -> list[int]:
@@ -192,6 +199,64 @@ class MessagingCore:
             return store.max_offset(topic, queue_id)
 
         return self.broker.holds.hold(topic, queue_id, offset, seconds, tag_filter, newest)
+
+    # == POP =================================================================================
+    def is_orderly(self, group: str, topic: str) -> bool:
+        """Whether POP hands the group the topic's messages in order (an orderly group, a FIFO topic)."""
+        return self.pops.is_orderly(group, topic)
+
+    async def pop(
+        self,
+        group: str,
+        topic: str,
+        queues: list[int],
+        max_nums: int,
+        invisible_ms: int,
+        wait_seconds: float,
+        *,
+        tag_filter: TagFilter | None = None,
+        record_filter: RecordFilter | None = None,
+        orderly: bool | None = None,
+        init_mode: InitMode = InitMode.MAX,
+        keep: Callable[[Popped], bool] | None = None,
+    ) -> list[Popped]:
+        """Hand out up to ``max_nums`` messages of ``queues`` (in that order), invisible to others for
+        ``invisible_ms``; while none is found, wait up to ``wait_seconds`` for one and pop again
+        (RocketMQ's PopLongPollingService). ``keep`` says which popped messages the consumer takes:
+        the others are acked at once (a tag-hash collision, a record the protocol cannot encode)."""
+        pops = self.pops
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            popped = await pops.pop(
+                group, topic, queues, max_nums, invisible_ms,
+                tag_filter=tag_filter, record_filter=record_filter, orderly=orderly, init_mode=init_mode,
+            )  # fmt: skip
+            if keep is not None:
+                taken: list[Popped] = []
+                for p in popped:
+                    if keep(p):
+                        taken.append(p)
+                    else:
+                        pops.ack(group, topic, p.queue_id, p.offset, p.pop_time)
+                popped = taken
+            left = deadline - time.monotonic()
+            if popped or left <= 0 or pops.stopping:
+                return popped
+            await pops.wait(group, topic, queues, left)
+
+    def ack(self, group: str, topic: str, queue_id: int, offset: int, pop_time: int) -> AckStatus:
+        """The consumer is done with a popped message (``pop_time`` names which delivery)."""
+        return self.pops.ack(group, topic, queue_id, offset, pop_time)
+
+    def change_invisible(
+        self, group: str, topic: str, queue_id: int, offset: int, pop_time: int, invisible_ms: int
+    ) -> InFlight | None:
+        """Hide a popped message ``invisible_ms`` from now on; None when the handle is stale."""
+        return self.pops.change_invisible(group, topic, queue_id, offset, pop_time, invisible_ms)
+
+    async def forward_to_dlq(self, group: str, topic: str, queue_id: int, offset: int, pop_time: int) -> bool:
+        """The consumer gave up on a popped message: to the group's DLQ; False when the handle is stale."""
+        return await self.pops.forward_to_dlq(group, topic, queue_id, offset, pop_time)
 
     # == offsets ===============================================================================
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from broker.protocol import properties as P
 from broker.protocol.bodies import TopicConfig, TopicFilterType
@@ -26,18 +26,29 @@ from broker.protocol.message import (
     decode_batch,
     pack_host,
 )
+from broker.protocol.msgid import UniqKeyGenerator
 from broker.protocol.names import DLQ_PREFIX, RETRY_PREFIX, dlq_topic
 from broker.protocol.properties import decode_properties, encode_properties, encodes_exactly
+from broker.server.config import BrokerConfig
 from broker.server.dlq import mark_dead_letter
 from broker.server.flow_control import page_cache_busy
+from broker.server.long_polling import PullHoldService
 from broker.server.schedule_service import park_delay_level
+from broker.server.stats import BrokerStats
+from broker.server.subscription_group import SubscriptionGroupManager
 from broker.server.timer_service import PARKING_PROPERTIES, park_timer_message, parked_recall_handle
-from broker.server.topic_config import NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, topic_name_problem
+from broker.server.topic_config import (
+    NOT_ALLOWED_SEND_TOPICS,
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfigManager,
+    topic_name_problem,
+)
 from broker.server.transaction_service import is_half_message, to_half_message
-from broker.store.message_store import PutMessage, PutResult, PutStatus
+from broker.store.config import StoreConfig
+from broker.store.message_store import MessageStore, PutMessage, PutResult, PutStatus
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+T = TypeVar("T")
 
 FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 DLQ_QUEUE_NUMS = 1
@@ -67,6 +78,66 @@ class Sender(Protocol):
 
     @property
     def remote_addr(self) -> str: ...
+
+
+class SlaveWaits(Protocol):
+    """A SYNC_MASTER's wait for its slaves (the HA service)."""
+
+    async def wait_slave(self, result: PutResult) -> None: ...
+
+
+class FlushWaiter(Protocol):
+    """SYNC_FLUSH answers wait for the disk here."""
+
+    async def wait(self, end_offset: int, timeout: float) -> bool: ...
+
+
+class WriteFence(Protocol):
+    """Controller mode: why this master may not take writes now (None: it may)."""
+
+    def write_refusal(self) -> str | None: ...
+
+
+class SendParts(Protocol):
+    """The parts of the broker the send path uses."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def store_config(self) -> StoreConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def topics(self) -> TopicConfigManager: ...
+
+    @property
+    def groups(self) -> SubscriptionGroupManager: ...
+
+    @property
+    def uniq_keys(self) -> UniqKeyGenerator: ...
+
+    @property
+    def stats(self) -> BrokerStats: ...
+
+    @property
+    def holds(self) -> PullHoldService: ...
+
+    @property
+    def flush_waits(self) -> FlushWaiter: ...
+
+    @property
+    def ha_service(self) -> SlaveWaits: ...
+
+    @property
+    def replicas(self) -> WriteFence | None: ...
+
+    @property
+    def write_queue_size(self) -> int: ...
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 
 class SendRejected(Exception):
@@ -124,7 +195,7 @@ class SendAppends:
     together (``MessageStore.append_all``: one lock, one CommitLog write, one dispatch); each is first
     held to flow control (waited longer than waitTimeMillsInSendQueue: None, answered SYSTEM_BUSY)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SendParts) -> None:
         self.broker = broker
 
     def __call__(self, msgs: list[PutMessage], arrived: float) -> PutResult | None:
@@ -142,7 +213,7 @@ class SendAppends:
 
 
 class SendService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SendParts) -> None:
         self.broker = broker
         self._appends = SendAppends(broker)
 
@@ -165,7 +236,7 @@ class SendService:
             msgs = self._build(header, body, target, born_host_of(channel), batch, props)
         except SendRejected as exc:
             return Sent(exc.code, exc.remark)
-        busy = page_cache_busy(self.broker)
+        busy = page_cache_busy(self.broker.store, self.broker.store_config)
         if busy is not None:
             return Sent(ResponseCode.SYSTEM_BUSY, busy)
         result = await self.broker.write(self._appends, msgs, arrived)
