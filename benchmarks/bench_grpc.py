@@ -59,7 +59,7 @@ from broker.remoting.server import install_uvloop
 from tests.broker.grpc.attacks import Node, rmq_up
 
 Result = dict[str, object]
-DRIVER = Path(__file__).resolve().parents[1] / "tests" / "grpc" / "drivers" / "py5_bench.py"
+DRIVER = Path(__file__).resolve().parents[1] / "tests" / "broker" / "grpc" / "drivers" / "py5_bench.py"
 BODY = b"x" * 1024
 INFLIGHT = 64
 RECEIVE_THREADS = 4

@@ -92,7 +92,7 @@ function assignedQueues() {
     httpclient: {}, // asserted by the constructor, unused when nameSrv is given
     nameSrv: namesrv,
     consumerGroup: opts.group,
-    accessKey: process.env.RMQ_ACCESS_KEY, // ACL signing when both are set (tests/acl)
+    accessKey: process.env.RMQ_ACCESS_KEY, // ACL signing when both are set (tests/broker/acl)
     secretKey: process.env.RMQ_SECRET_KEY,
     consumeFromWhere: opts.from,
     logger: common.makeLogger(),

@@ -58,7 +58,7 @@ deadline.unref();
     httpclient: {}, // asserted by the constructor, unused when nameSrv is given
     nameSrv: namesrv,
     producerGroup: opts.group,
-    accessKey: process.env.RMQ_ACCESS_KEY, // ACL signing when both are set (tests/acl)
+    accessKey: process.env.RMQ_ACCESS_KEY, // ACL signing when both are set (tests/broker/acl)
     secretKey: process.env.RMQ_SECRET_KEY,
     logger: common.makeLogger(),
     sendMsgTimeout: 3000,
