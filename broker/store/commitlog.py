@@ -200,10 +200,14 @@ class CommitLog:
             while pos < limit:
                 if limit - pos < 8 or _BLANK.unpack_from(mm, pos) == (0, 0):
                     return  # clean end of the written data
+                torn: ScanProblem | None = None
                 try:
                     layout = read_layout(mm, pos, limit)
                 except RecordError as exc:
-                    yield mf, pos, None, ScanProblem(mf.path.name, file_from + pos, str(exc))
+                    torn = ScanProblem(mf.path.name, file_from + pos, str(exc))
+                # yielded outside the handler, so that the reader's own errors are not chained to it
+                if torn is not None:
+                    yield mf, pos, None, torn
                     return
                 if layout.magic == BLANK_MAGIC:
                     if layout.total_size != mf.size - pos:
