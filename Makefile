@@ -52,8 +52,8 @@ pytest: install
 	@command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null; } \
 		|| echo "note: tmux is missing (apt-get install tmux); the dashboard's real-terminal test is skipped"
-	@# three workers, a test file each at a time: most tests wait on servers, so two cores serve three
-	$(BIN)/pytest -n 3 --dist loadfile
+	@# two workers, a test file each at a time: most tests wait on servers
+	$(BIN)/pytest -n 2 --dist loadfile
 
 test: lint typecheck pytest
 
