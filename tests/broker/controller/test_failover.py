@@ -21,6 +21,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,8 +209,15 @@ async def _pushed_election(tmp: Path) -> dict[str, bool]:
         first = await cluster.master()
         # the replica joins the SyncStateSet only on a poll: let the operator's election skip that
         await update_config(cluster.api, cluster.controllers[0], {"enableElectUncleanMaster": "true"})
-        info = (await sync_state_data(cluster.api, cluster.controllers, [GROUP])).replicasInfoTable[GROUP]
-        other = next(r for r in info.notInSyncReplicas + info.inSyncReplicas if r.brokerAddress != first)
+
+        async def replicas() -> list[Any]:
+            data = await sync_state_data(cluster.api, cluster.controllers, [GROUP])
+            info = data.replicasInfoTable.get(GROUP)
+            members = info.notInSyncReplicas + info.inSyncReplicas if info is not None else []
+            return [r for r in members if r.brokerAddress != first]
+
+        await until(replicas, "the replica known to the controller")  # it registers after the master
+        other = (await replicas())[0]
         await elect_master(cluster.api, cluster.controllers, "LocalCluster", GROUP, other.brokerId)
         await until(lambda: cluster.acts_as_master(other.brokerAddress), "the elected broker to take over")
         return {"old_still_master": await cluster.acts_as_master(first)}
