@@ -52,8 +52,10 @@ pytest: install
 	@command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null; } \
 		|| echo "note: tmux is missing (apt-get install tmux); the dashboard's real-terminal test is skipped"
-	@# two workers, a test file each at a time: most tests wait on servers
-	$(BIN)/pytest -n 2 --dist loadfile
+	@# two workers, a test file each at a time: most tests wait on servers; then the failover tests,
+	@# whose clusters of processes must not share the two cores with other tests
+	$(BIN)/pytest -n 2 --dist loadfile -m "not alone"
+	$(BIN)/pytest -m alone
 
 test: lint typecheck pytest
 

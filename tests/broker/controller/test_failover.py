@@ -38,7 +38,7 @@ from broker.store.message_store import MessageStore
 from cli.cluster_local import Member
 from tests.broker.controller.harness import GROUP, Cluster, commitlog_digest, until
 
-pytestmark = pytest.mark.servers
+pytestmark = [pytest.mark.servers, pytest.mark.alone]
 
 TOPIC = "FailoverTopic"
 

@@ -32,7 +32,7 @@ from tests.broker.controller.harness import GROUP, WAIT, Cluster, commitlog_dige
 from tests.peers import install
 from tests.peers.runner import DriverProcess, start_alions_consumer, start_driver
 
-pytestmark = pytest.mark.servers
+pytestmark = [pytest.mark.servers, pytest.mark.alone]
 
 TOPIC = "PeerFailover"
 ROUNDS = 5
