@@ -431,7 +431,6 @@ class ReplicasManager:
         cfg.broker_id = self.broker_id
         self.broker.topics.data_version.stateVersion = epoch
         client.set_master(master_addr, ha_addr)
-        client.identity = self.broker_id  # the id the controller gave, told to the master on connect
         await client.start()
         self._following = (master_addr, epoch)
         self.broker.registration.trigger()
