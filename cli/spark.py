@@ -38,7 +38,12 @@ def _say(text: str) -> None:
 def _session(master: str) -> Iterator[SparkSession]:
     """A session for one command, stopped at its end if the command started it: left to the
     interpreter's exit, Spark's Python workers find their pipes closed and print BrokenPipeError
-    tracebacks after a good run."""
+    tracebacks after a good run.
+
+    Its Python workers are not reused: on stop, Spark closes the sockets of idle reused workers before
+    it ends their daemon, and a worker that reads that end in time fails to flush its reply and prints
+    a BrokenPipeError traceback (about one stop in ten). A one-shot command loses only the reuse of a
+    forked worker between its tasks."""
     from admin.errors import BadInput
 
     try:
@@ -49,7 +54,7 @@ def _session(master: str) -> Iterator[SparkSession]:
         raise BadInput(f"PySpark is not installed ({exc}): pip install 'rmqkit[spark]'") from None
     running = SparkContext._active_spark_context  # a caller's (a notebook's, a test's) to leave running
     _say(f"starting Spark ({master})")
-    spark = build_session(master)
+    spark = build_session(master, conf={"spark.python.worker.reuse": "false"})
     spark.sparkContext.setLogLevel("OFF")  # a failure is the command's one line, not the JVM's stack traces
     try:
         yield spark
