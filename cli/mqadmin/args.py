@@ -168,6 +168,9 @@ BEGIN = o("b", "beginTimestamp", "Begin timestamp[currentTimeMillis|yyyy-MM-dd#H
 END = o("e", "endTimestamp", "End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
 CHARSET = o("c", "charsetName", "CharsetName(eg: UTF-8,GBK)")
 SUBEXPR = o("s", "subExpression", "Subscribe Expression(eg: TagA || TagB)")
+MSG_ID = o("i", "msgId", "Message Id", True)
+BEGIN_MS = o("b", "beginTimestamp", "Begin timestamp(ms). default:0, eg:1676730526212")
+END_MS = o("e", "endTimestamp", "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212")
 
 
 def config_file(v: Values) -> bytes:

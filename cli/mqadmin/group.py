@@ -35,6 +35,10 @@ from cli.mqadmin.args import (
 if TYPE_CHECKING:
     from admin.service import AdminService
 
+# the topic and group of the offset commands (cloneGroupOffset, resetOffsetByTime, skipAccumulatedMessage)
+_SET_TOPIC = o("t", "topic", "set the topic", True)
+_SET_GROUP = o("g", "group", "set the consumer group", True)
+
 
 async def update_sub_group(s: AdminService, v: Values) -> str:
     from admin.models import GroupSpec
@@ -268,12 +272,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("cloneGroupOffset", "Clone offset from other group.", (
         o("s", "srcGroup", "set source consumer group", True),
         o("d", "destGroup", "set destination consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_TOPIC,
         o("o", "offline", "the group or the topic is offline"),
     ), clone_group_offset),
     Command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).", (
-        o("g", "group", "set the consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_GROUP,
+        _SET_TOPIC,
         o("s", "timestamp", "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", True),
         o("f", "force", "set the force rollback by timestamp switch[true|false]. Deprecated."),
         o("b", "broker", "broker addr"),
@@ -282,8 +286,8 @@ COMMANDS: tuple[Command, ...] = (
         CLUSTER_LMQ,
     ), reset_offset_by_time),
     Command("skipAccumulatedMessage", "Skip all messages that are accumulated (not consumed) currently.", (
-        o("g", "group", "set the consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_GROUP,
+        _SET_TOPIC,
         o("f", "force", "set the force rollback by timestamp switch[true|false]"),
         CLUSTER_LMQ,
     ), skip_accumulated_message),
