@@ -10,14 +10,22 @@ line, and never printed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import ClusterOpt, Conn, TargetBrokerOpt, YesOpt, confirm, connected, secret_or_prompt
+from cli.connect import (
+    ClusterOpt,
+    Conn,
+    TargetBrokerOpt,
+    YesOpt,
+    confirm,
+    connected,
+    connected_as,
+    secret_or_prompt,
+)
 from cli.output import Fields, Section, Table, ms_time
 
 if TYPE_CHECKING:
@@ -137,43 +145,42 @@ def _show(
         conn.emit_found(views, lambda v: v.accounts, f"no ACL account {access_key}", _views_sections)
 
 
-def _account_command(create: bool, doc: str) -> Callable[..., None]:
-    """``rmq acl create`` (the SecretKey required) or ``rmq acl update`` (what is given changes)."""
+def _put_account(
+    create: bool,
+    conn: Conn,
+    access_key: KeyArg,
+    secret_key_env: SecretEnvOpt = None,
+    secret_key_file: SecretFileOpt = None,
+    white_address: WhiteOpt = None,
+    admin: AdminOpt = None,
+    default_topic_perm: TopicPermOpt = None,
+    default_group_perm: GroupPermOpt = None,
+    topic_perm: TopicPermsOpt = None,
+    group_perm: GroupPermsOpt = None,
+    file: FileOpt = None,
+    broker: TargetBrokerOpt = None,
+    cluster: ClusterOpt = None,
+) -> None:
+    from admin.service.acl import AccountChange
 
-    def command(
-        conn: Conn,
-        access_key: KeyArg,
-        secret_key_env: SecretEnvOpt = None,
-        secret_key_file: SecretFileOpt = None,
-        white_address: WhiteOpt = None,
-        admin: AdminOpt = None,
-        default_topic_perm: TopicPermOpt = None,
-        default_group_perm: GroupPermOpt = None,
-        topic_perm: TopicPermsOpt = None,
-        group_perm: GroupPermsOpt = None,
-        file: FileOpt = None,
-        broker: TargetBrokerOpt = None,
-        cluster: ClusterOpt = None,
-    ) -> None:
-        from admin.service.acl import AccountChange
-
-        secret = secret_or_prompt(secret_key_env, secret_key_file, create, "secret-key", "SecretKey")
-        change = AccountChange(access_key, secret, white_address, admin, default_topic_perm,
-                               default_group_perm, topic_perm, group_perm)  # fmt: skip
-        conn.emit(_upsert(conn, change, create, file, (cluster, broker)), _changed_sections)
-
-    command.__doc__ = doc
-    return connected(command)
+    secret = secret_or_prompt(secret_key_env, secret_key_file, create, "secret-key", "SecretKey")
+    change = AccountChange(access_key, secret, white_address, admin, default_topic_perm,
+                           default_group_perm, topic_perm, group_perm)  # fmt: skip
+    conn.emit(_upsert(conn, change, create, file, (cluster, broker)), _changed_sections)
 
 
 app.command("create")(
-    _account_command(
-        True, "Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt)."
+    connected_as(
+        _put_account,
+        True,
+        "Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt).",
     )
 )
 app.command("update")(
-    _account_command(
-        False, "Change the given fields of an account (the others stay; --topic-perm replaces the list)."
+    connected_as(
+        _put_account,
+        False,
+        "Change the given fields of an account (the others stay; --topic-perm replaces the list).",
     )
 )
 

@@ -9,13 +9,21 @@ line, and never printed (brokers do not send them back).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.connect import ClusterOpt, Conn, TargetBrokerOpt, YesOpt, confirm, connected, secret_or_prompt
+from cli.connect import (
+    ClusterOpt,
+    Conn,
+    TargetBrokerOpt,
+    YesOpt,
+    confirm,
+    connected,
+    connected_as,
+    secret_or_prompt,
+)
 from cli.output import Fields, Section, Table
 
 if TYPE_CHECKING:
@@ -212,38 +220,36 @@ def acl_get(
     conn.emit_found(views, lambda v: v.acls, f"no ACL for {subject}", _acls_sections)
 
 
-def _acl_command(create: bool, doc: str) -> Callable[..., None]:
-    """``rmq auth acl create`` or ``rmq auth acl update``: one subject's entries for the resources given."""
+def _put_acl(
+    create: bool,
+    conn: Conn,
+    subject: SubjectArg,
+    resource: ResourcesOpt,
+    action: ActionsOpt,
+    decision: DecisionOpt,
+    source_ip: SourceIpsOpt = None,
+    broker: TargetBrokerOpt = None,
+    cluster: ClusterOpt = None,
+) -> None:
+    from admin.service.auth import acl_spec, split_list
 
-    def command(
-        conn: Conn,
-        subject: SubjectArg,
-        resource: ResourcesOpt,
-        action: ActionsOpt,
-        decision: DecisionOpt,
-        source_ip: SourceIpsOpt = None,
-        broker: TargetBrokerOpt = None,
-        cluster: ClusterOpt = None,
-    ) -> None:
-        from admin.service.auth import acl_spec, split_list
-
-        spec = acl_spec(subject, split_list(resource), split_list(action), decision, split_list(source_ip))
-        conn.emit(conn.run(lambda s: s.auth_acl_put(spec, cluster, broker, create=create)), _acl_changed)
-
-    command.__doc__ = doc
-    return connected(command)
+    spec = acl_spec(subject, split_list(resource), split_list(action), decision, split_list(source_ip))
+    conn.emit(conn.run(lambda s: s.auth_acl_put(spec, cluster, broker, create=create)), _acl_changed)
 
 
 acl_app.command("create")(
-    _acl_command(
+    connected_as(
+        _put_acl,
         True,
         """Give a subject a policy: an entry per resource with these actions, source IPs and decision
     (entries of resources the subject has already are replaced).""",
     )
 )
 acl_app.command("update")(
-    _acl_command(
-        False, "Change the entries of these resources in a subject's policy (the other entries stay)."
+    connected_as(
+        _put_acl,
+        False,
+        "Change the entries of these resources in a subject's policy (the other entries stay).",
     )
 )
 

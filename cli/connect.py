@@ -188,6 +188,14 @@ def connected(command: Callable[..., T]) -> Callable[..., T]:
     return with_conn
 
 
+def connected_as(function: Callable[..., T], first: object, doc: str) -> Callable[..., T]:
+    """``function(first, conn, …)`` as a :func:`connected` command that ``doc`` describes: one function
+    behind commands that differ only in ``first`` (create or update)."""
+    command = functools.partial(function, first)
+    command.__doc__ = doc
+    return connected(command)
+
+
 def confirm(action: str, yes: bool) -> None:
     """Ask before a destructive action on a terminal; elsewhere require ``--yes``."""
     from admin.errors import BadInput
