@@ -25,9 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from typer._click.core import Command, Context
-from typer._click.exceptions import MissingParameter, NoArgsIsHelpError, UsageError
 from typer.core import TyperArgument, TyperOption
+
+try:
+    from typer._click.core import Command, Context
+    from typer._click.exceptions import MissingParameter, NoArgsIsHelpError, UsageError
+except ImportError as exc:  # a typer outside the range pyproject.toml pins
+    raise ImportError(f"this typer keeps click elsewhere than cli/click_api.py expects: {exc}") from exc
 
 __all__ = [
     "Command",
