@@ -10,7 +10,6 @@ line, and never printed.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -24,6 +23,8 @@ from cli.connect import (
     YesOpt,
     confirm,
     connected,
+    connected_as,
+    secret_or_prompt,
 )
 from cli.output import Fields, Section, Table, ms_time
 
@@ -85,34 +86,6 @@ class AclChanged:
     targets: list[str]
 
 
-def _read_secret(env: str | None, path: Path | None, required: bool) -> str | None:
-    from admin.errors import BadInput
-    from admin.security import read_secret
-
-    secret = read_secret(env, path, os.environ, "secret key")
-    if secret is not None or not required:
-        return secret
-    if not os.isatty(0):
-        raise BadInput("give the secret key with --secret-key-env or --secret-key-file")
-    prompted: str = typer.prompt("SecretKey", hide_input=True, confirmation_prompt=True)
-    return prompted
-
-
-def _change(
-    access_key: str,
-    secret: str | None,
-    white: str | None,
-    admin: bool | None,
-    topic_perm: str | None,
-    group_perm: str | None,
-    topic_perms: list[str] | None,
-    group_perms: list[str] | None,
-) -> AccountChange:
-    from admin.service.acl import AccountChange
-
-    return AccountChange(access_key, secret, white, admin, topic_perm, group_perm, topic_perms, group_perms)
-
-
 def _upsert(
     conn: Conn,
     change: AccountChange,
@@ -160,21 +133,20 @@ def acl_get(
 def _show(
     conn: Conn, access_key: str | None, file: Path | None, broker: str | None, cluster: str | None
 ) -> None:
-    from admin.errors import NotFound
     from admin.service.acl import file_view
 
     if file is not None:
         views = [file_view(file, access_key)]
     else:
         views = conn.run(lambda s: s.acl_list(cluster, broker, access_key))
-    if access_key is not None and not any(v.accounts for v in views):
-        raise NotFound(f"no ACL account {access_key}")
-    conn.emit(views, _views_sections)
+    if access_key is None:
+        conn.emit(views, _views_sections)
+    else:
+        conn.emit_found(views, lambda v: v.accounts, f"no ACL account {access_key}", _views_sections)
 
 
-@app.command("create")
-@connected
-def acl_create(
+def _put_account(
+    create: bool,
     conn: Conn,
     access_key: KeyArg,
     secret_key_env: SecretEnvOpt = None,
@@ -189,35 +161,28 @@ def acl_create(
     broker: TargetBrokerOpt = None,
     cluster: ClusterOpt = None,
 ) -> None:
-    """Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt)."""
-    secret = _read_secret(secret_key_env, secret_key_file, required=True)
-    change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
-                     topic_perm, group_perm)  # fmt: skip
-    conn.emit(_upsert(conn, change, True, file, (cluster, broker)), _changed_sections)
+    from admin.service.acl import AccountChange
+
+    secret = secret_or_prompt(secret_key_env, secret_key_file, create, "secret-key", "SecretKey")
+    change = AccountChange(access_key, secret, white_address, admin, default_topic_perm,
+                           default_group_perm, topic_perm, group_perm)  # fmt: skip
+    conn.emit(_upsert(conn, change, create, file, (cluster, broker)), _changed_sections)
 
 
-@app.command("update")
-@connected
-def acl_update(
-    conn: Conn,
-    access_key: KeyArg,
-    secret_key_env: SecretEnvOpt = None,
-    secret_key_file: SecretFileOpt = None,
-    white_address: WhiteOpt = None,
-    admin: AdminOpt = None,
-    default_topic_perm: TopicPermOpt = None,
-    default_group_perm: GroupPermOpt = None,
-    topic_perm: TopicPermsOpt = None,
-    group_perm: GroupPermsOpt = None,
-    file: FileOpt = None,
-    broker: TargetBrokerOpt = None,
-    cluster: ClusterOpt = None,
-) -> None:
-    """Change the given fields of an account (the others stay; --topic-perm replaces the list)."""
-    secret = _read_secret(secret_key_env, secret_key_file, required=False)
-    change = _change(access_key, secret, white_address, admin, default_topic_perm, default_group_perm,
-                     topic_perm, group_perm)  # fmt: skip
-    conn.emit(_upsert(conn, change, False, file, (cluster, broker)), _changed_sections)
+app.command("create")(
+    connected_as(
+        _put_account,
+        True,
+        "Add an account (its SecretKey from --secret-key-env, --secret-key-file or a hidden prompt).",
+    )
+)
+app.command("update")(
+    connected_as(
+        _put_account,
+        False,
+        "Change the given fields of an account (the others stay; --topic-perm replaces the list).",
+    )
+)
 
 
 @app.command("delete")

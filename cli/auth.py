@@ -9,7 +9,6 @@ line, and never printed (brokers do not send them back).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,6 +21,8 @@ from cli.connect import (
     YesOpt,
     confirm,
     connected,
+    connected_as,
+    secret_or_prompt,
 )
 from cli.output import Fields, Section, Table
 
@@ -75,17 +76,10 @@ ToOpt = Annotated[str, typer.Option("--to", metavar="ADDR", help="The broker to 
 
 def _read_password(env: str | None, path: Path | None, required: bool) -> str | None:
     from admin.errors import BadInput
-    from admin.security import read_secret
 
     if env is not None and path is not None:
         raise BadInput("give --password-env or --password-file, not both")
-    password = read_secret(env, path, os.environ, "password")
-    if password is not None or not required:
-        return password
-    if not os.isatty(0):
-        raise BadInput("give the password with --password-env or --password-file")
-    prompted: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
-    return prompted
+    return secret_or_prompt(env, path, required, "password", "Password")
 
 
 # == rmq auth user =============================================================================
@@ -112,12 +106,8 @@ def user_get(
     cluster: ClusterOpt = None,
 ) -> None:
     """One user on each broker; exits 1 when no broker has it."""
-    from admin.errors import NotFound
-
     views = conn.run(lambda s: s.auth_user(username, cluster, broker))
-    if not any(v.users for v in views):
-        raise NotFound(f"no user {username}")
-    conn.emit(views, _users_sections)
+    conn.emit_found(views, lambda v: v.users, f"no user {username}", _users_sections)
 
 
 @user_app.command("create")
@@ -132,11 +122,7 @@ def user_create(
     cluster: ClusterOpt = None,
 ) -> None:
     """Add a user (its password from --password-env, --password-file or a hidden prompt)."""
-    from admin.service.auth import user_spec
-
-    password = _read_password(password_env, password_file, required=True)
-    spec = user_spec(username, password, user_type, create=True)
-    conn.emit(conn.run(lambda s: s.auth_user_put(spec, cluster, broker, create=True)), _user_changed)
+    _put_user(conn, True, username, (password_env, password_file), (user_type, None), (cluster, broker))
 
 
 @user_app.command("update")
@@ -152,11 +138,25 @@ def user_update(
     cluster: ClusterOpt = None,
 ) -> None:
     """Change a user's password, type or status (what is not given stays)."""
+    _put_user(
+        conn, False, username, (password_env, password_file), (user_type, user_status), (cluster, broker)
+    )
+
+
+def _put_user(
+    conn: Conn,
+    create: bool,
+    username: str,
+    password_from: tuple[str | None, Path | None],
+    type_status: tuple[str | None, str | None],
+    where: tuple[str | None, str | None],
+) -> None:
     from admin.service.auth import user_spec
 
-    password = _read_password(password_env, password_file, required=False)
-    spec = user_spec(username, password, user_type, user_status, create=False)
-    conn.emit(conn.run(lambda s: s.auth_user_put(spec, cluster, broker, create=False)), _user_changed)
+    password = _read_password(*password_from, required=create)
+    spec = user_spec(username, password, *type_status, create=create)
+    cluster, broker = where
+    conn.emit(conn.run(lambda s: s.auth_user_put(spec, cluster, broker, create=create)), _user_changed)
 
 
 @user_app.command("delete")
@@ -216,62 +216,42 @@ def acl_get(
     cluster: ClusterOpt = None,
 ) -> None:
     """A subject's ACL on each broker; exits 1 when no broker has one."""
-    from admin.errors import NotFound
-
     views = conn.run(lambda s: s.auth_acl(subject, cluster, broker))
-    if not any(v.acls for v in views):
-        raise NotFound(f"no ACL for {subject}")
-    conn.emit(views, _acls_sections)
+    conn.emit_found(views, lambda v: v.acls, f"no ACL for {subject}", _acls_sections)
 
 
 def _put_acl(
     create: bool,
-    subject: str,
-    resources: list[str],
-    actions: list[str],
-    decision: str,
-    source_ips: list[str] | None,
-    where: tuple[str | None, str | None],
     conn: Conn,
+    subject: SubjectArg,
+    resource: ResourcesOpt,
+    action: ActionsOpt,
+    decision: DecisionOpt,
+    source_ip: SourceIpsOpt = None,
+    broker: TargetBrokerOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
     from admin.service.auth import acl_spec, split_list
 
-    spec = acl_spec(subject, split_list(resources), split_list(actions), decision, split_list(source_ips))
-    cluster, broker = where
+    spec = acl_spec(subject, split_list(resource), split_list(action), decision, split_list(source_ip))
     conn.emit(conn.run(lambda s: s.auth_acl_put(spec, cluster, broker, create=create)), _acl_changed)
 
 
-@acl_app.command("create")
-@connected
-def acl_create(
-    conn: Conn,
-    subject: SubjectArg,
-    resource: ResourcesOpt,
-    action: ActionsOpt,
-    decision: DecisionOpt,
-    source_ip: SourceIpsOpt = None,
-    broker: TargetBrokerOpt = None,
-    cluster: ClusterOpt = None,
-) -> None:
-    """Give a subject a policy: an entry per resource with these actions, source IPs and decision
-    (entries of resources the subject has already are replaced)."""
-    _put_acl(True, subject, resource, action, decision, source_ip, (cluster, broker), conn)
-
-
-@acl_app.command("update")
-@connected
-def acl_update(
-    conn: Conn,
-    subject: SubjectArg,
-    resource: ResourcesOpt,
-    action: ActionsOpt,
-    decision: DecisionOpt,
-    source_ip: SourceIpsOpt = None,
-    broker: TargetBrokerOpt = None,
-    cluster: ClusterOpt = None,
-) -> None:
-    """Change the entries of these resources in a subject's policy (the other entries stay)."""
-    _put_acl(False, subject, resource, action, decision, source_ip, (cluster, broker), conn)
+acl_app.command("create")(
+    connected_as(
+        _put_acl,
+        True,
+        """Give a subject a policy: an entry per resource with these actions, source IPs and decision
+    (entries of resources the subject has already are replaced).""",
+    )
+)
+acl_app.command("update")(
+    connected_as(
+        _put_acl,
+        False,
+        "Change the entries of these resources in a subject's policy (the other entries stay).",
+    )
+)
 
 
 @acl_app.command("delete")

@@ -6,10 +6,12 @@ Live figures go to stderr once a second; the summary goes to stdout in the chose
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -62,15 +64,62 @@ ClientOpt = Annotated[
 ]
 
 
+_FIRST: list[tuple[str, object, object]] = [  # name, annotation, default
+    ("namesrv", NamesrvOpt, None),
+    ("broker", BrokerOpt, None),
+    ("embedded", EmbeddedOpt, False),
+    ("topic", TopicOpt, "BenchmarkTopic"),
+    ("queues", QueuesOpt, 8),
+    ("connections", ConnectionsOpt, 1),
+]
+_LAST: list[tuple[str, object, object]] = [
+    ("duration", DurationOpt, 10.0),
+    ("warmup", WarmupOpt, 0.0),
+    ("flush", FlushOpt, "async"),
+    ("baseline", BaselineOpt, True),
+    ("client", ClientOpt, "remoting"),
+    ("output", OutputOption, OutputFormat.TABLE),
+]
+
+
+def _benchmark(inflight: int) -> Callable[[Callable[..., BenchResult]], Callable[..., None]]:
+    """``run(opts, …)`` as a benchmark command: the options every benchmark takes come first (up to
+    ``--inflight``, whose default is ``inflight``) and last (``--duration`` to ``--output``), around the
+    command's own (``--size`` among them); ``run`` gets the common ones as ``opts``, and its result is
+    printed."""
+
+    def wrap(run: Callable[..., BenchResult]) -> Callable[..., None]:
+        # the runner's types stand in as object: the real ones would import the runner at start-up
+        runner_types = {"BenchOptions": object, "BenchResult": object}
+        signature = inspect.signature(run, eval_str=True, locals=runner_types)
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in list(signature.parameters.values())[1:]
+        ]
+        common = [*_FIRST, ("inflight", InflightOpt, inflight)]
+        params = [_keyword(*p) for p in common] + own + [_keyword(*p) for p in _LAST]
+
+        @functools.wraps(run)
+        def command(**values: Any) -> None:
+            output = values.pop("output")
+            opts = _options(**{name: values.pop(name) for name in inspect.signature(_options).parameters})
+            result = run(opts, **values)
+            emit(output, result, lambda: _sections(result))
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return wrap
+
+
+def _keyword(name: str, annotation: object, default: object) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
 @app.command("produce")
+@_benchmark(inflight=32)
 def produce(
-    namesrv: NamesrvOpt = None,
-    broker: BrokerOpt = None,
-    embedded: EmbeddedOpt = False,
-    topic: TopicOpt = "BenchmarkTopic",
-    queues: QueuesOpt = 8,
-    connections: ConnectionsOpt = 1,
-    inflight: InflightOpt = 32,
+    opts: BenchOptions,
     producers: Annotated[
         int,
         typer.Option(
@@ -85,33 +134,19 @@ def produce(
         int,
         typer.Option("--batch", min=1, max=1024, help="Messages per request (SEND_BATCH_MESSAGE when > 1)."),
     ] = 1,
-    duration: DurationOpt = 10.0,
-    warmup: WarmupOpt = 0.0,
-    flush: FlushOpt = "async",
-    baseline: BaselineOpt = True,
-    client: ClientOpt = "remoting",
-    output: OutputOption = OutputFormat.TABLE,
-) -> None:
+) -> BenchResult:
     """Send messages as fast as the broker takes them: msg/s, MB/s and latency."""
     from admin.bench.runner import bench_produce
 
-    opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
-                    flush, baseline, client)  # fmt: skip
     opts.producers = producers
     opts.batch = batch
-    result = bench_produce(opts, _live())
-    emit(output, result, lambda: _sections(result))
+    return bench_produce(opts, _live())
 
 
 @app.command("consume")
+@_benchmark(inflight=8)
 def consume(
-    namesrv: NamesrvOpt = None,
-    broker: BrokerOpt = None,
-    embedded: EmbeddedOpt = False,
-    topic: TopicOpt = "BenchmarkTopic",
-    queues: QueuesOpt = 8,
-    connections: ConnectionsOpt = 1,
-    inflight: InflightOpt = 8,
+    opts: BenchOptions,
     size: SizeOpt = 1024,
     pull_batch: Annotated[
         int, typer.Option("--pull-batch", min=1, max=1024, help="maxMsgNums of each PULL_MESSAGE.")
@@ -119,22 +154,13 @@ def consume(
     prefill: Annotated[
         int, typer.Option("--prefill", min=0, help="Fill the topic to this many messages first.")
     ] = 100_000,
-    duration: DurationOpt = 10.0,
-    warmup: WarmupOpt = 0.0,
-    flush: FlushOpt = "async",
-    baseline: BaselineOpt = True,
-    client: ClientOpt = "remoting",
-    output: OutputOption = OutputFormat.TABLE,
-) -> None:
+) -> BenchResult:
     """Pull every queue of the topic as fast as the broker serves it: msg/s and MB/s."""
     from admin.bench.runner import bench_consume
 
-    opts = _options(namesrv, broker, embedded, topic, queues, connections, inflight, size, duration, warmup,
-                    flush, baseline, client)  # fmt: skip
     opts.pull_batch = pull_batch
     opts.prefill = prefill
-    result = bench_consume(opts, _live())
-    emit(output, result, lambda: _sections(result))
+    return bench_consume(opts, _live())
 
 
 def _options(

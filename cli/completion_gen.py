@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.click_api import Context
+from cli.click_api import Context, declared
 from cli.completion import NAMES_COMMAND, Shell
 
 FILES = {Shell.BASH: "rmq.bash", Shell.ZSH: "_rmq", Shell.FISH: "rmq.fish"}
@@ -37,10 +37,10 @@ def _kind(param: Any) -> str:
     """``@topics``, ``@groups``, ``@files``, ``a b c`` (choices) or ``-`` (anything)."""
     if param.metavar in _DYNAMIC:
         return _DYNAMIC[param.metavar]
-    descriptor = getattr(param, "type_descriptor", None)
-    if descriptor is not None and descriptor.is_choice and descriptor.choices:
-        return " ".join(str(c) for c in descriptor.choices)
-    if descriptor is not None and descriptor.is_path:
+    kind = declared(param)
+    if kind.choices:
+        return " ".join(str(c) for c in kind.choices)
+    if kind.is_path:
         return "@files"
     return "-"
 

@@ -1,6 +1,6 @@
 """What every cluster command shares: connection options (declared once: :func:`connected`), settings
 resolution (admin.profiles), running the admin service, ``--watch``, confirmations for destructive
-commands, and time input.
+commands, secrets read without the command line, and time input.
 
 Kept light (typer and cli.output only at import): the admin service is imported when a command runs.
 """
@@ -11,9 +11,11 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from admin.service import AdminService
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 NamesrvOpt = Annotated[
     str | None,
@@ -106,6 +109,20 @@ class Conn:
     def emit(self, result: T, sections: Callable[[T], Sequence[Section]]) -> None:
         emit(self.fmt, result, functools.partial(sections, result))
 
+    def emit_found(
+        self,
+        views: list[V],
+        holds: Callable[[V], object],
+        missing: str,
+        sections: Callable[[list[V]], Sequence[Section]],
+    ) -> None:
+        """Print each broker's view of one thing; exit 1 with ``missing`` when no view ``holds`` it."""
+        from admin.errors import NotFound
+
+        if not any(holds(v) for v in views):
+            raise NotFound(missing)
+        self.emit(views, sections)
+
     def show(
         self,
         fetch: Callable[[AdminService], Awaitable[T]],
@@ -171,6 +188,14 @@ def connected(command: Callable[..., T]) -> Callable[..., T]:
     return with_conn
 
 
+def connected_as(function: Callable[..., T], first: object, doc: str) -> Callable[..., T]:
+    """``function(first, conn, …)`` as a :func:`connected` command that ``doc`` describes: one function
+    behind commands that differ only in ``first`` (create or update)."""
+    command = functools.partial(function, first)
+    command.__doc__ = doc
+    return connected(command)
+
+
 def confirm(action: str, yes: bool) -> None:
     """Ask before a destructive action on a terminal; elsewhere require ``--yes``."""
     from admin.errors import BadInput
@@ -181,6 +206,24 @@ def confirm(action: str, yes: bool) -> None:
         raise BadInput(f"refusing to {action} without confirmation: pass --yes")
     if not typer.confirm(f"Really {action}?", default=False):
         raise typer.Abort()
+
+
+def secret_or_prompt(
+    env: str | None, path: Path | None, required: bool, option: str, prompt: str
+) -> str | None:
+    """A secret from ``--OPTION-env VAR`` or ``--OPTION-file PATH``; when neither is given and it is
+    ``required``, from a hidden prompt, typed twice (on a terminal only)."""
+    from admin.errors import BadInput
+    from admin.security import read_secret
+
+    what = option.replace("-", " ")
+    secret = read_secret(env, path, os.environ, what)
+    if secret is not None or not required:
+        return secret
+    if not os.isatty(0):
+        raise BadInput(f"give the {what} with --{option}-env or --{option}-file")
+    prompted: str = typer.prompt(prompt, hide_input=True, confirmation_prompt=True)
+    return prompted
 
 
 def key_values(items: Sequence[str], what: str) -> dict[str, str]:

@@ -4,10 +4,10 @@
 ``get_command`` builds one on first use (click's documented way to load subcommands lazily). The root
 (cli/main.py) builds a noun (``topic`` …) by importing its module only when that noun runs, or when
 help or completion lists them all; a noun's group (:func:`verbs`) builds only the verb (or subgroup)
-that runs, because typer reads the signature of every command function of a group to build it. The
-parameters of every command built are the classes of cli/parameters.py. Only typer's public API is
-used: ``Typer``, ``typer.main.get_command``/``get_group`` and the ``TyperGroup``/``TyperCommand``
-classes it documents for ``cls=``.
+that runs, because typer reads the signature of every command function of a group to build it. Every
+command and group built is one of the CLI's ``cls=`` subclasses of typer's ``TyperCommand`` and
+``TyperGroup`` (cli/parameters.py). Besides those, what is used of typer is ``Typer`` and what it
+registered, and ``typer.main.get_command``/``get_group``.
 """
 
 from __future__ import annotations
@@ -21,21 +21,19 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
-from cli.click_api import Command, Context, HelpFormatter, UsageError
-from cli.help_format import reflow_page
+from cli.click_api import Command, Context, UsageError
 from cli.parameters import Command as LeafCommand
-from cli.parameters import adopt, adopt_all
+from cli.parameters import OwnParameters
 
 Builder = Callable[[], Command]
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(OwnParameters, TyperGroup):
     """A group whose commands in :attr:`builders` are built when first asked for."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.builders: dict[str, Builder] = {}
-        adopt_all(self)
 
     def list_commands(self, ctx: Context) -> list[str]:
         return [*self.commands, *(name for name in self.builders if name not in self.commands)]
@@ -43,17 +41,8 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = self.commands.get(cmd_name)
         if command is None and cmd_name in self.builders:
-            command = self.commands[cmd_name] = adopt_all(self.builders[cmd_name]())
+            command = self.commands[cmd_name] = self.builders[cmd_name]()
         return command
-
-    def get_help_option(self, ctx: Context) -> Any:
-        option = super().get_help_option(ctx)
-        adopt(option)
-        return option
-
-    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        reflow_page(self, ctx)
-        super().format_help(ctx, formatter)
 
     def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
         try:
@@ -109,7 +98,7 @@ def _command_builder(app: typer.Typer, info: CommandInfo) -> Builder:
     def build() -> Command:
         holder = typer.Typer(add_completion=False, rich_markup_mode=app.rich_markup_mode)
         own = copy.copy(info)
-        if info.cls in (None, TyperCommand):  # typer's default: the same with adopted help
+        if info.cls in (None, TyperCommand):  # typer's default: the same with the CLI's parameters
             own.cls = LeafCommand
         holder.registered_commands = [own]
         return typer.main.get_command(holder)

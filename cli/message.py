@@ -15,12 +15,12 @@ from cli.connect import (
     connected,
     key_values,
 )
-from cli.output import Fields, ProgressBar, Section, Table, cell, emit, ms_time
+from cli.message_view import message_fields, preview
+from cli.output import Fields, ProgressBar, Section, Table, emit, ms_time
 
 if TYPE_CHECKING:
     from admin.models import DirectDelivery, MessageRange, Messages, MessageTracks, SendReceipt
     from admin.models.traces import MessageTrace
-    from broker.protocol.message import MessageRecord
 
 app = typer.Typer(help="Send, consume, look up and print messages.", no_args_is_help=True)
 
@@ -36,7 +36,12 @@ BeginOpt = Annotated[
 ]
 EndOpt = Annotated[str | None, typer.Option("--end", metavar="TIME", help="Stored at or before.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-l", help="At most this many messages.")]
-_BODY_PREVIEW = 40
+MsgIdArg = Annotated[
+    str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
+]
+UniqKeyTopicOpt = Annotated[
+    str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
+]
 _PROGRESS_MIN = 8  # queues
 
 
@@ -122,12 +127,8 @@ def pop(
 @connected
 def get(
     conn: Conn,
-    msg_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
-    ],
-    topic: Annotated[
-        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
-    ] = None,
+    msg_id: MsgIdArg,
+    topic: UniqKeyTopicOpt = None,
 ) -> None:
     """One message by its MessageId (from the broker it names) or its UNIQ_KEY (through the index)."""
     conn.emit(conn.run(lambda s: s.message_get(msg_id, topic)), messages_sections)
@@ -160,12 +161,8 @@ def _window(begin: str | None, end: str | None) -> tuple[int, int]:
 @connected
 def track(
     conn: Conn,
-    msg_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
-    ],
-    topic: Annotated[
-        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
-    ] = None,
+    msg_id: MsgIdArg,
+    topic: UniqKeyTopicOpt = None,
 ) -> None:
     """Whether each group consuming the message's topic consumed it (mqadmin's message tracks)."""
     from admin.store_tools import message_to_dict
@@ -204,16 +201,12 @@ def trace(
 @connected
 def deliver(
     conn: Conn,
-    msg_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
-    ],
+    msg_id: MsgIdArg,
     group: Annotated[str, typer.Option("-g", "--group", metavar="GROUP", help="The consumer group.")],
     client: Annotated[
         str, typer.Option("--client", metavar="ID", help="The online client (see 'rmq group connections').")
     ],
-    topic: Annotated[
-        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
-    ] = None,
+    topic: UniqKeyTopicOpt = None,
 ) -> None:
     """Hand one message to one online client's listener and show what it answered (mqadmin's
     consumeMessageDirectly): to try a fix, or to replay one message for one consumer. Nothing is
@@ -247,12 +240,8 @@ def _delivery_sections(d: DirectDelivery) -> list[Section]:
 @connected
 def resend(
     conn: Conn,
-    msg_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Offset MessageId or UNIQ_KEY.", show_default=False)
-    ],
-    topic: Annotated[
-        str | None, typer.Option("-t", "--topic", metavar="TOPIC", help="Topic (needed for a UNIQ_KEY).")
-    ] = None,
+    msg_id: MsgIdArg,
+    topic: UniqKeyTopicOpt = None,
     to: Annotated[
         str | None, typer.Option("--to", metavar="TOPIC", help="Send to this topic instead of its own.")
     ] = None,
@@ -263,7 +252,7 @@ def resend(
 
 def _track_sections(result: MessageTracks) -> list[Section]:
     return [
-        _message_fields(result.message),
+        message_fields(result.message),
         Table(["group", "track", "detail"], [(t.group, t.track_type, t.detail) for t in result.tracks]),
     ]
 
@@ -364,7 +353,7 @@ def messages_sections(result: Messages) -> list[Section]:
     """One message in full, or a table of several."""
     messages = result.messages
     if len(messages) == 1:
-        return [_message_fields(messages[0])]
+        return [message_fields(messages[0])]
     return [
         Table(
             ["topic", "queue", "offset", "uniq key", "tags", "keys", "stored", "body"],
@@ -377,34 +366,9 @@ def messages_sections(result: Messages) -> list[Section]:
                     m.tags,
                     " ".join(m.keys) or None,
                     ms_time(m.store_timestamp),
-                    _preview(m.body),
+                    preview(m.body),
                 )
                 for m in messages
             ],
         )
     ]
-
-
-def _message_fields(m: MessageRecord) -> Fields:
-    items: list[tuple[str, object]] = [
-        ("topic", m.topic),
-        ("queue id", m.queue_id),
-        ("queue offset", m.queue_offset),
-        ("commitlog offset", m.physical_offset),
-        ("msg id", m.offset_msg_id),
-        ("uniq key", m.uniq_key),
-        ("tags", m.tags),
-        ("keys", " ".join(m.keys) or None),
-        ("born", f"{ms_time(m.born_timestamp)} from {m.born_host}"),
-        ("stored", f"{ms_time(m.store_timestamp)} on {m.store_host}"),
-        ("reconsume times", m.reconsume_times),
-        ("size", m.total_size),
-    ]
-    items += [(f"property {name}", value) for name, value in sorted(m.properties.items())]
-    items.append(("body", _preview(m.body, 4096)))
-    return Fields(items, title="Message")
-
-
-def _preview(body: bytes, width: int = _BODY_PREVIEW) -> str:
-    text = cell(body[: width * 4].decode("utf-8", "replace"))
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -11,13 +11,13 @@ directly. Parameters of other types (paths, files, custom parsers) keep typer's 
 **Help.** typer labels every option with its Python type (``<bool>``, ``<list[str]>``) and braces
 required arguments in the usage line (``{GROUP}``). Here a flag shows no value, a choice its choices
 (``table|json|text``), a number ``N``, any other option its metavar or its name in capitals
-(``--group GROUP``); arguments are ``GROUP`` when required and ``[GROUP]`` when not.
+(``--group GROUP``); arguments are ``GROUP`` when required and ``[GROUP]`` when not. A description
+wraps at the terminal's width (cli/help_format.py).
 
-typer builds the parameters of a command from its signature; :func:`adopt` then makes each one of
-them these subclasses of typer's public ``TyperOption``/``TyperArgument`` (the state is typer's, only
-methods are added). What is read of them is their ``type_descriptor`` (the annotation and the
-``typer.Option`` settings): tests/cli/test_typer_pin.py checks it, and a test runs commands and
-asserts pydantic stayed unimported.
+The CLI's commands and groups (:class:`Command`, cli/lazy.py's ``LazyGroup``) are typer's documented
+``cls=`` subclasses built on :class:`OwnParameters`: each of their parameters, as typer built it from
+the signature, becomes one of these subclasses of typer's ``TyperOption``/``TyperArgument`` (they add
+methods only; cli/click_api.py's ``adopt``). A test runs commands and asserts pydantic stayed unimported.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from typer import BadParameter
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-from cli.click_api import BadParameter, Context, HelpFormatter, MissingParameter
 from cli.click_api import Command as ClickCommand
-from cli.help_format import reflow_page
+from cli.click_api import Context, MissingParameter, adopt, declared
+from cli.help_format import reflow
 
 Convert = Callable[[Any, Any, Context], Any]  # (value, parameter, context) -> converted value
 
@@ -88,22 +89,17 @@ def _choice(enum: type[Enum], case_sensitive: bool) -> Convert:
 
 def _converter(param: TyperOption | TyperArgument) -> Convert | None:
     """The plain converter for ``param``'s type, or None when typer's own conversion is needed."""
-    descriptor = param.type_descriptor
-    info = descriptor.parameter_info
-    if info.parser is not None or descriptor.is_file or descriptor.is_path:
+    kind = declared(param)
+    if kind.typer_converts:
         return None
-    annotation: Any = descriptor.annotation
-    if descriptor.is_list:
-        args: tuple[Any, ...] = getattr(annotation, "__args__", ())
-        annotation = args[0] if len(args) == 1 else None
-    if annotation is str:
+    if kind.item is str:
         return _text
-    if annotation is bool:
+    if kind.item is bool:
         return _flag
-    if annotation in (int, float) and not info.clamp:
-        return _number(annotation, info.min, info.max)
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return _choice(annotation, info.case_sensitive)
+    if kind.item in (int, float) and not kind.clamp:
+        return _number(kind.item, kind.low, kind.high)
+    if isinstance(kind.item, type) and issubclass(kind.item, Enum):
+        return _choice(kind.item, kind.case_sensitive)
     return None
 
 
@@ -137,10 +133,10 @@ class Option(TyperOption):
             return self.metavar
         if self.is_flag or self.count:
             return None
-        desc = self.type_descriptor
-        if desc.is_choice and desc.choices is not None:
-            return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
-        if desc.annotation in (int, float):
+        kind = declared(self)
+        if kind.choices is not None:
+            return "|".join(str(getattr(c, "value", c)) for c in kind.choices)
+        if kind.annotation in (int, float):
             return "N"
         return (self.name or "value").upper()
 
@@ -161,30 +157,22 @@ class Argument(TyperArgument):
         return [shown + ("..." if self.nargs != 1 else "")]
 
 
-def adopt(param: Any) -> None:
-    """Make ``param``, as typer built it, one of these classes (they only add methods)."""
-    kinds: dict[type, type] = {TyperOption: Option, TyperArgument: Argument}
-    kind = kinds.get(type(param))
-    if kind is not None:
-        param.__class__ = kind
+class OwnParameters(ClickCommand):
+    """A command or group whose parameters, its help option (made on first use) too, are this module's
+    :class:`Option` and :class:`Argument`, and whose description wraps at the terminal's width."""
 
-
-def adopt_all(command: ClickCommand) -> ClickCommand:
-    """:func:`adopt` each parameter of ``command``; returns ``command``."""
-    for param in command.params:
-        adopt(param)
-    return command
-
-
-class Command(TyperCommand):
-    """A command whose help option, made on first use, is adopted too, and whose help page wraps its
-    description at the terminal's width."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            adopt(param, Option, Argument)
+        if self.help:
+            self.help = reflow(self.help)
 
     def get_help_option(self, ctx: Context) -> Any:
         option = super().get_help_option(ctx)
-        adopt(option)
+        adopt(option, Option, Argument)
         return option
 
-    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        reflow_page(self, ctx)
-        super().format_help(ctx, formatter)
+
+class Command(OwnParameters, TyperCommand):
+    """A typer command with the CLI's parameters and help."""

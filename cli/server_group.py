@@ -13,8 +13,6 @@ from typing import Any
 
 import typer
 
-from cli.click_api import UsageError
-
 
 def server_group(runner: Callable[..., None], help: str) -> typer.Typer:
     """A group whose callback is ``runner`` when invoked without a subcommand."""
@@ -31,10 +29,8 @@ def server_group(runner: Callable[..., None], help: str) -> typer.Typer:
             if p.name in defaults and options[p.name] != defaults[p.name]
         ]
         if given:
-            raise UsageError(
-                f"{', '.join(given)} only apply when running the server, not with '{ctx.invoked_subcommand}'",
-                ctx,
-            )
+            flags = ", ".join(given)
+            ctx.fail(f"{flags} only apply when running the server, not with '{ctx.invoked_subcommand}'")
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     params = [ctx_param, *signature.parameters.values()]

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.output import Fields, OutputFormat, OutputOption, ProgressBar, Section, Table, cell, emit, ms_time
+from cli.message_view import message_fields, preview
+from cli.output import Fields, OutputFormat, OutputOption, ProgressBar, Section, Table, emit, ms_time
 
 if TYPE_CHECKING:
     from admin.store_tools import DumpResult, StoreInfo, VerifyResult
@@ -29,7 +30,6 @@ StoreDir = Annotated[
     ),
 ]
 _PROGRESS_MIN_BYTES = 64 << 20  # a verify walk shorter than this finishes before a bar helps
-_BODY_PREVIEW = 40
 
 
 @app.command("info")
@@ -89,7 +89,9 @@ def lookup(
     emit(
         output,
         result,
-        lambda: [_message_fields(messages[0])] if len(messages) == 1 else [_messages_table(messages)],
+        lambda: (
+            [message_fields(messages[0], record=True)] if len(messages) == 1 else [_messages_table(messages)]
+        ),
     )
 
 
@@ -229,37 +231,9 @@ def _messages_table(messages: list[MessageRecord], title: str = "") -> Table:
                 " ".join(m.keys) or None,
                 ms_time(m.store_timestamp),
                 m.total_size,
-                _preview(m.body),
+                preview(m.body),
             )
             for m in messages
         ],
         title=title,
     )
-
-
-def _message_fields(m: MessageRecord) -> Fields:
-    items: list[tuple[str, object]] = [
-        ("topic", m.topic),
-        ("queue id", m.queue_id),
-        ("queue offset", m.queue_offset),
-        ("commitlog offset", m.physical_offset),
-        ("msg id", m.offset_msg_id),
-        ("uniq key", m.uniq_key),
-        ("tags", m.tags),
-        ("keys", " ".join(m.keys) or None),
-        ("born", f"{ms_time(m.born_timestamp)} from {m.born_host}"),
-        ("stored", f"{ms_time(m.store_timestamp)} on {m.store_host}"),
-        ("flag / sysflag", f"{m.flag} / {m.sys_flag}"),
-        ("reconsume times", m.reconsume_times),
-        ("size", m.total_size),
-        ("body CRC", m.body_crc),
-    ]
-    items += [(f"property {name}", value) for name, value in sorted(m.properties.items())]
-    items.append(("body", _preview(m.body, 4096)))
-    return Fields(items, title="Message")
-
-
-def _preview(body: bytes, width: int = _BODY_PREVIEW) -> str:
-    """The start of a body as text (undecodable bytes shown as \\ufffd)."""
-    text = cell(body[: width * 4].decode("utf-8", "replace"))
-    return text if len(text) <= width else text[: width - 1] + "…"

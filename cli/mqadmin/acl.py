@@ -8,16 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cli.mqadmin import render_acl
-from cli.mqadmin.args import Command, Values, o, opt, req
+from cli.mqadmin.args import BROKER_OR_CLUSTER, Command, Values, broker_or_cluster, o, opt, req, targets
 
 if TYPE_CHECKING:
     from admin.service import AdminService
-
-_WHERE = ("brokerAddr", "clusterName")  # -b or -c, one of them required
-
-
-def _targets(v: Values) -> tuple[str | None, str | None]:
-    return opt(v, "clusterName"), opt(v, "brokerAddr")
 
 
 def _list(v: Values, name: str) -> list[str] | None:
@@ -39,16 +33,16 @@ async def update_acl_config(s: AdminService, v: Values) -> str:
         topic_perms=_list(v, "topicPerms"),
         group_perms=_list(v, "groupPerms"),
     )
-    return render_acl.account_updated(await s.acl_put(change, *_targets(v)), change)
+    return render_acl.account_updated(await s.acl_put(change, *targets(v)), change)
 
 
 async def delete_acl_config(s: AdminService, v: Values) -> str:
     access_key = req(v, "accessKey")
-    return render_acl.account_deleted(await s.acl_remove(access_key, *_targets(v)), access_key)
+    return render_acl.account_deleted(await s.acl_remove(access_key, *targets(v)), access_key)
 
 
 async def cluster_acl_config_version(s: AdminService, v: Values) -> str:
-    cluster, broker = _targets(v)
+    cluster, broker = targets(v)
     return render_acl.acl_versions(await s.acl_versions(cluster, broker), by_cluster=broker is None)
 
 
@@ -57,18 +51,18 @@ async def update_global_white_addr(s: AdminService, v: Values) -> str:
     from broker.acl.addresses import split_patterns
 
     edit = WhiteEdit(replace=split_patterns(req(v, "globalWhiteRemoteAddresses")))
-    written = await s.acl_white_update(edit, *_targets(v), acl_file=opt(v, "aclFileFullPath"))
+    written = await s.acl_white_update(edit, *targets(v), acl_file=opt(v, "aclFileFullPath"))
     return render_acl.global_white_updated(written)
 
 
 async def get_acl_config(s: AdminService, v: Values) -> str:
-    return render_acl.acl_config(await s.acl_list(*_targets(v)))
+    return render_acl.acl_config(await s.acl_list(*targets(v)))
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("updateAclConfig", "Update acl config yaml file in broker", (
-        o("b", "brokerAddr", "update acl config file to which broker"),
-        o("c", "clusterName", "update acl config file to which cluster"),
+        *broker_or_cluster("update acl config file to which broker",
+                           "update acl config file to which cluster"),
         o("a", "accessKey", "set accessKey in acl config file", True),
         o("s", "secretKey", "set secretKey in acl config file", True),
         o("w", "whiteRemoteAddress", "set white ip Address for account in acl config file"),
@@ -77,26 +71,26 @@ COMMANDS: tuple[Command, ...] = (
         o("t", "topicPerms", "set topicPerms list,eg: topicA=DENY,topicD=SUB"),
         o("g", "groupPerms", "set groupPerms list,eg: groupD=DENY,groupD=SUB"),
         o("m", "admin", "set admin flag in acl config file"),
-    ), update_acl_config, one_of=_WHERE),
+    ), update_acl_config, one_of=BROKER_OR_CLUSTER),
     Command("deleteAclConfig", "Delete Acl Config Account in broker", (
-        o("b", "brokerAddr", "delete acl config account from which broker"),
-        o("c", "clusterName", "delete acl config account from which cluster"),
+        *broker_or_cluster("delete acl config account from which broker",
+                           "delete acl config account from which cluster"),
         o("a", "accessKey", "set accessKey in acl config file for deleting which account", True),
-    ), delete_acl_config, one_of=_WHERE),
+    ), delete_acl_config, one_of=BROKER_OR_CLUSTER),
     Command("clusterAclConfigVersion", "List all of acl config version information in cluster", (
-        o("b", "brokerAddr", "query acl config version for which broker"),
-        o("c", "clusterName", "query acl config version for specified cluster"),
-    ), cluster_acl_config_version, one_of=_WHERE),
+        *broker_or_cluster("query acl config version for which broker",
+                           "query acl config version for specified cluster"),
+    ), cluster_acl_config_version, one_of=BROKER_OR_CLUSTER),
     Command("updateGlobalWhiteAddr", "Update global white address for acl Config File in broker", (
-        o("b", "brokerAddr", "update global white address to which broker"),
-        o("c", "clusterName", "update global white address to which cluster"),
+        *broker_or_cluster("update global white address to which broker",
+                           "update global white address to which cluster"),
         o("g", "globalWhiteRemoteAddresses",
           "set globalWhiteRemoteAddress list,eg: 10.10.103.*,192.168.0.*", True),
         o("p", "aclFileFullPath",
           "update global white address of specified acl file,eg: /xxx/plain_test.yml"),
-    ), update_global_white_addr, one_of=_WHERE),
+    ), update_global_white_addr, one_of=BROKER_OR_CLUSTER),
     Command("getAclConfig", "List all of acl config information in cluster", (
-        o("b", "brokerAddr", "query acl config version for which broker"),
-        o("c", "clusterName", "query acl config version for specified cluster"),
-    ), get_acl_config, one_of=_WHERE),
+        *broker_or_cluster("query acl config version for which broker",
+                           "query acl config version for specified cluster"),
+    ), get_acl_config, one_of=BROKER_OR_CLUSTER),
 )  # fmt: skip

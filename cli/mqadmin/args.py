@@ -49,6 +49,20 @@ COMMON_OPTIONS = (
 )
 
 
+BROKER_OR_CLUSTER = ("brokerAddr", "clusterName")  # ``one_of``: -b for one broker or -c for a cluster
+
+
+def broker_or_cluster(broker: str, cluster: str) -> tuple[Opt, Opt]:
+    """``-b brokerAddr`` and ``-c clusterName`` (in that order), described as given: the broker or the
+    cluster a command acts on (``one_of=BROKER_OR_CLUSTER``; :func:`targets` reads them)."""
+    return o("b", "brokerAddr", broker), o("c", "clusterName", cluster)
+
+
+def cluster_or_broker(cluster: str, broker: str) -> tuple[Opt, Opt]:
+    """:func:`broker_or_cluster` where the command lists ``-c`` first."""
+    return o("c", "clusterName", cluster), o("b", "brokerAddr", broker)
+
+
 # -- values -----------------------------------------------------------------------------------------
 def opt(v: Values, name: str) -> str | None:
     value = v.get(name)
@@ -60,6 +74,11 @@ def req(v: Values, name: str) -> str:
     if value is None:
         raise BadInput(f"missing option --{name}")
     return value
+
+
+def targets(v: Values) -> tuple[str | None, str | None]:
+    """The cluster (``-c``) and broker (``-b``) given to a command that acts on either."""
+    return opt(v, "clusterName"), opt(v, "brokerAddr")
 
 
 def flag(v: Values, name: str) -> bool:
@@ -149,6 +168,9 @@ BEGIN = o("b", "beginTimestamp", "Begin timestamp[currentTimeMillis|yyyy-MM-dd#H
 END = o("e", "endTimestamp", "End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")
 CHARSET = o("c", "charsetName", "CharsetName(eg: UTF-8,GBK)")
 SUBEXPR = o("s", "subExpression", "Subscribe Expression(eg: TagA || TagB)")
+MSG_ID = o("i", "msgId", "Message Id", True)
+BEGIN_MS = o("b", "beginTimestamp", "Begin timestamp(ms). default:0, eg:1676730526212")
+END_MS = o("e", "endTimestamp", "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212")
 
 
 def config_file(v: Values) -> bytes:

@@ -10,16 +10,20 @@ from typing import TYPE_CHECKING
 
 from admin.errors import BadInput
 from cli.mqadmin import render_auth
-from cli.mqadmin.args import Command, Values, o, opt, req
+from cli.mqadmin.args import (
+    BROKER_OR_CLUSTER,
+    Command,
+    Values,
+    broker_or_cluster,
+    cluster_or_broker,
+    o,
+    opt,
+    req,
+    targets,
+)
 
 if TYPE_CHECKING:
     from admin.service import AdminService
-
-_WHERE = ("clusterName", "brokerAddr")  # -c or -b, one of them required
-
-
-def _targets(v: Values) -> tuple[str | None, str | None]:
-    return opt(v, "clusterName"), opt(v, "brokerAddr")
 
 
 def _list(v: Values, name: str) -> list[str]:
@@ -33,7 +37,7 @@ async def create_user(s: AdminService, v: Values) -> str:
     from admin.service.auth import user_spec
 
     spec = user_spec(req(v, "username"), req(v, "password"), opt(v, "userType"), create=True)
-    change = await s.auth_user_put(spec, *_targets(v), create=True)
+    change = await s.auth_user_put(spec, *targets(v), create=True)
     return render_auth.written("user", "create", change.targets)
 
 
@@ -44,21 +48,21 @@ async def update_user(s: AdminService, v: Values) -> str:
     if password is None and user_type is None and user_status is None:  # upstream's second option group
         raise BadInput("Missing required option: [-p password, -t userType, -s userStatus]")
     spec = user_spec(req(v, "username"), password, user_type, user_status, create=False)
-    change = await s.auth_user_put(spec, *_targets(v), create=False)
+    change = await s.auth_user_put(spec, *targets(v), create=False)
     return render_auth.written("user", "update", change.targets)
 
 
 async def delete_user(s: AdminService, v: Values) -> str:
-    change = await s.auth_user_delete(req(v, "username"), *_targets(v))
+    change = await s.auth_user_delete(req(v, "username"), *targets(v))
     return render_auth.written("user", "delete", change.targets)
 
 
 async def get_user(s: AdminService, v: Values) -> str:
-    return render_auth.user(await s.auth_user(req(v, "username"), *_targets(v)))
+    return render_auth.user(await s.auth_user(req(v, "username"), *targets(v)))
 
 
 async def list_user(s: AdminService, v: Values) -> str:
-    cluster, broker = _targets(v)
+    cluster, broker = targets(v)
     return render_auth.users(await s.auth_users(cluster, broker, opt(v, "filter")), by_cluster=broker is None)
 
 
@@ -72,7 +76,7 @@ async def _put_acl(s: AdminService, v: Values, create: bool) -> str:
 
     spec = acl_spec(req(v, "subject"), _list(v, "resources"), _list(v, "actions"), req(v, "decision"),
                     _list(v, "sourceIp"))  # fmt: skip
-    change = await s.auth_acl_put(spec, *_targets(v), create=create)
+    change = await s.auth_acl_put(spec, *targets(v), create=create)
     return render_auth.written("acl", "create" if create else "update", change.targets)
 
 
@@ -85,16 +89,16 @@ async def update_acl(s: AdminService, v: Values) -> str:
 
 
 async def delete_acl(s: AdminService, v: Values) -> str:
-    change = await s.auth_acl_delete(req(v, "subject"), opt(v, "resources"), *_targets(v))
+    change = await s.auth_acl_delete(req(v, "subject"), opt(v, "resources"), *targets(v))
     return render_auth.written("acl", "delete", change.targets)
 
 
 async def get_acl(s: AdminService, v: Values) -> str:
-    return render_auth.acls(await s.auth_acl(req(v, "subject"), *_targets(v)), per_acl_header=True)
+    return render_auth.acls(await s.auth_acl(req(v, "subject"), *targets(v)), per_acl_header=True)
 
 
 async def list_acl(s: AdminService, v: Values) -> str:
-    views = await s.auth_acls(*_targets(v), opt(v, "subject"), opt(v, "resource"))
+    views = await s.auth_acls(*targets(v), opt(v, "subject"), opt(v, "resource"))
     return render_auth.acls(views, per_acl_header=False)
 
 
@@ -105,75 +109,65 @@ async def copy_acl(s: AdminService, v: Values) -> str:
 
 COMMANDS: tuple[Command, ...] = (
     Command("createUser", "Create user to cluster.", (
-        o("c", "clusterName", "create user to which cluster"),
-        o("b", "brokerAddr", "create user to which broker"),
+        *cluster_or_broker("create user to which cluster", "create user to which broker"),
         o("u", "username", "the username of user to create.", True),
         o("p", "password", "the password of user to create", True),
         o("t", "userType", "the userType of user to create"),
-    ), create_user, one_of=_WHERE),
+    ), create_user, one_of=BROKER_OR_CLUSTER),
     Command("updateUser", "Update user to cluster.", (
-        o("c", "clusterName", "update user to which cluster"),
-        o("b", "brokerAddr", "update user to which broker"),
+        *cluster_or_broker("update user to which cluster", "update user to which broker"),
         o("u", "username", "the username of user to update.", True),
         o("p", "password", "the password of user to update"),
         o("t", "userType", "the userType of user to update"),
         o("s", "userStatus", "the userStatus of user to update"),
-    ), update_user, one_of=_WHERE),
+    ), update_user, one_of=BROKER_OR_CLUSTER),
     Command("deleteUser", "Delete user from cluster.", (
-        o("c", "clusterName", "delete acl from which cluster"),
-        o("b", "brokerAddr", "delete user from which broker"),
+        *cluster_or_broker("delete acl from which cluster", "delete user from which broker"),
         o("u", "username", "the username of user to delete.", True),
-    ), delete_user, one_of=_WHERE),
+    ), delete_user, one_of=BROKER_OR_CLUSTER),
     Command("getUser", "Get user from cluster.", (
-        o("b", "brokerAddr", "get user for which broker"),
-        o("c", "clusterName", "get user for specified cluster"),
+        *broker_or_cluster("get user for which broker", "get user for specified cluster"),
         o("u", "username", "the username of user to get"),
-    ), get_user, one_of=_WHERE),
+    ), get_user, one_of=BROKER_OR_CLUSTER),
     Command("listUser", "List user from cluster.", (
-        o("b", "brokerAddr", "list user for which broker"),
-        o("c", "clusterName", "list user for specified cluster"),
+        *broker_or_cluster("list user for which broker", "list user for specified cluster"),
         o("f", "filter", "the filter to list users"),
-    ), list_user, one_of=_WHERE),
+    ), list_user, one_of=BROKER_OR_CLUSTER),
     Command("copyUser", "Copy user to cluster.", (
         o("f", "fromBroker", "the source broker that the users copy from", True),
         o("t", "toBroker", "the target broker that the users copy to", True),
         o("u", "usernames", "the username list of user to copy."),
     ), copy_user),
     Command("createAcl", "Create acl to cluster.", (
-        o("c", "clusterName", "create acl to which cluster"),
-        o("b", "brokerAddr", "create acl to which broker"),
+        *cluster_or_broker("create acl to which cluster", "create acl to which broker"),
         o("s", "subject", "the subject of acl to create.", True),
         o("r", "resources", "the resources of acl to create", True),
         o("a", "actions", "the actions of acl to create", True),
         o("i", "sourceIp", "the sourceIps of acl to create"),
         o("d", "decision", "the decision of acl to create", True),
-    ), create_acl, one_of=_WHERE),
+    ), create_acl, one_of=BROKER_OR_CLUSTER),
     Command("updateAcl", "Update acl to cluster.", (
-        o("c", "clusterName", "update acl to which cluster"),
-        o("b", "brokerAddr", "update acl to which broker"),
+        *cluster_or_broker("update acl to which cluster", "update acl to which broker"),
         o("s", "subject", "the subject of acl to update.", True),
         o("r", "resources", "the resources of acl to update", True),
         o("a", "actions", "the actions of acl to update", True),
         o("d", "decision", "the decision of acl to update", True),
         o("i", "sourceIp", "the sourceIps of acl to update"),
-    ), update_acl, one_of=_WHERE),
+    ), update_acl, one_of=BROKER_OR_CLUSTER),
     Command("deleteAcl", "Delete acl from cluster.", (
-        o("c", "clusterName", "delete acl from which cluster"),
-        o("b", "brokerAddr", "delete acl from which broker"),
+        *cluster_or_broker("delete acl from which cluster", "delete acl from which broker"),
         o("s", "subject", "the subject of acl to delete.", True),
         o("r", "resources", "the resources of acl to delete"),
-    ), delete_acl, one_of=_WHERE),
+    ), delete_acl, one_of=BROKER_OR_CLUSTER),
     Command("getAcl", "Get acl from cluster.", (
-        o("b", "brokerAddr", "get acl for which broker"),
-        o("c", "clusterName", "get acl for specified cluster"),
+        *broker_or_cluster("get acl for which broker", "get acl for specified cluster"),
         o("s", "subject", "the subject of acl to get"),
-    ), get_acl, one_of=_WHERE),
+    ), get_acl, one_of=BROKER_OR_CLUSTER),
     Command("listAcl", "List acl from cluster.", (
-        o("b", "brokerAddr", "list acl for which broker."),
-        o("c", "clusterName", "list acl for specified cluster."),
+        *broker_or_cluster("list acl for which broker.", "list acl for specified cluster."),
         o("s", "subject", "the subject of acl to filter."),
         o("r", "resource", "the resource of acl to filter."),
-    ), list_acl, one_of=_WHERE),
+    ), list_acl, one_of=BROKER_OR_CLUSTER),
     Command("copyAcl", "Copy acl to cluster.", (
         o("f", "fromBroker", "the source broker that the acls copy from", True),
         o("t", "toBroker", "the target broker that the acls copy to", True),

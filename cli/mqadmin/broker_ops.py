@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from admin.errors import BadInput
 from cli.mqadmin import render_broker
-from cli.mqadmin.args import Command, Values, integer, o, opt, req
+from cli.mqadmin.args import Command, Values, integer, o, opt, req, targets
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -29,7 +29,7 @@ async def set_consume_mode(s: AdminService, v: Values) -> str:
     if mode not in ("PULL", "POP"):  # MessageRequestMode.valueOf: exact names
         raise BadInput(f"--mode: {mode!r} is not a consume mode (PULL or POP)")
     share = integer(v, "popShareQueueNum", 0) or 0
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     if broker is None and cluster is None:
         return _usage("setConsumeMode")
     return render_broker.consume_mode_set(
@@ -42,7 +42,7 @@ async def set_read_ahead_mode(s: AdminService, v: Values) -> str:
     random = READ_AHEAD_MODES.get(req(v, "commitLogReadAheadMode"))
     if random is None:
         return "set the read mode error; 0 is default, 1 random read\n"  # and exit 0, as Java does
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     if broker is None and cluster is None:
         return ""
     return render_broker.read_ahead(

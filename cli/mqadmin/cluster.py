@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING
 from admin.errors import NotFound
 from cli.mqadmin import render_cluster, render_message
 from cli.mqadmin.args import (
+    BROKER_OR_CLUSTER,
     Command,
     Handler,
     Values,
+    broker_or_cluster,
+    cluster_or_broker,
     every,
     flag,
     flag_opt,
@@ -19,6 +22,7 @@ from cli.mqadmin.args import (
     o,
     opt,
     req,
+    targets,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +56,7 @@ async def broker_status(s: AdminService, v: Values) -> str:
 
 
 async def ha_status(s: AdminService, v: Values) -> str:
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
 
     async def one_round() -> str:
         return render_cluster.ha_status(await s.broker_ha_runtime(cluster, broker))
@@ -171,13 +175,12 @@ COMMANDS: tuple[Command, ...] = (
         o("v", "value", "config value", True),
     ), update_broker_config),
     Command("brokerStatus", "Fetch broker runtime status data.", (
-        o("b", "brokerAddr", "Broker address"), o("c", "clusterName", "which cluster"),
-    ), broker_status, one_of=("brokerAddr", "clusterName")),
+        *broker_or_cluster("Broker address", "which cluster"),
+    ), broker_status, one_of=BROKER_OR_CLUSTER),
     Command("haStatus", "Fetch ha runtime status data.", (
-        o("c", "clusterName", "which cluster"),
-        o("b", "brokerAddr", "which broker to fetch"),
+        *cluster_or_broker("which cluster", "which broker to fetch"),
         o("i", "interval", "the interval(second) of get info"),
-    ), ha_status, one_of=("brokerAddr", "clusterName")),
+    ), ha_status, one_of=BROKER_OR_CLUSTER),
     Command("brokerConsumeStats", "Fetch broker consume stats data.", (
         o("b", "brokerAddr", "Broker address", True),
         o("t", "timeoutMillis", "request timeout Millis"),

@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING
 from admin.errors import BadInput, NotFound
 from cli.mqadmin import render, render_cluster, render_group, render_message, render_topic
 from cli.mqadmin.args import (
+    BROKER_OR_CLUSTER,
     CLUSTER_LMQ,
     EXPORT_DIR,
     TOPIC,
     Command,
     Values,
     boolean,
+    broker_or_cluster,
+    cluster_or_broker,
     config_file,
     flag,
     flag_opt,
@@ -25,11 +28,16 @@ from cli.mqadmin.args import (
     o,
     opt,
     req,
+    targets,
     write_export,
 )
 
 if TYPE_CHECKING:
     from admin.service import AdminService
+
+# the topic and group of the offset commands (cloneGroupOffset, resetOffsetByTime, skipAccumulatedMessage)
+_SET_TOPIC = o("t", "topic", "set the topic", True)
+_SET_GROUP = o("g", "group", "set the consumer group", True)
 
 
 async def update_sub_group(s: AdminService, v: Values) -> str:
@@ -47,7 +55,7 @@ async def update_sub_group(s: AdminService, v: Values) -> str:
         integer(v, "retryQueueNums"),
         integer(v, "retryMaxTimes"),
     )
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     try:
         change = await s.group_update(spec, cluster, broker)
     except NotFound:
@@ -71,7 +79,7 @@ async def update_sub_group(s: AdminService, v: Values) -> str:
 
 async def delete_sub_group(s: AdminService, v: Values) -> str:
     group = req(v, "groupName")
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     if cluster is None and broker is None:
         raise BadInput("give -b brokerAddr or -c clusterName")
     deletion = await s.group_delete(group, cluster, broker, remove_offsets=boolean(v, "removeOffset"))
@@ -179,7 +187,7 @@ async def export_metadata(s: AdminService, v: Values) -> str:
 
     from admin.metadata_file import GROUPS_KEY, TOPICS_KEY
 
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     doc = await s.metadata_export(cluster, broker, flag(v, "specialTopic"), summed=broker is None)
     if flag(v, "topic"):
         name, keep = "topic.json", {TOPICS_KEY}
@@ -230,11 +238,10 @@ COMMANDS: tuple[Command, ...] = (
         o(None, "attributes", "attribute(+a=b,+c=d,-e)"),
     ), update_sub_group),
     Command("updateSubGroupList", "Update or create subscription group in batch", (
-        o("b", "brokerAddr", "create groups to which broker"),
-        o("c", "clusterName", "create groups to which cluster"),
+        *broker_or_cluster("create groups to which broker", "create groups to which cluster"),
         o("f", "filename", "Path to a file with a list of "
            "org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig in json format", True),
-    ), update_sub_group_list, one_of=("brokerAddr", "clusterName")),
+    ), update_sub_group_list, one_of=BROKER_OR_CLUSTER),
     Command("deleteSubGroup", "Delete subscription group from broker.", (
         o("b", "brokerAddr", "delete subscription group from which broker"),
         o("c", "clusterName", "delete subscription group from which cluster"),
@@ -265,12 +272,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("cloneGroupOffset", "Clone offset from other group.", (
         o("s", "srcGroup", "set source consumer group", True),
         o("d", "destGroup", "set destination consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_TOPIC,
         o("o", "offline", "the group or the topic is offline"),
     ), clone_group_offset),
     Command("resetOffsetByTime", "Reset consumer offset by timestamp(without client restart).", (
-        o("g", "group", "set the consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_GROUP,
+        _SET_TOPIC,
         o("s", "timestamp", "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", True),
         o("f", "force", "set the force rollback by timestamp switch[true|false]. Deprecated."),
         o("b", "broker", "broker addr"),
@@ -279,19 +286,18 @@ COMMANDS: tuple[Command, ...] = (
         CLUSTER_LMQ,
     ), reset_offset_by_time),
     Command("skipAccumulatedMessage", "Skip all messages that are accumulated (not consumed) currently.", (
-        o("g", "group", "set the consumer group", True),
-        o("t", "topic", "set the topic", True),
+        _SET_GROUP,
+        _SET_TOPIC,
         o("f", "force", "set the force rollback by timestamp switch[true|false]"),
         CLUSTER_LMQ,
     ), skip_accumulated_message),
     Command("exportMetadata", "Export metadata.", (
-        o("c", "clusterName", "choose a cluster to export"),
-        o("b", "brokerAddr", "choose a broker to export"),
+        *cluster_or_broker("choose a cluster to export", "choose a broker to export"),
         o("f", "filePath", "export metadata.json path | default /tmp/rocketmq/export"),
         flag_opt("t", "topic", "only export topic metadata"),
         flag_opt("g", "subscriptionGroup", "only export subscriptionGroup metadata"),
         flag_opt("s", "specialTopic", "need retryTopic and dlqTopic"),
-    ), export_metadata, one_of=("clusterName", "brokerAddr")),
+    ), export_metadata, one_of=BROKER_OR_CLUSTER),
     Command("exportConfigs", "Export configs.", (
         o("c", "clusterName", "choose a cluster to export", True),
         o("f", "filePath", "export configs.json path | default /tmp/rocketmq/export"),

@@ -11,9 +11,12 @@ from admin.errors import NotFound
 from cli.mqadmin import render_message
 from cli.mqadmin.args import (
     BEGIN,
+    BEGIN_MS,
     CHARSET,
     CLUSTER_LMQ,
     END,
+    END_MS,
+    MSG_ID,
     SUBEXPR,
     TOPIC,
     Command,
@@ -34,6 +37,11 @@ if TYPE_CHECKING:
 
 BODY_DIR = Path("/tmp/rocketmq/msgbodys")  # where queryMsgById writes message bodies
 _READ_ALL = 10_000_000  # printMsg reads whole queues
+# options several message commands declare alike
+_TOPIC_NAME = o("t", "topic", "Topic name", True)
+_CONSUMER_GROUP = o("g", "consumerGroup", "consumer group name")
+_CLIENT_ID = o("d", "clientId", "The consumer's client id")
+_BODY_FORMAT = o("f", "bodyFormat", "print message body by the specified format")
 
 
 def _body_file(msg_id: str, body: bytes) -> str:
@@ -201,26 +209,26 @@ async def decode_message_id(s: AdminService, v: Values) -> str:
 COMMANDS: tuple[Command, ...] = (
     Command("queryMsgById", "Query Message by Id.", (
         TOPIC,
-        o("i", "msgId", "Message Id", True),
-        o("g", "consumerGroup", "consumer group name"),
-        o("d", "clientId", "The consumer's client id"),
+        MSG_ID,
+        _CONSUMER_GROUP,
+        _CLIENT_ID,
         o("s", "sendMessage", "resend message"),
         o("u", "unitName", "unit name"),
-        o("f", "bodyFormat", "print message body by the specified format"),
+        _BODY_FORMAT,
         CLUSTER_LMQ,
     ), query_msg_by_id),
     Command("queryMsgByKey", "Query Message by Key.", (
-        o("t", "topic", "Topic name", True),
+        _TOPIC_NAME,
         o("k", "msgKey", "Message Key", True),
-        o("b", "beginTimestamp", "Begin timestamp(ms). default:0, eg:1676730526212"),
-        o("e", "endTimestamp", "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212"),
+        BEGIN_MS,
+        END_MS,
         o("m", "maxNum", "The maximum number of messages returned by the query, default:64"),
         CLUSTER_LMQ,
     ), query_msg_by_key),
     Command("queryMsgByUniqueKey", "Query Message by Unique key.", (
-        o("i", "msgId", "Message Id", True),
-        o("g", "consumerGroup", "consumer group name"),
-        o("d", "clientId", "The consumer's client id"),
+        MSG_ID,
+        _CONSUMER_GROUP,
+        _CLIENT_ID,
         o("t", "topic", "The topic of msg", True),
         flag_opt("a", "showAll", "Print all message, the limit is 32"),
         CLUSTER_LMQ,
@@ -230,7 +238,7 @@ COMMANDS: tuple[Command, ...] = (
         o("b", "brokerName", "Broker Name", True),
         o("i", "queueId", "Queue Id", True),
         o("o", "offset", "Queue Offset", True),
-        o("f", "bodyFormat", "print message body by the specified format"),
+        _BODY_FORMAT,
     ), query_msg_by_offset),
     Command("printMsg", "Print Message Detail.", (
         TOPIC, CHARSET, SUBEXPR, BEGIN, END,
@@ -247,7 +255,7 @@ COMMANDS: tuple[Command, ...] = (
         o("f", "calculate", "calculate by tag. eg: true | false(default)"),
     ), print_msg_by_queue),
     Command("sendMessage", "Send a message.", (
-        o("t", "topic", "Topic name", True),
+        _TOPIC_NAME,
         o("p", "body", "UTF-8 string format of the message body", True),
         o("k", "key", "Message keys"),
         o("c", "tags", "Message tags"),
@@ -256,7 +264,7 @@ COMMANDS: tuple[Command, ...] = (
         o("m", "msgTraceEnable", "Message Trace Enable, Default: false"),
     ), send_message),
     Command("consumeMessage", "Consume message.", (
-        o("t", "topic", "Topic name", True),
+        _TOPIC_NAME,
         o("b", "brokerName", "Broker name"),
         o("i", "queueId", "Queue Id"),
         o("o", "offset", "Queue offset"),

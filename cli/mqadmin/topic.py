@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from admin.errors import BadInput, NotFound
 from cli.mqadmin import render, render_topic
 from cli.mqadmin.args import (
+    BROKER_OR_CLUSTER,
     TOPIC,
     Command,
     Values,
     attributes,
+    broker_or_cluster,
     config_file,
     flag,
     flag_opt,
@@ -19,6 +21,7 @@ from cli.mqadmin.args import (
     o,
     opt,
     req,
+    targets,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +43,7 @@ async def update_topic(s: AdminService, v: Values) -> str:
         None if order is None else order.lower() == "true",
         attributes(opt(v, "attributes")),
     )
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     try:
         await s.topic_route(topic)
     except NotFound:
@@ -116,7 +119,7 @@ async def allocate_mq(s: AdminService, v: Values) -> str:
 
 
 async def update_topic_perm(s: AdminService, v: Values) -> str:
-    cluster, broker = opt(v, "clusterName"), opt(v, "brokerAddr")
+    cluster, broker = targets(v)
     if cluster is None and broker is None:
         raise BadInput("give -b brokerAddr or -c clusterName")
     changes = await s.topic_set_perm(req(v, "topic"), integer(v, "perm") or 0, cluster, broker)
@@ -129,14 +132,13 @@ async def update_topic_list(s: AdminService, v: Values) -> str:
     configs = load_topic_configs(config_file(v), req(v, "filename"))
     if not configs:
         return ""
-    targets = await s.topic_create_list(configs, opt(v, "clusterName"), opt(v, "brokerAddr"))
-    return render_topic.batch_submitted(targets, "topic")
+    written = await s.topic_create_list(configs, *targets(v))
+    return render_topic.batch_submitted(written, "topic")
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("updateTopic", "Update or create topic.", (
-        o("b", "brokerAddr", "create topic to which broker"),
-        o("c", "clusterName", "create topic to which cluster"),
+        *broker_or_cluster("create topic to which broker", "create topic to which cluster"),
         o("a", "attributes", "attribute(+a=b,+c=d,-e)"),
         TOPIC,
         o("r", "readQueueNums", "set read queue nums"),
@@ -145,13 +147,12 @@ COMMANDS: tuple[Command, ...] = (
         o("o", "order", "set topic's order(true|false)"),
         o("u", "unit", "is unit topic (true|false)"),
         o("s", "hasUnitSub", "has unit sub (true|false)"),
-    ), update_topic, one_of=("brokerAddr", "clusterName")),
+    ), update_topic, one_of=BROKER_OR_CLUSTER),
     Command("updateTopicList", "create or update topic in batch", (
-        o("b", "brokerAddr", "create topic to which broker"),
-        o("c", "clusterName", "create topic to which cluster"),
+        *broker_or_cluster("create topic to which broker", "create topic to which cluster"),
         o("f", "filename", "Path to a file with list of org.apache.rocketmq.common.TopicConfig "
            "in json format", True),
-    ), update_topic_list, one_of=("brokerAddr", "clusterName")),
+    ), update_topic_list, one_of=BROKER_OR_CLUSTER),
     Command("deleteTopic", "Delete topic from broker and NameServer.", (
         TOPIC, o("c", "clusterName", "delete topic from which cluster", True),
     ), delete_topic),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cli.mqadmin.args import Command, Values, integer, o, opt, req
+from cli.mqadmin.args import BEGIN_MS, END_MS, MSG_ID, Command, Values, integer, o, opt, req
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -26,10 +26,10 @@ async def query_msg_trace_by_id(s: AdminService, v: Values) -> str:
 
 COMMANDS: tuple[Command, ...] = (
     Command("queryMsgTraceById", "Query a message trace.", (
-        o("i", "msgId", "Message Id", True),
+        MSG_ID,
         o("t", "traceTopic", "The name value of message trace topic"),
-        o("b", "beginTimestamp", "Begin timestamp(ms). default:0, eg:1676730526212"),
-        o("e", "endTimestamp", "End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212"),
+        BEGIN_MS,
+        END_MS,
         o("c", "maxNum", "The maximum number of messages returned by the query, default:64"),
     ), query_msg_trace_by_id),
 )  # fmt: skip
