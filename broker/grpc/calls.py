@@ -349,11 +349,11 @@ class Call(Stream):
     def begin(self) -> None:
         """The call's turn among the connection's calls in flight (see :meth:`_spawn`); the task
         gives its place back as it ends (:meth:`_release`)."""
+        run, self.runner = self.runner, None  # a bound method of this call: kept, it would be a cycle
         if self.finished:  # reset while it waited
             self.connection.call_ended()
             return
         self.in_flight = True
-        run = self.runner
         coroutine = run() if self.answer is None else run(self.answer)
         self.task = self.connection.loop.create_task(coroutine)
 
@@ -405,6 +405,7 @@ class Call(Stream):
                 self.handler = _UnaryFromQueue(self.handler)
             await self._run()
         finally:
+            self.task = None  # the task's frame holds this call: kept, it would be a cycle
             self._release()
 
     async def _run(self, answer: bytes | None = None) -> None:

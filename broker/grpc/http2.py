@@ -89,7 +89,8 @@ class Stream:
 
     def __init__(self, connection: Http2Connection, state: StreamState) -> None:
         self.connection = connection
-        self.state = state
+        # Only the id: the protocol's state points here (``owner``) while the stream is open, and
+        # nothing points back, so a finished call is freed at once rather than by the cycle collector.
         self.id = state.id
 
     def on_data(self, data: bytes) -> None:
@@ -290,33 +291,37 @@ class Http2Connection(asyncio.Protocol):
             self.transport.write(data)
 
     def send_headers(self, stream: Stream, block: bytes, *, end_stream: bool = False) -> None:
-        if not self.closed:
-            self.h2.send_headers(stream.state, block, end_stream=end_stream)
+        state = self.h2.streams.get(stream.id)  # none once the stream is closed on our side
+        if state is not None and not self.closed:
+            self.h2.send_headers(state, block, end_stream=end_stream)
             self._schedule_flush()
 
     def send_ready(self, stream: Stream, size: int) -> bool:
         """Whether ``size`` bytes of DATA fit the windows now."""
-        writable = self.writable is None or self.writable.done()
-        return writable and size <= self.h2.send_room(stream.state)
+        if self.writable is not None and not self.writable.done():
+            return False
+        state = self.h2.streams.get(stream.id)
+        return state is not None and size <= self.h2.send_room(state)
 
     def send_now(self, stream: Stream, data: bytes) -> None:
         """DATA that :meth:`send_ready` said fits."""
-        self.h2.send_data(stream.state, data)
+        self.h2.send_data(self.h2.streams[stream.id], data)
         self._schedule_flush()
 
     def send_answer(self, stream: Stream, headers: bytes, data: bytes, trailers: bytes) -> None:
         """A whole unary answer in one write (see :meth:`ServerConnection.send_answer`)."""
-        if not self.closed:
-            self.h2.send_answer(stream.state, headers, data, trailers)
+        state = self.h2.streams.get(stream.id)
+        if state is not None and not self.closed:
+            self.h2.send_answer(state, headers, data, trailers)
             self._schedule_flush()
 
     async def send_data(self, stream: Stream, data: bytes) -> None:
         """DATA as the windows allow, waiting for the client's WINDOW_UPDATEs (and for the socket to
         drain) in between."""
         at = 0
-        state = stream.state
         while at < len(data):
-            if self.closed or state.local_closed:
+            state = self.h2.streams.get(stream.id)
+            if self.closed or state is None:
                 raise ConnectionResetError("the stream is closed")
             if self.writable is not None and not self.writable.done():
                 await self.writable
@@ -327,7 +332,8 @@ class Http2Connection(asyncio.Protocol):
                 self.window_waiters.append(waiter)
                 await waiter
                 continue
-            self.send_now(stream, data[at : at + room])
+            self.h2.send_data(state, data[at : at + room])
+            self._schedule_flush()
             at += room
 
     def _wake(self, error: Exception | None) -> None:
@@ -336,9 +342,10 @@ class Http2Connection(asyncio.Protocol):
 
     def reset(self, stream: Stream, code: int) -> None:
         """Resets a stream the server is done with; its call hears of it (``on_reset``)."""
-        if stream.state.local_closed and stream.state.id not in self.h2.streams:
+        state = self.h2.streams.get(stream.id)
+        if state is None:
             return
-        self.h2.reset(stream.state, code)
+        self.h2.reset(state, code)
         self._schedule_flush()
         stream.on_reset()
 
