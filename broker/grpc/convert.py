@@ -41,6 +41,7 @@ MT_NORMAL: Final = PB.MessageType.NORMAL
 MT_FIFO: Final = PB.MessageType.FIFO
 MT_DELAY: Final = PB.MessageType.DELAY
 MT_TRANSACTION: Final = PB.MessageType.TRANSACTION
+DIGEST_MD5: Final = PB.DigestType.MD5  # read once: the enum wrapper's lookups are Python-level calls
 
 
 def md5_hex(body: bytes) -> str:
@@ -299,7 +300,7 @@ def properties_of(msg: PB.Message, body: bytes, max_body: int) -> dict[str, str]
         )
     if sp.HasField("body_digest"):
         digest = sp.body_digest
-        if digest.type == PB.DigestType.MD5 and digest.checksum and digest.checksum.upper() != md5_hex(body):
+        if digest.type == DIGEST_MD5 and digest.checksum and digest.checksum.upper() != md5_hex(body):
             raise GrpcError(Code.MESSAGE_CORRUPTED, "message body MD5 digest does not match the body")
     props: dict[str, str] = {}
     user = msg.user_properties

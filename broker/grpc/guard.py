@@ -37,6 +37,8 @@ def failed(fn: object, response: StatusAnswer, error: Exception) -> Message:
 class Guarded(Generic[Request]):
     """``fn`` answering with ``response`` (the RPC's response message class) when it fails."""
 
+    answers_inline = False  # asked of every call's handler: found, it costs no AttributeError
+
     def __init__(
         self, fn: Callable[[Request, CallContext], Awaitable[Message | bytes]], response: StatusAnswer
     ) -> None:
