@@ -109,8 +109,8 @@ OK_TRAILERS: Final = _status_block(grpc.StatusCode.OK, "")
 
 
 def _awaitable(value: object) -> bool:
-    """``inspect.isawaitable`` without its ABC check, which the coroutine of a compiled handler (not a
-    CoroutineType) always reached: a Python-level call per call."""
+    """``inspect.isawaitable`` without its ABC check, which a compiled handler's coroutine (not a
+    CoroutineType) always reaches: a Python-level call per call."""
     return hasattr(type(value), "__await__")
 
 

@@ -31,7 +31,7 @@ from broker.server.stats import BrokerStats
 from broker.server.topic_config import DEFAULT_TOPIC
 
 # read once: each lookup through the generated enum wrapper is a Python-level call, twice a message
-OK: Final = PB.Code.OK
+_OK: Final = PB.Code.OK
 REMOTING_CODES: Final[dict[int, Code]] = {
     ResponseCode.SUCCESS: Code.OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
@@ -80,7 +80,7 @@ class SendRpc:
         mixed = False
         for msg in messages:  # each entry is filled where it lies: no message built to be copied
             entry = entries.add()
-            code = OK
+            code = _OK
             try:
                 await self._send_one(msg, session, entry)
             except GrpcError as exc:
@@ -162,7 +162,7 @@ class SendRpc:
             raise GrpcError(code, sent.remark or f"send failed with code {sent.code}")
         offset = sent.result.queue_offsets[0]
         status = entry.status
-        status.code = OK
+        status.code = _OK
         status.message = "OK"
         entry.message_id = props[P.UNIQ_KEY]
         entry.offset = offset

@@ -51,6 +51,7 @@ from broker.protocol.http2 import (
     SETTINGS,
     STREAM_CLOSED,
     WINDOW_UPDATE,
+    StreamState,
     frame,
 )
 from tests.peers.conftest import LoopThread
@@ -354,6 +355,26 @@ def test_inline_handlers_answer_within_and_beyond_the_windows(channel: Any) -> N
         assert echo(payload, timeout=TIMEOUT) == payload[::-1]
     futures = [echo.future(b"call %d" % i, timeout=TIMEOUT) for i in range(200)]
     assert [future.result() for future in futures] == [(b"call %d" % i)[::-1] for i in range(200)]
+
+
+def test_finished_calls_are_freed_as_they_end(channel: Any) -> None:
+    """Nothing of a finished call is left to the cycle collector, whose passes over every call's
+    garbage cost the broker a sixth of its CPU per received message."""
+    echo, inline = channel.unary_unary(ECHO), channel.unary_unary(f"/{SERVICE}/InlineEcho")
+    count = channel.unary_stream(f"/{SERVICE}/Count")
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds unreachable stays in gc.garbage
+    try:
+        for i in range(20):
+            assert echo(b"%d" % i, timeout=TIMEOUT) == b"%d" % i
+            assert inline(b"ab", timeout=TIMEOUT) == b"ba"
+            assert len(list(count(b"3:10", timeout=TIMEOUT))) == 3
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage if isinstance(o, calls.Call | StreamState)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == []
 
 
 @pytest.mark.parametrize("channel_name", ["plain", "intercepted"])
