@@ -100,23 +100,73 @@ def _run(cmd: list[str], what: str, timeout: float = 600, cwd: Path | None = Non
     return proc.stdout
 
 
+def npm_package_present(prefix: Path, package: str, version: str) -> bool:
+    """Whether ``prefix``'s node_modules holds ``package`` at ``version``."""
+    try:
+        meta = json.loads((prefix / "node_modules" / package / "package.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("version") == version
+
+
+def npm_ready(prefix: Path, package: str, version: str) -> bool:
+    """Recorded as installed and still there: what a second call checks (no subprocess)."""
+    return _read_marker(prefix).get(package) == version and npm_package_present(prefix, package, version)
+
+
+def npm_install(prefix: Path, package: str, version: str, node: str) -> None:
+    """``package@version`` into ``prefix``'s node_modules unless it is there already, then prove that it
+    and its dependencies load."""
+    if not npm_package_present(prefix, package, version):
+        _npm_install(prefix, package, version)
+    _run([node, "-e", f"require('{package}')"], f"loading {package}", timeout=60, cwd=prefix)
+
+
+def _npm_install(prefix: Path, package: str, version: str) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise PeerInstallError(f"installing {package} needs npm (Debian package `npm`)")
+    prefix.mkdir(parents=True, exist_ok=True)
+    _run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            f"{package}@{version}",
+        ],
+        f"installing {package} {version} from npm",
+    )
+    if not npm_package_present(prefix, package, version):
+        raise PeerInstallError(
+            f"npm finished but {prefix / 'node_modules' / package} is not version {version}"
+        )
+
+
+def make_venv(venv: Path, what: str) -> str:
+    """A fresh venv at ``venv`` (a half-made one from an interrupted run is removed); its python."""
+    if venv.exists():
+        shutil.rmtree(venv)
+    _run([_base_python(), "-m", "venv", str(venv)], f"creating {what}", timeout=300)
+    return str(venv / "bin" / "python")
+
+
+def pip_install(python: str, requirement: str) -> None:
+    _run(
+        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", requirement],
+        f"installing {requirement} from PyPI",
+    )
+
+
 # --- ali-ons --------------------------------------------------------------------------------------
 
 
-def _ali_ons_package() -> Path:
-    return NODE_PREFIX / "node_modules" / "ali-ons"
-
-
-def _ali_ons_present() -> bool:
-    try:
-        meta = json.loads((_ali_ons_package() / "package.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and meta.get("version") == ALI_ONS_VERSION
-
-
 def _ali_ons_ready() -> bool:
-    return _read_marker(NODE_PREFIX).get("ali-ons") == ALI_ONS_VERSION and _ali_ons_present()
+    return npm_ready(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION)
 
 
 def node_executable() -> str:
@@ -141,36 +191,7 @@ def install_ali_ons() -> Path:
             raise PeerInstallError(
                 f"the ali-ons drivers need Node.js >= 18 (util.parseArgs), found {node_version}"
             )
-        if not _ali_ons_present():
-            npm = shutil.which("npm")
-            if npm is None:
-                raise PeerInstallError("installing ali-ons needs npm (Debian package `npm`)")
-            NODE_PREFIX.mkdir(parents=True, exist_ok=True)
-            _run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(NODE_PREFIX),
-                    "--prefer-offline",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"ali-ons@{ALI_ONS_VERSION}",
-                ],
-                f"installing ali-ons {ALI_ONS_VERSION} from npm",
-            )
-            if not _ali_ons_present():
-                raise PeerInstallError(
-                    f"npm finished but {_ali_ons_package()} is not version {ALI_ONS_VERSION}"
-                )
-        # prove that the package and its dependencies load
-        _run(
-            [node, "-e", "require('ali-ons')"],
-            "loading ali-ons",
-            timeout=60,
-            cwd=NODE_PREFIX,
-        )
+        npm_install(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION, node)
         _write_marker(NODE_PREFIX, {"ali-ons": ALI_ONS_VERSION, "node": node_version})
     return modules
 
@@ -218,22 +239,8 @@ def install_cpp_client() -> Path:
     with _locked("cpp"):
         if _cpp_ready():
             return cpp_python()
-        if CPP_VENV.exists():  # a half-made venv from an interrupted run: start over
-            shutil.rmtree(CPP_VENV)
-        _run([_base_python(), "-m", "venv", str(CPP_VENV)], "creating the C++ client's venv", timeout=300)
-        python = str(cpp_python())
-        _run(
-            [
-                python,
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "-q",
-                f"rocketmq=={CPP_CLIENT_VERSION}",
-            ],
-            f"installing rocketmq=={CPP_CLIENT_VERSION} from PyPI",
-        )
+        python = make_venv(CPP_VENV, "the C++ client's venv")
+        pip_install(python, f"rocketmq=={CPP_CLIENT_VERSION}")
         libraries = sorted(CPP_VENV.glob("lib/python*/site-packages/rocketmq/librocketmq*.so*"))
         if not libraries:
             raise PeerInstallError(
