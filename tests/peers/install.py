@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -69,6 +69,34 @@ def _locked(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def install_once(lock: str, ready: Callable[[], bool], install: Callable[[], None]) -> None:
+    """``install()`` unless ``ready()``, under the file lock ``lock``: ``ready`` is asked again once the
+    lock is held, so a worker that waited for another one's install finds it done."""
+    if ready():
+        return
+    with _locked(lock):
+        if not ready():
+            install()
+
+
+def skip_unless_installed(what: str, install: Callable[[], Path]) -> Path:
+    """``install()``'s answer; with RMQ_SKIP_PEERS=1 the calling test is skipped instead."""
+    if peers_skipped():
+        _skip(f"{what} is not installed for this run")
+    return install()
+
+
+def install_main(installs: Sequence[tuple[str, Callable[[], object]]]) -> int:
+    """An installer run as ``python -m``: each install in turn, with what it installed where."""
+    try:
+        for label, install in installs:
+            print(f"{label}: {install()}")
+    except PeerInstallError as exc:
+        print(f"peer install failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _read_marker(folder: Path) -> dict[str, str]:
@@ -178,29 +206,25 @@ def node_executable() -> str:
 
 def install_ali_ons() -> Path:
     """Installs ali-ons (if needed) and returns the ``node_modules`` folder to put on NODE_PATH."""
-    modules = NODE_PREFIX / "node_modules"
-    if _ali_ons_ready():
-        return modules
-    with _locked("node"):
-        if _ali_ons_ready():
-            return modules
-        node = node_executable()
-        node_version = _run([node, "--version"], "checking node").strip()
-        major = node_version.lstrip("v").split(".")[0]
-        if not major.isdigit() or int(major) < 18:
-            raise PeerInstallError(
-                f"the ali-ons drivers need Node.js >= 18 (util.parseArgs), found {node_version}"
-            )
-        npm_install(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION, node)
-        _write_marker(NODE_PREFIX, {"ali-ons": ALI_ONS_VERSION, "node": node_version})
-    return modules
+    install_once("node", _ali_ons_ready, _install_ali_ons)
+    return NODE_PREFIX / "node_modules"
+
+
+def _install_ali_ons() -> None:
+    node = node_executable()
+    node_version = _run([node, "--version"], "checking node").strip()
+    major = node_version.lstrip("v").split(".")[0]
+    if not major.isdigit() or int(major) < 18:
+        raise PeerInstallError(
+            f"the ali-ons drivers need Node.js >= 18 (util.parseArgs), found {node_version}"
+        )
+    npm_install(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION, node)
+    _write_marker(NODE_PREFIX, {"ali-ons": ALI_ONS_VERSION, "node": node_version})
 
 
 def ensure_ali_ons() -> Path:
     """``node_modules`` holding ali-ons; raises PeerInstallError, or skips with RMQ_SKIP_PEERS=1."""
-    if peers_skipped():
-        _skip("ali-ons is not installed for this run")
-    return install_ali_ons()
+    return skip_unless_installed("ali-ons", install_ali_ons)
 
 
 # --- rocketmq 0.4.4 (C++ client) ------------------------------------------------------------------
@@ -234,47 +258,41 @@ def missing_shared_libraries(library: Path) -> list[str]:
 
 def install_cpp_client() -> Path:
     """Installs the ``rocketmq`` wheel into its own venv (if needed) and returns that venv's python."""
-    if _cpp_ready():
-        return cpp_python()
-    with _locked("cpp"):
-        if _cpp_ready():
-            return cpp_python()
-        python = make_venv(CPP_VENV, "the C++ client's venv")
-        pip_install(python, f"rocketmq=={CPP_CLIENT_VERSION}")
-        libraries = sorted(CPP_VENV.glob("lib/python*/site-packages/rocketmq/librocketmq*.so*"))
-        if not libraries:
-            raise PeerInstallError(
-                "the rocketmq wheel installed without librocketmq.so (wrong platform wheel?)"
-            )
-        missing = missing_shared_libraries(libraries[0])
-        if missing:
-            hints = ", ".join(f"{lib} (Debian: {_DEBIAN_HINTS.get(lib, '?')})" for lib in missing)
-            raise PeerInstallError(f"librocketmq.so needs system libraries that are missing: {hints}")
-        _run(
-            [python, "-c", "import rocketmq.client"],
-            "loading librocketmq.so through rocketmq.client",
-            timeout=60,
-        )
-        version = _run([python, "-c", "import platform; print(platform.python_version())"], "python version")
-        _write_marker(CPP_VENV, {"rocketmq": CPP_CLIENT_VERSION, "python": version.strip()})
+    install_once("cpp", _cpp_ready, _install_cpp_client)
     return cpp_python()
+
+
+def _install_cpp_client() -> None:
+    python = make_venv(CPP_VENV, "the C++ client's venv")
+    pip_install(python, f"rocketmq=={CPP_CLIENT_VERSION}")
+    libraries = sorted(CPP_VENV.glob("lib/python*/site-packages/rocketmq/librocketmq*.so*"))
+    if not libraries:
+        raise PeerInstallError("the rocketmq wheel installed without librocketmq.so (wrong platform wheel?)")
+    missing = missing_shared_libraries(libraries[0])
+    if missing:
+        hints = ", ".join(f"{lib} (Debian: {_DEBIAN_HINTS.get(lib, '?')})" for lib in missing)
+        raise PeerInstallError(f"librocketmq.so needs system libraries that are missing: {hints}")
+    _run(
+        [python, "-c", "import rocketmq.client"],
+        "loading librocketmq.so through rocketmq.client",
+        timeout=60,
+    )
+    version = _run([python, "-c", "import platform; print(platform.python_version())"], "python version")
+    _write_marker(CPP_VENV, {"rocketmq": CPP_CLIENT_VERSION, "python": version.strip()})
 
 
 def ensure_cpp_client() -> Path:
     """Python of the C++ client's venv; raises PeerInstallError, or skips with RMQ_SKIP_PEERS=1."""
-    if peers_skipped():
-        _skip("the rocketmq C++ client is not installed for this run")
-    return install_cpp_client()
+    return skip_unless_installed("the rocketmq C++ client", install_cpp_client)
 
 
 def main() -> int:
-    try:
-        print(f"ali-ons {ALI_ONS_VERSION}: NODE_PATH={install_ali_ons()}")
-        print(f"rocketmq {CPP_CLIENT_VERSION}: {install_cpp_client()}")
-    except PeerInstallError as exc:
-        print(f"peer install failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return install_main(
+        [
+            (f"ali-ons {ALI_ONS_VERSION}", lambda: f"NODE_PATH={install_ali_ons()}"),
+            (f"rocketmq {CPP_CLIENT_VERSION}", install_cpp_client),
+        ]
+    )
 
 
 if __name__ == "__main__":
