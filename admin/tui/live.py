@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from textual.app import ComposeResult
@@ -21,6 +21,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from admin.errors import AdminError
+from admin.tui.screens.confirm import ConfirmScreen
+from admin.tui.screens.form import FormScreen
+from admin.tui.table import selected_key
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -128,6 +131,42 @@ class LiveScreen(Screen[None], Generic[D]):
             self.action_refresh_now()
 
         self.run_worker(run, group="action", exit_on_error=False)  # type: ignore[arg-type]
+
+    # -- asking before acting (the actions hidden with --read-only) ------------------------------
+    def chosen(self, selected: str | None, table: str, what: str) -> str | None:
+        """``selected`` (chosen with enter or a jump), else the key under ``table``'s cursor; None,
+        with a word why, when there is neither."""
+        name = selected or selected_key(self.query_one(f"#{table}", DataTable))
+        if name is None:
+            self.notify(f"select a {what} first", severity="warning")
+        return name
+
+    def ask(
+        self, title: str, fields: Sequence[tuple[str, str, str]], then: Callable[[dict[str, str]], None]
+    ) -> None:
+        """Ask for ``fields`` (key, label, default) in a form, then call ``then`` with the answers;
+        a value it rejects (an AdminError, such as a bad number) is shown. Esc asks nothing more."""
+
+        def answered(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            try:
+                then(values)
+            except AdminError as exc:
+                self.notify(str(exc), severity="error")
+
+        self.app.push_screen(FormScreen(title, fields), answered)
+
+    def confirm(
+        self, text: str, name: str, call: Callable[[AdminService], Awaitable[T]], done: Callable[[T], str]
+    ) -> None:
+        """Show ``text`` and have ``name`` typed, then :meth:`act`."""
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.act(call, done)
+
+        self.app.push_screen(ConfirmScreen(text, name), confirmed)
 
     # -- refreshing -------------------------------------------------------------------------------
     def on_mount(self) -> None:

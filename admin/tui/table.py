@@ -52,6 +52,11 @@ class LiveTable(DataTable[Cell]):
         elif keep in texts and selected_key(self) != keep:
             self.move_cursor(row=self.get_row_index(keep), animate=False)
 
+    def move_to(self, key: str) -> None:
+        """Put the cursor on the row of ``key`` (if it is shown)."""
+        if key in self.rows:
+            self.move_cursor(row=self.get_row_index(key))
+
     def _patch(self, rows: Sequence[Row], texts: dict[str, list[str]]) -> bool:
         """Turn the rows shown into ``rows`` in place; False (with nothing done, or the order left
         wrong) when the table must be rebuilt instead."""

@@ -11,16 +11,16 @@ from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, Unpack
+from typing import Any, Unpack
 
 from broker.client.callbacks import as_async
-from broker.client.consumer_base import ConsumeFrom, ConsumerBase
+from broker.client.consumer_base import FLOW_CONTROL_DELAY, ConsumeFrom, ConsumerBase
 from broker.client.message import Message, MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
 from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.process_queue import ProcessQueue
 from broker.client.producer import Producer
-from broker.client.pull import PullRequest, PullStatus, pull
+from broker.client.pull import PullStatus
 from broker.client.rebalance import REBALANCE_INTERVAL
 from broker.protocol import headers, running_info
 from broker.protocol import properties as message_properties
@@ -33,13 +33,8 @@ from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
 from broker.remoting.errors import RemotingError
 
-if TYPE_CHECKING:
-    pass
-
 log = logging.getLogger(__name__)
 
-PULL_DELAY_ON_ERROR = 3.0
-FLOW_CONTROL_DELAY = 0.05
 RESEND_LATER_DELAY = 5.0
 PERSIST_INTERVAL = 5.0
 LOCK_RENEW_INTERVAL = 20.0
@@ -72,6 +67,8 @@ class PushConsumer(ConsumerBase):
     """
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
+    pull_delay_on_error = 3.0
+    pull_timeout_margin = 15.0
 
     def __init__(
         self,
@@ -104,19 +101,19 @@ class PushConsumer(ConsumerBase):
             consume_from=consume_from,
             consume_timestamp_ms=consume_timestamp_ms,
             allocate=allocate,
+            pull_batch_size=pull_batch_size,
+            pull_threshold_for_queue=pull_threshold_for_queue,
+            suspend_timeout=suspend_timeout,
+            rebalance_interval=rebalance_interval,
             offset_dir=offset_dir,
             options=ClientOptions.of(options, client),
         )
         self.consume_thread_max = consume_thread_max
         self.consume_batch_max_size = consume_batch_max_size
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
         self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.max_reconsume_times = max_reconsume_times
-        self.suspend_timeout = suspend_timeout
         self.suspend_current_queue_time = suspend_current_queue_time
-        self.rebalance_interval = rebalance_interval
         self.persist_interval = persist_interval
         self._listener: Callable[[list[MessageExt]], Any] | None = None
         self._call: Callable[[list[MessageExt]], Awaitable[Any]] | None = None  # the listener, as started
@@ -185,18 +182,9 @@ class PushConsumer(ConsumerBase):
                 await self.rebalancer.unlock(mq)
         if self._inner_producer is not None:
             await self._inner_producer.shutdown()
-        if self.tracer is not None:
-            await self.tracer.close()
-        await self.instance.close(consumer_group=self.group)
+        await self._close()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # ---- broker requests
 
@@ -300,33 +288,10 @@ class PushConsumer(ConsumerBase):
                 await asyncio.sleep(FLOW_CONTROL_DELAY)
                 continue
             commit = self.offsets.read_memory(mq) if self.clustering else 0
-            req = PullRequest(
-                self.group,
-                mq,
-                subscription,
-                offset,
-                self.pull_batch_size,
-                max(commit, 0),
-                int(self.suspend_timeout * 1000),
-                self.suspend_timeout + 15.0,
-            )
-            try:
-                started = self._pull_started(pq)
-                result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
-            except (MQClientError, RemotingError) as exc:
-                log.warning("pull from %s failed: %s", mq, exc)
-                if isinstance(exc, RemotingError):
-                    self.instance.pull_failed(mq)
-                await asyncio.sleep(PULL_DELAY_ON_ERROR)
+            result = await self._pull_once(mq, pq, subscription, offset, max(commit, 0))
+            if result is None:
                 continue
-            self._pulled(mq, started, len(result.messages))
-            self.instance.pull_suggested(mq, result.suggest_broker_id)
-            if pq.dropped:
-                return
             if result.status is PullStatus.OFFSET_ILLEGAL:
-                log.warning(
-                    "offset %d of %s is illegal, continuing at %d", offset, mq, result.next_begin_offset
-                )
                 self.offsets.update(mq, result.next_begin_offset)
                 self._restart(mq, result.next_begin_offset)
                 await self.offsets.persist([mq])

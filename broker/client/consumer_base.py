@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from broker.client.consume_stats import ConsumeStatsRecorder
 from broker.client.instance import ClientInstance, parse_namesrv_addr
@@ -26,14 +26,14 @@ from broker.client.offset_store import (
     RemoteBrokerOffsetStore,
 )
 from broker.client.process_queue import ProcessQueue, now_ms
-from broker.client.pull import build_subscription
+from broker.client.pull import PullRequest, PullResult, PullStatus, build_subscription, pull
 from broker.client.rebalance import Rebalancer
 from broker.client.trace_dispatch import tracer_for
 from broker.protocol import running_info as running_info_body
 from broker.protocol.allocate import AllocateAveragely, AllocateStrategy
 from broker.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
 from broker.protocol.codes import RequestCode, ResponseCode
-from broker.protocol.group_bodies import ConsumerData, HeartbeatData
+from broker.protocol.group_bodies import ConsumerData, HeartbeatData, SubscriptionData
 from broker.protocol.names import RETRY_PREFIX
 from broker.protocol.remoting import RemotingCommand, make_response
 from broker.remoting.channel import RemotingChannel
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMESTAMP_LOOKBACK = 1800.0  # Java consumes from 30 minutes ago by default with TIMESTAMP
+FLOW_CONTROL_DELAY = 0.05  # how long a pull task waits while its queue's cache is full
 
 
 class ConsumeFrom(Enum):
@@ -57,6 +58,8 @@ class ConsumeFrom(Enum):
 
 class ConsumerBase(ABC):
     consume_type: ConsumeType
+    pull_delay_on_error: float  # seconds a pull task rests after a failed pull
+    pull_timeout_margin: float  # a suspended pull's RPC timeout: the suspend time plus this
 
     def __init__(
         self,
@@ -67,6 +70,10 @@ class ConsumerBase(ABC):
         consume_from: ConsumeFrom,
         consume_timestamp_ms: int | None,
         allocate: AllocateStrategy | None,
+        pull_batch_size: int,
+        pull_threshold_for_queue: int,
+        suspend_timeout: float,
+        rebalance_interval: float,
         offset_dir: Path,
         options: ClientOptions,
     ) -> None:
@@ -75,6 +82,10 @@ class ConsumerBase(ABC):
         self.message_model = message_model
         self.consume_from = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.suspend_timeout = suspend_timeout
+        self.rebalance_interval = rebalance_interval
         self.options = options
         self.instance = ClientInstance(namesrv_addr, self._heartbeat_data, options)
         self.rebalancer = Rebalancer(
@@ -128,6 +139,25 @@ class ConsumerBase(ABC):
             subscriptionDataSet=list(self.rebalancer.subscriptions.values()),
         )
         return HeartbeatData(clientID=self.client_id, consumerDataSet=[consumer])
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    @abstractmethod
+    async def shutdown(self) -> None: ...
+
+    async def _close(self) -> None:
+        """The end of every shutdown: close the tracer, unregister from the brokers, disconnect."""
+        if self.tracer is not None:
+            await self.tracer.close()
+        await self.instance.close(consumer_group=self.group)
 
     async def _connect(self, topics: list[str]) -> None:
         """Start the client, learn the routes of ``topics`` and introduce ourselves to their brokers."""
@@ -252,8 +282,41 @@ class ConsumerBase(ABC):
         self._start_pull(mq, pq, offset)
         return pq
 
+    async def _pull_once(
+        self, mq: MessageQueue, pq: ProcessQueue, subscription: SubscriptionData, offset: int, commit: int
+    ) -> PullResult | None:
+        """One long-polling pull of an owned queue from ``offset``, booked in the stats and the broker
+        choice. None when it failed (after resting) or the queue was dropped meanwhile."""
+        req = PullRequest(
+            self.group,
+            mq,
+            subscription,
+            offset,
+            self.pull_batch_size,
+            commit,
+            int(self.suspend_timeout * 1000),
+            self.suspend_timeout + self.pull_timeout_margin,
+        )
+        try:
+            started = self._pull_started(pq)
+            result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("pull from %s failed: %s", mq, exc)
+            if isinstance(exc, RemotingError):
+                self.instance.pull_failed(mq)
+            await asyncio.sleep(self.pull_delay_on_error)
+            return None
+        self._pulled(mq, started, len(result.messages))
+        self.instance.pull_suggested(mq, result.suggest_broker_id)
+        if pq.dropped:
+            return None
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            log.warning("offset %d of %s is illegal, continuing at %d", offset, mq, result.next_begin_offset)
+        return result
+
     @abstractmethod
-    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None: ...
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """Pull ``mq`` from ``offset`` until ``pq`` is dropped (each loop calls :meth:`_pull_once`)."""
 
 
 def running_properties(

@@ -8,32 +8,27 @@ import collections
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, Unpack
+from typing import Unpack
 
-from broker.client.consumer_base import ConsumeFrom, ConsumerBase
+from broker.client.consumer_base import FLOW_CONTROL_DELAY, ConsumeFrom, ConsumerBase
 from broker.client.message import MessageExt, MQClientError
 from broker.client.offset_store import DEFAULT_OFFSET_DIR
 from broker.client.options import ClientKeywords, ClientOptions
 from broker.client.process_queue import ProcessQueue
-from broker.client.pull import PullRequest, PullStatus, build_subscription, pull
+from broker.client.pull import build_subscription
 from broker.client.rebalance import REBALANCE_INTERVAL
 from broker.protocol.allocate import AllocateStrategy
 from broker.protocol.bodies import ConsumeType, MessageModel, MessageQueue
-from broker.remoting.errors import RemotingError
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
-
-PULL_DELAY_ON_ERROR = 1.0
-FLOW_CONTROL_DELAY = 0.05
 
 
 class LitePullConsumer(ConsumerBase):
     """``subscribe()`` (group rebalancing) or ``assign()`` (fixed queues), then ``poll()``."""
 
     consume_type = ConsumeType.CONSUME_ACTIVELY
+    pull_delay_on_error = 1.0
+    pull_timeout_margin = 10.0
 
     def __init__(
         self,
@@ -61,15 +56,15 @@ class LitePullConsumer(ConsumerBase):
             consume_from=consume_from,
             consume_timestamp_ms=consume_timestamp_ms,
             allocate=allocate,
+            pull_batch_size=pull_batch_size,
+            pull_threshold_for_queue=pull_threshold_for_queue,
+            suspend_timeout=suspend_timeout,
+            rebalance_interval=rebalance_interval,
             offset_dir=offset_dir,
             options=ClientOptions.of(options, client),
         )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
-        self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.suspend_timeout = suspend_timeout
-        self.rebalance_interval = rebalance_interval
         self._assigned: list[MessageQueue] | None = None
         self._ready: collections.deque[tuple[MessageQueue, ProcessQueue, list[MessageExt]]] = (
             collections.deque()
@@ -108,16 +103,7 @@ class LitePullConsumer(ConsumerBase):
         await self.instance.stop_tasks()
         if self.auto_commit:
             await self.commit()
-        if self.tracer is not None:
-            await self.tracer.close()
-        await self.instance.close(consumer_group=self.group)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
+        await self._close()
 
     def _settings(self) -> dict[str, str]:
         return {
@@ -211,33 +197,9 @@ class LitePullConsumer(ConsumerBase):
                 await asyncio.sleep(FLOW_CONTROL_DELAY)
                 continue
             subscription = self.rebalancer.subscriptions.get(mq.topic) or build_subscription(mq.topic, "*")
-            req = PullRequest(
-                self.group,
-                mq,
-                subscription,
-                offset,
-                self.pull_batch_size,
-                0,
-                int(self.suspend_timeout * 1000),
-                self.suspend_timeout + 10.0,
-            )
-            try:
-                started = self._pull_started(pq)
-                result = await pull(self.instance.api, await self.instance.pull_addr(mq), req)
-            except (MQClientError, RemotingError) as exc:
-                log.warning("pull from %s failed: %s", mq, exc)
-                if isinstance(exc, RemotingError):
-                    self.instance.pull_failed(mq)
-                await asyncio.sleep(PULL_DELAY_ON_ERROR)
+            result = await self._pull_once(mq, pq, subscription, offset, 0)
+            if result is None:
                 continue
-            self._pulled(mq, started, len(result.messages))
-            self.instance.pull_suggested(mq, result.suggest_broker_id)
-            if pq.dropped:
-                return
-            if result.status is PullStatus.OFFSET_ILLEGAL:
-                log.warning(
-                    "offset %d of %s is illegal, continuing at %d", offset, mq, result.next_begin_offset
-                )
             offset = result.next_begin_offset
             if result.messages:
                 pq.put(result.messages)

@@ -387,43 +387,6 @@ def read_head(buf: Buffer, pos: int = 0) -> RecordHead:
     )  # fmt: skip
 
 
-class RawRecord(NamedTuple):
-    """A stored message split into its fields, with its hosts still packed and its properties still
-    text (:func:`decode_record` decodes both)."""
-
-    total_size: int
-    magic: int
-    body_crc: int
-    queue_id: int
-    flag: int
-    queue_offset: int
-    physical_offset: int
-    sys_flag: int
-    born_timestamp: int
-    born_host: bytes
-    store_timestamp: int
-    store_host: bytes
-    reconsume_times: int
-    prepared_transaction_offset: int
-    body: bytes
-    topic: str
-    properties: str
-
-
-def split_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> RawRecord:
-    """Split the record at ``pos``; raises :class:`RecordError` for anything invalid."""
-    layout, topic = _checked_layout(buf, pos)
-    if verify_crc and not check_crc(buf, layout):
-        raise RecordError(f"body CRC mismatch at {pos}")
-    head = read_head(buf, pos)
-    try:
-        props = str(buf[layout.props_pos : layout.props_pos + layout.props_len], "utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
-    body = bytes(buf[layout.body_pos : layout.body_pos + layout.body_len])
-    return RawRecord(layout.total_size, layout.magic, *head, body, topic, props)
-
-
 def _checked_layout(buf: Buffer, pos: int) -> tuple[RecordLayout, str]:
     """The layout and topic of the record at ``pos``, or a :class:`RecordError` that says what is wrong."""
     try:
@@ -461,7 +424,7 @@ def _v4_props_at(buf: bytes, pos: int, end: int, magic: int, sys_flag: int, body
 
 def scan_records(buf: bytes) -> list[ScannedRecord]:
     """Check the framing of concatenated records (a pull response body) and read the parts every
-    consumer needs; raises :class:`RecordError` like :func:`split_record`, except that properties are
+    consumer needs; raises :class:`RecordError` like :func:`decode_record`, except that properties are
     not decoded here.
 
     A consumer's hot path: a record with IPv4 hosts and a one-byte topic length is checked from one
@@ -530,26 +493,33 @@ def read_record(buf: bytes) -> tuple[RecordHead, bytes, str, int]:
 
 def decode_record(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> MessageRecord:
     """Decode the record at ``pos``; raises :class:`RecordError` for anything invalid."""
-    raw = split_record(buf, pos, verify_crc=verify_crc)
+    layout, topic = _checked_layout(buf, pos)
+    if verify_crc and not check_crc(buf, layout):
+        raise RecordError(f"body CRC mismatch at {pos}")
+    head = read_head(buf, pos)
+    try:
+        props = str(buf[layout.props_pos : layout.props_pos + layout.props_len], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"record at {pos} has text that is not UTF-8: {exc}") from None
     return MessageRecord(
-        total_size=raw.total_size,
-        magic=raw.magic,
-        body_crc=raw.body_crc,
-        queue_id=raw.queue_id,
-        flag=raw.flag,
-        queue_offset=raw.queue_offset,
-        physical_offset=raw.physical_offset,
-        sys_flag=raw.sys_flag,
-        born_timestamp=raw.born_timestamp,
-        born_host=unpack_host(raw.born_host),
-        store_timestamp=raw.store_timestamp,
-        store_host=unpack_host(raw.store_host),
-        reconsume_times=raw.reconsume_times,
-        prepared_transaction_offset=raw.prepared_transaction_offset,
-        body=raw.body,
-        topic=raw.topic,
-        properties=decode_properties(raw.properties),
-        store_host_raw=raw.store_host,
+        total_size=layout.total_size,
+        magic=layout.magic,
+        body_crc=head.body_crc,
+        queue_id=head.queue_id,
+        flag=head.flag,
+        queue_offset=head.queue_offset,
+        physical_offset=head.physical_offset,
+        sys_flag=head.sys_flag,
+        born_timestamp=head.born_timestamp,
+        born_host=unpack_host(head.born_host),
+        store_timestamp=head.store_timestamp,
+        store_host=unpack_host(head.store_host),
+        reconsume_times=head.reconsume_times,
+        prepared_transaction_offset=head.prepared_transaction_offset,
+        body=bytes(buf[layout.body_pos : layout.body_pos + layout.body_len]),
+        topic=topic,
+        properties=decode_properties(props),
+        store_host_raw=head.store_host,
     )
 
 

@@ -38,14 +38,19 @@ def create_offset_msg_id(store_host_raw: bytes, physical_offset: int) -> str:
     return (store_host_raw + struct.pack(">q", physical_offset)).hex().upper()
 
 
-def decode_offset_msg_id(msg_id: str) -> OffsetMessageId:
-    if len(msg_id) not in (32, 56):
-        raise MessageIdError(f"a MessageId has 32 or 56 hex digits, got {len(msg_id)}: {msg_id!r}")
+def _id_bytes(text: str, what: str) -> tuple[bytes, int]:
+    """The bytes of a MessageId or UNIQ_KEY (``what``) and the length of the IP they start with."""
+    if len(text) not in (32, 56):
+        raise MessageIdError(f"a {what} has 32 or 56 hex digits, got {len(text)}: {text!r}")
     try:
-        raw = bytes.fromhex(msg_id)
+        raw = bytes.fromhex(text)
     except ValueError:
-        raise MessageIdError(f"not a hexadecimal MessageId: {msg_id!r}") from None
-    ip_len = 4 if len(raw) == 16 else 16
+        raise MessageIdError(f"not a hexadecimal {what}: {text!r}") from None
+    return raw, 4 if len(raw) == 16 else 16
+
+
+def decode_offset_msg_id(msg_id: str) -> OffsetMessageId:
+    raw, ip_len = _id_bytes(msg_id, "MessageId")
     port, offset = _PORT_OFFSET.unpack_from(raw, ip_len)
     host = str(ipaddress.ip_address(raw[:ip_len]))
     return OffsetMessageId(host, port, offset)
@@ -72,13 +77,7 @@ def _previous_month_start_ms(month_start_ms: int) -> int:
 
 def decode_uniq_key(key: str, now_ms: int | None = None) -> UniqKeyInfo:
     """Recover ip, pid and (nearest past) time from a UNIQ_KEY, as mqadmin's decodeMessageId does."""
-    if len(key) not in (32, 56):
-        raise MessageIdError(f"a UNIQ_KEY has 32 or 56 hex digits, got {len(key)}: {key!r}")
-    try:
-        raw = bytes.fromhex(key)
-    except ValueError:
-        raise MessageIdError(f"not a hexadecimal UNIQ_KEY: {key!r}") from None
-    ip_len = 4 if len(raw) == 16 else 16
+    raw, ip_len = _id_bytes(key, "UNIQ_KEY")
     pid, hash_, delta, counter = _UNIQ_TAIL.unpack_from(raw, ip_len)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     start = _month_start_ms(now)

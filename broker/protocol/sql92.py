@@ -277,20 +277,7 @@ class _Parser:
             self.i += 1
             tok = self.tok
             parts.append(self._as_boolean(operand(), tok))
-        fns = [p.fn for p in parts]
-        decisive = keyword == "OR"  # OR stops at the first TRUE, AND at the first FALSE
-
-        def run(p: Props) -> Value:
-            unknown = False
-            for fn in fns:
-                v = fn(p)
-                if v is None:
-                    unknown = True
-                elif bool(v) is decisive:
-                    return decisive
-            return None if unknown else not decisive
-
-        return self._deep(_boolean(run, f" {keyword} ".join(x.text for x in parts), *parts), start)
+        return self._deep(_junction(keyword, parts), start)
 
     def _or(self) -> _Expr:
         return self._logic("OR", self._and)
@@ -390,8 +377,8 @@ class _Parser:
 
     def _between(self, value: _Expr, low: _Expr, high: _Expr, tok: _Token, negated: bool) -> _Expr:
         if negated:
-            return _any_true(
-                [self._ordering(value, low, _op("<", tok)), self._ordering(value, high, _op(">", tok))]
+            return _junction(
+                "OR", [self._ordering(value, low, _op("<", tok)), self._ordering(value, high, _op(">", tok))]
             )
         if low.is_constant and high.is_constant:
             if low.value is None or high.value is None:
@@ -407,7 +394,7 @@ class _Parser:
                     tok,
                 )
         parts = [self._ordering(value, low, _op(">=", tok)), self._ordering(value, high, _op("<=", tok))]
-        return _all_true(parts)
+        return _junction("AND", parts)
 
     def _in(self, left: _Expr, tok: _Token, negated: bool) -> _Expr:
         if left.kind is not _Kind.PROPERTY:
@@ -554,34 +541,22 @@ def _string_test(inner: _Expr, kind: str, needle: str, negated: bool) -> _Expr:
     return _boolean(run, f"{inner.text} {'NOT ' if negated else ''}{kind} {_literal_text(needle)}", inner)
 
 
-def _all_true(parts: list[_Expr]) -> _Expr:
-    first, second = (p.fn for p in parts)
+def _junction(keyword: str, parts: list[_Expr]) -> _Expr:
+    """``parts`` joined by AND or OR in SQL's three-valued logic, evaluated left to right."""
+    fns = [p.fn for p in parts]
+    decisive = keyword == "OR"  # OR stops at the first TRUE, AND at the first FALSE
 
-    def both(p: Props) -> Value:
-        lv = first(p)
-        if lv is False:
-            return False
-        rv = second(p)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+    def run(p: Props) -> Value:
+        unknown = False
+        for fn in fns:
+            v = fn(p)
+            if v is None:
+                unknown = True
+            elif bool(v) is decisive:
+                return decisive
+        return None if unknown else not decisive
 
-    return _boolean(both, " AND ".join(x.text for x in parts), *parts)
-
-
-def _any_true(parts: list[_Expr]) -> _Expr:
-    first, second = (p.fn for p in parts)
-
-    def either(p: Props) -> Value:
-        lv = first(p)
-        if lv is True:
-            return True
-        rv = second(p)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
-
-    return _boolean(either, " OR ".join(x.text for x in parts), *parts)
+    return _boolean(run, f" {keyword} ".join(x.text for x in parts), *parts)
 
 
 # == public API ================================================================================

@@ -103,6 +103,7 @@ class ReplicasManager:
         self.sync_state_set_epoch = 0
         self.confirmed_at = 0.0  # when the controller last confirmed this broker as master
         self.controller_lost = False  # no controller leads: keep the role we have
+        self.registered = False  # the controller knows this broker's id and address
         self._following: tuple[str, int] | None = None  # (master address, epoch) replicated from
         self._trigger = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -152,41 +153,51 @@ class ReplicasManager:
 
     # == life cycle ============================================================================
     async def start(self) -> None:
-        """Broker id, registration and the first role; the loops keep it current afterwards."""
+        """Broker id, registration and the first role; the loops keep it current afterwards (and
+        finish the registration when no controller led yet)."""
         try:
-            if not self.broker_id:
-                self.broker_id = await self._apply_for_id()
-            await self._beat_all()
-            answer = await self._call(
-                RequestCode.CONTROLLER_REGISTER_BROKER,
-                C.RegisterBrokerToControllerRequestHeader(
-                    clusterName=self.broker.config.broker_cluster_name,
-                    brokerName=self.broker.config.broker_name,
-                    brokerId=self.broker_id,
-                    brokerAddress=self.broker.config.broker_addr,
-                    invokeTime=int(time.time() * 1000),
-                ),
-            )
-            if answer.code == ResponseCode.SUCCESS and not answer.ext_fields.get("masterBrokerId"):
-                answer = await self._call(
-                    RequestCode.CONTROLLER_ELECT_MASTER,
-                    C.ElectMasterRequestHeader(
-                        clusterName=self.broker.config.broker_cluster_name,
-                        brokerName=self.broker.config.broker_name,
-                        brokerId=self.broker_id,
-                        invokeTime=int(time.time() * 1000),
-                    ),
-                )
-            if answer.code in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_MASTER_STILL_EXIST):
-                await self._apply(answer)
-            else:
-                log.warning("controller answered %d at start: %s", answer.code, answer.remark)
+            await self._register()
         except ControllerUnavailable as exc:
             log.warning("no controller reachable at start (%s); staying a replica until one answers", exc)
+            self.controller_lost = True
         self._tasks = [
             asyncio.create_task(self._heartbeat_loop(), name="controller-heartbeat"),
             asyncio.create_task(self._sync_loop(), name="controller-sync"),
         ]
+
+    async def _register(self) -> None:
+        """Get a broker id, register it with the controller and take the role it gives (asking for
+        an election when the group has no master). Until a controller leader answered this, the
+        broker follows no master: a replica without an id would never be counted into the
+        SyncStateSet, so it could never be elected either."""
+        if not self.broker_id:
+            self.broker_id = await self._apply_for_id()
+        await self._beat_all()
+        answer = await self._call(
+            RequestCode.CONTROLLER_REGISTER_BROKER,
+            C.RegisterBrokerToControllerRequestHeader(
+                clusterName=self.broker.config.broker_cluster_name,
+                brokerName=self.broker.config.broker_name,
+                brokerId=self.broker_id,
+                brokerAddress=self.broker.config.broker_addr,
+                invokeTime=int(time.time() * 1000),
+            ),
+        )
+        if answer.code == ResponseCode.SUCCESS and not answer.ext_fields.get("masterBrokerId"):
+            answer = await self._call(
+                RequestCode.CONTROLLER_ELECT_MASTER,
+                C.ElectMasterRequestHeader(
+                    clusterName=self.broker.config.broker_cluster_name,
+                    brokerName=self.broker.config.broker_name,
+                    brokerId=self.broker_id,
+                    invokeTime=int(time.time() * 1000),
+                ),
+            )
+        if answer.code in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_MASTER_STILL_EXIST):
+            await self._apply(answer)
+        else:
+            log.warning("controller answered %d to the registration: %s", answer.code, answer.remark)
+        self.registered = True
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -297,7 +308,8 @@ class ReplicasManager:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.broker.config.broker_heartbeat_interval / 1000)
-            await self._beat_all()
+            if self.broker_id:  # no id yet: nothing the controller could rank or elect
+                await self._beat_all()
 
     async def _sync_loop(self) -> None:
         while True:
@@ -319,6 +331,10 @@ class ReplicasManager:
 
     async def sync(self) -> None:
         """Ask for the group's master; follow a change; as master, keep the SyncStateSet current."""
+        if not self.registered:
+            await self._register()
+            self.controller_lost = False
+            return
         answer = await self._call(
             RequestCode.CONTROLLER_GET_REPLICA_INFO,
             C.GetReplicaInfoRequestHeader(brokerName=self.broker.config.broker_name),

@@ -139,11 +139,8 @@ def with_reconsume_times(record: bytes, times: int) -> bytes:
     return bytes(out)
 
 
-class PopParts(StoreAccess, Protocol):
-    """The parts of the broker POP consumption uses."""
-
-    @property
-    def store_config(self) -> StoreConfig: ...
+class ConsumeParts(StoreAccess, Protocol):
+    """The parts of the broker every way of consuming uses (pulls through the messaging core, POP here)."""
 
     @property
     def store(self) -> MessageStore: ...
@@ -163,6 +160,13 @@ class PopParts(StoreAccess, Protocol):
     async def read_queue(
         self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
     ) -> T: ...
+
+
+class PopParts(ConsumeParts, Protocol):
+    """The parts of the broker POP consumption uses."""
+
+    @property
+    def store_config(self) -> StoreConfig: ...
 
 
 class PopService:

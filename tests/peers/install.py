@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -71,6 +71,34 @@ def _locked(name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def install_once(lock: str, ready: Callable[[], bool], install: Callable[[], None]) -> None:
+    """``install()`` unless ``ready()``, under the file lock ``lock``: ``ready`` is asked again once the
+    lock is held, so a worker that waited for another one's install finds it done."""
+    if ready():
+        return
+    with _locked(lock):
+        if not ready():
+            install()
+
+
+def skip_unless_installed(what: str, install: Callable[[], Path]) -> Path:
+    """``install()``'s answer; with RMQ_SKIP_PEERS=1 the calling test is skipped instead."""
+    if peers_skipped():
+        _skip(f"{what} is not installed for this run")
+    return install()
+
+
+def install_main(installs: Sequence[tuple[str, Callable[[], object]]]) -> int:
+    """An installer run as ``python -m``: each install in turn, with what it installed where."""
+    try:
+        for label, install in installs:
+            print(f"{label}: {install()}")
+    except PeerInstallError as exc:
+        print(f"peer install failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _read_marker(folder: Path) -> dict[str, str]:
     try:
         data = json.loads((folder / MARKER).read_text())
@@ -100,23 +128,73 @@ def _run(cmd: list[str], what: str, timeout: float = 600, cwd: Path | None = Non
     return proc.stdout
 
 
+def npm_package_present(prefix: Path, package: str, version: str) -> bool:
+    """Whether ``prefix``'s node_modules holds ``package`` at ``version``."""
+    try:
+        meta = json.loads((prefix / "node_modules" / package / "package.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("version") == version
+
+
+def npm_ready(prefix: Path, package: str, version: str) -> bool:
+    """Recorded as installed and still there: what a second call checks (no subprocess)."""
+    return _read_marker(prefix).get(package) == version and npm_package_present(prefix, package, version)
+
+
+def npm_install(prefix: Path, package: str, version: str, node: str) -> None:
+    """``package@version`` into ``prefix``'s node_modules unless it is there already, then prove that it
+    and its dependencies load."""
+    if not npm_package_present(prefix, package, version):
+        _npm_install(prefix, package, version)
+    _run([node, "-e", f"require('{package}')"], f"loading {package}", timeout=60, cwd=prefix)
+
+
+def _npm_install(prefix: Path, package: str, version: str) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise PeerInstallError(f"installing {package} needs npm (Debian package `npm`)")
+    prefix.mkdir(parents=True, exist_ok=True)
+    _run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            f"{package}@{version}",
+        ],
+        f"installing {package} {version} from npm",
+    )
+    if not npm_package_present(prefix, package, version):
+        raise PeerInstallError(
+            f"npm finished but {prefix / 'node_modules' / package} is not version {version}"
+        )
+
+
+def make_venv(venv: Path, what: str) -> str:
+    """A fresh venv at ``venv`` (a half-made one from an interrupted run is removed); its python."""
+    if venv.exists():
+        shutil.rmtree(venv)
+    _run([_base_python(), "-m", "venv", str(venv)], f"creating {what}", timeout=300)
+    return str(venv / "bin" / "python")
+
+
+def pip_install(python: str, requirement: str) -> None:
+    _run(
+        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", requirement],
+        f"installing {requirement} from PyPI",
+    )
+
+
 # --- ali-ons --------------------------------------------------------------------------------------
 
 
-def _ali_ons_package() -> Path:
-    return NODE_PREFIX / "node_modules" / "ali-ons"
-
-
-def _ali_ons_present() -> bool:
-    try:
-        meta = json.loads((_ali_ons_package() / "package.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and meta.get("version") == ALI_ONS_VERSION
-
-
 def _ali_ons_ready() -> bool:
-    return _read_marker(NODE_PREFIX).get("ali-ons") == ALI_ONS_VERSION and _ali_ons_present()
+    return npm_ready(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION)
 
 
 def node_executable() -> str:
@@ -128,58 +206,25 @@ def node_executable() -> str:
 
 def install_ali_ons() -> Path:
     """Installs ali-ons (if needed) and returns the ``node_modules`` folder to put on NODE_PATH."""
-    modules = NODE_PREFIX / "node_modules"
-    if _ali_ons_ready():
-        return modules
-    with _locked("node"):
-        if _ali_ons_ready():
-            return modules
-        node = node_executable()
-        node_version = _run([node, "--version"], "checking node").strip()
-        major = node_version.lstrip("v").split(".")[0]
-        if not major.isdigit() or int(major) < 18:
-            raise PeerInstallError(
-                f"the ali-ons drivers need Node.js >= 18 (util.parseArgs), found {node_version}"
-            )
-        if not _ali_ons_present():
-            npm = shutil.which("npm")
-            if npm is None:
-                raise PeerInstallError("installing ali-ons needs npm (Debian package `npm`)")
-            NODE_PREFIX.mkdir(parents=True, exist_ok=True)
-            _run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(NODE_PREFIX),
-                    "--prefer-offline",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"ali-ons@{ALI_ONS_VERSION}",
-                ],
-                f"installing ali-ons {ALI_ONS_VERSION} from npm",
-            )
-            if not _ali_ons_present():
-                raise PeerInstallError(
-                    f"npm finished but {_ali_ons_package()} is not version {ALI_ONS_VERSION}"
-                )
-        # prove that the package and its dependencies load
-        _run(
-            [node, "-e", "require('ali-ons')"],
-            "loading ali-ons",
-            timeout=60,
-            cwd=NODE_PREFIX,
+    install_once("node", _ali_ons_ready, _install_ali_ons)
+    return NODE_PREFIX / "node_modules"
+
+
+def _install_ali_ons() -> None:
+    node = node_executable()
+    node_version = _run([node, "--version"], "checking node").strip()
+    major = node_version.lstrip("v").split(".")[0]
+    if not major.isdigit() or int(major) < 18:
+        raise PeerInstallError(
+            f"the ali-ons drivers need Node.js >= 18 (util.parseArgs), found {node_version}"
         )
-        _write_marker(NODE_PREFIX, {"ali-ons": ALI_ONS_VERSION, "node": node_version})
-    return modules
+    npm_install(NODE_PREFIX, "ali-ons", ALI_ONS_VERSION, node)
+    _write_marker(NODE_PREFIX, {"ali-ons": ALI_ONS_VERSION, "node": node_version})
 
 
 def ensure_ali_ons() -> Path:
     """``node_modules`` holding ali-ons; raises PeerInstallError, or skips with RMQ_SKIP_PEERS=1."""
-    if peers_skipped():
-        _skip("ali-ons is not installed for this run")
-    return install_ali_ons()
+    return skip_unless_installed("ali-ons", install_ali_ons)
 
 
 # --- rocketmq 0.4.4 (C++ client) ------------------------------------------------------------------
@@ -213,61 +258,41 @@ def missing_shared_libraries(library: Path) -> list[str]:
 
 def install_cpp_client() -> Path:
     """Installs the ``rocketmq`` wheel into its own venv (if needed) and returns that venv's python."""
-    if _cpp_ready():
-        return cpp_python()
-    with _locked("cpp"):
-        if _cpp_ready():
-            return cpp_python()
-        if CPP_VENV.exists():  # a half-made venv from an interrupted run: start over
-            shutil.rmtree(CPP_VENV)
-        _run([_base_python(), "-m", "venv", str(CPP_VENV)], "creating the C++ client's venv", timeout=300)
-        python = str(cpp_python())
-        _run(
-            [
-                python,
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "-q",
-                f"rocketmq=={CPP_CLIENT_VERSION}",
-            ],
-            f"installing rocketmq=={CPP_CLIENT_VERSION} from PyPI",
-        )
-        libraries = sorted(CPP_VENV.glob("lib/python*/site-packages/rocketmq/librocketmq*.so*"))
-        if not libraries:
-            raise PeerInstallError(
-                "the rocketmq wheel installed without librocketmq.so (wrong platform wheel?)"
-            )
-        missing = missing_shared_libraries(libraries[0])
-        if missing:
-            hints = ", ".join(f"{lib} (Debian: {_DEBIAN_HINTS.get(lib, '?')})" for lib in missing)
-            raise PeerInstallError(f"librocketmq.so needs system libraries that are missing: {hints}")
-        _run(
-            [python, "-c", "import rocketmq.client"],
-            "loading librocketmq.so through rocketmq.client",
-            timeout=60,
-        )
-        version = _run([python, "-c", "import platform; print(platform.python_version())"], "python version")
-        _write_marker(CPP_VENV, {"rocketmq": CPP_CLIENT_VERSION, "python": version.strip()})
+    install_once("cpp", _cpp_ready, _install_cpp_client)
     return cpp_python()
+
+
+def _install_cpp_client() -> None:
+    python = make_venv(CPP_VENV, "the C++ client's venv")
+    pip_install(python, f"rocketmq=={CPP_CLIENT_VERSION}")
+    libraries = sorted(CPP_VENV.glob("lib/python*/site-packages/rocketmq/librocketmq*.so*"))
+    if not libraries:
+        raise PeerInstallError("the rocketmq wheel installed without librocketmq.so (wrong platform wheel?)")
+    missing = missing_shared_libraries(libraries[0])
+    if missing:
+        hints = ", ".join(f"{lib} (Debian: {_DEBIAN_HINTS.get(lib, '?')})" for lib in missing)
+        raise PeerInstallError(f"librocketmq.so needs system libraries that are missing: {hints}")
+    _run(
+        [python, "-c", "import rocketmq.client"],
+        "loading librocketmq.so through rocketmq.client",
+        timeout=60,
+    )
+    version = _run([python, "-c", "import platform; print(platform.python_version())"], "python version")
+    _write_marker(CPP_VENV, {"rocketmq": CPP_CLIENT_VERSION, "python": version.strip()})
 
 
 def ensure_cpp_client() -> Path:
     """Python of the C++ client's venv; raises PeerInstallError, or skips with RMQ_SKIP_PEERS=1."""
-    if peers_skipped():
-        _skip("the rocketmq C++ client is not installed for this run")
-    return install_cpp_client()
+    return skip_unless_installed("the rocketmq C++ client", install_cpp_client)
 
 
 def main() -> int:
-    try:
-        print(f"ali-ons {ALI_ONS_VERSION}: NODE_PATH={install_ali_ons()}")
-        print(f"rocketmq {CPP_CLIENT_VERSION}: {install_cpp_client()}")
-    except PeerInstallError as exc:
-        print(f"peer install failed: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return install_main(
+        [
+            (f"ali-ons {ALI_ONS_VERSION}", lambda: f"NODE_PATH={install_ali_ons()}"),
+            (f"rocketmq {CPP_CLIENT_VERSION}", install_cpp_client),
+        ]
+    )
 
 
 if __name__ == "__main__":

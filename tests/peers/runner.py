@@ -34,11 +34,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypedDict, Unpack
 
 from tests.peers import install
 
@@ -47,6 +47,7 @@ Client = Literal["alions", "cpp"]
 # how much longer than the driver's own --timeout the runner waits before killing it
 KILL_MARGIN = 15.0
 TAIL_LINES = 40
+P = ParamSpec("P")
 
 
 class DriverError(AssertionError):
@@ -410,45 +411,46 @@ def start_driver(
     return DriverProcess(client, script, args, timeout=timeout, home=home, env=env)
 
 
-def run_driver(
-    client: Client,
-    script: str,
-    args: Sequence[str],
-    *,
-    timeout: float,
-    home: Path | None = None,
-    env: dict[str, str] | None = None,
-) -> DriverResult:
-    with start_driver(client, script, args, timeout=timeout, home=home, env=env) as proc:
-        return proc.finish()
+def _blocking(start: Callable[P, DriverProcess]) -> Callable[P, DriverResult]:
+    """The ``run_*`` form of a ``start_*`` function: start the driver, wait for its end, return its result."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> DriverResult:
+        with start(*args, **kwargs) as proc:
+            return proc.finish()
+
+    return run
+
+
+run_driver = _blocking(start_driver)
 
 
 # --- typed front ends -------------------------------------------------------------------------------
 
 
-def _producer_args(
-    namesrv: str,
-    topic: str,
-    *,
-    group: str | None,
-    count: int,
-    tags: str | Sequence[str] | None,
-    key_prefix: str | None,
-    body: str,
-    body_size: int,
-    delay_level: int,
-    timeout: float,
-) -> list[str]:
-    args = [namesrv, topic, "--count", str(count), "--body", body, "--timeout", f"{timeout:g}"]
-    if group:
+class ProducerFlags(TypedDict, total=False):
+    """What every producer driver takes; ``tags`` rotate per message: tags[i % len]."""
+
+    group: str | None
+    count: int  # default 1
+    tags: str | Sequence[str] | None
+    key_prefix: str | None
+    body: str  # default "hello"
+    body_size: int
+    delay_level: int
+
+
+def _producer_args(namesrv: str, topic: str, timeout: float, flags: ProducerFlags) -> list[str]:
+    args = [namesrv, topic, "--count", str(flags.get("count", 1)), "--body", flags.get("body", "hello")]
+    args += ["--timeout", f"{timeout:g}"]
+    if group := flags.get("group"):
         args += ["--group", group]
-    if tags:
+    if tags := flags.get("tags"):
         args += ["--tags", tags if isinstance(tags, str) else ",".join(tags)]
-    if key_prefix is not None:
+    if (key_prefix := flags.get("key_prefix")) is not None:
         args += ["--key-prefix", key_prefix]
-    if body_size:
+    if body_size := flags.get("body_size"):
         args += ["--body-size", str(body_size)]
-    if delay_level:
+    if delay_level := flags.get("delay_level"):
         args += ["--delay-level", str(delay_level)]
     return args
 
@@ -457,21 +459,12 @@ def run_alions_producer(
     namesrv: str,
     topic: str,
     *,
-    group: str | None = None,
-    count: int = 1,
-    tags: str | Sequence[str] | None = None,
-    key_prefix: str | None = None,
-    body: str = "hello",
-    body_size: int = 0,
-    delay_level: int = 0,
     timeout: float = 30.0,
     home: Path | None = None,
+    **flags: Unpack[ProducerFlags],
 ) -> DriverResult:
-    """Sends ``count`` messages (SEND_MESSAGE_V2); ``tags`` rotate per message: tags[i % len]."""
-    args = _producer_args(
-        namesrv, topic, group=group, count=count, tags=tags, key_prefix=key_prefix, body=body,
-        body_size=body_size, delay_level=delay_level, timeout=timeout,
-    )  # fmt: skip
+    """Sends ``count`` messages (SEND_MESSAGE_V2)."""
+    args = _producer_args(namesrv, topic, timeout, flags)
     return run_driver("alions", "alions_producer.js", args, timeout=timeout, home=home)
 
 
@@ -479,23 +472,14 @@ def run_cpp_producer(
     namesrv: str,
     topic: str,
     *,
-    group: str | None = None,
-    count: int = 1,
-    tags: str | Sequence[str] | None = None,
-    key_prefix: str | None = None,
-    body: str = "hello",
-    body_size: int = 0,
-    delay_level: int = 0,
     properties: dict[str, str] | None = None,
     batch: bool = False,
     timeout: float = 30.0,
     home: Path | None = None,
+    **flags: Unpack[ProducerFlags],
 ) -> DriverResult:
     """Sends ``count`` messages (SEND_MESSAGE v1 header, or one SEND_BATCH_MESSAGE with ``batch``)."""
-    args = _producer_args(
-        namesrv, topic, group=group, count=count, tags=tags, key_prefix=key_prefix, body=body,
-        body_size=body_size, delay_level=delay_level, timeout=timeout,
-    )  # fmt: skip
+    args = _producer_args(namesrv, topic, timeout, flags)
     for name, value in (properties or {}).items():
         args += ["--property", f"{name}={value}"]
     if batch:
@@ -503,25 +487,26 @@ def run_cpp_producer(
     return run_driver("cpp", "cpp_producer.py", args, timeout=timeout, home=home)
 
 
-def _consumer_args(
-    namesrv: str,
-    topic: str,
-    *,
-    group: str | None,
-    tags: str,
-    expect: int | None,
-    timeout: float,
-    fail_first: int,
-    linger: float,
-) -> list[str]:
-    args = [namesrv, topic, "--tags", tags, "--timeout", f"{timeout:g}"]
-    if group:
+class ConsumerFlags(TypedDict, total=False):
+    """What every push consumer driver takes: ``expect`` messages, failing the first ``fail_first``
+    deliveries on purpose, then staying ``linger`` seconds more."""
+
+    group: str | None
+    tags: str  # default "*"
+    expect: int | None
+    fail_first: int
+    linger: float
+
+
+def _consumer_args(namesrv: str, topic: str, timeout: float, flags: ConsumerFlags) -> list[str]:
+    args = [namesrv, topic, "--tags", flags.get("tags", "*"), "--timeout", f"{timeout:g}"]
+    if group := flags.get("group"):
         args += ["--group", group]
-    if expect is not None:
+    if (expect := flags.get("expect")) is not None:
         args += ["--expect", str(expect)]
-    if fail_first:
+    if fail_first := flags.get("fail_first"):
         args += ["--fail-first", str(fail_first)]
-    if linger:
+    if linger := flags.get("linger"):
         args += ["--linger", f"{linger:g}"]
     return args
 
@@ -530,84 +515,36 @@ def start_alions_consumer(
     namesrv: str,
     topic: str,
     *,
-    group: str | None = None,
-    tags: str = "*",
-    expect: int | None = None,
-    timeout: float = 60.0,
-    fail_first: int = 0,
     from_where: Literal["first", "last", "timestamp"] = "first",
-    linger: float = 0.0,
+    timeout: float = 60.0,
     home: Path | None = None,
+    **flags: Unpack[ConsumerFlags],
 ) -> DriverProcess:
     """An ali-ons push consumer in the background; it prints ``assigned`` after each rebalance."""
-    args = _consumer_args(
-        namesrv, topic, group=group, tags=tags, expect=expect, timeout=timeout, fail_first=fail_first,
-        linger=linger,
-    )  # fmt: skip
-    args += ["--from", from_where]
+    args = [*_consumer_args(namesrv, topic, timeout, flags), "--from", from_where]
+    linger = flags.get("linger", 0.0)
     return start_driver("alions", "alions_consumer.js", args, timeout=timeout + linger, home=home)
 
 
-def run_alions_consumer(
-    namesrv: str,
-    topic: str,
-    *,
-    group: str | None = None,
-    tags: str = "*",
-    expect: int | None = None,
-    timeout: float = 60.0,
-    fail_first: int = 0,
-    from_where: Literal["first", "last", "timestamp"] = "first",
-    linger: float = 0.0,
-    home: Path | None = None,
-) -> DriverResult:
-    with start_alions_consumer(
-        namesrv, topic, group=group, tags=tags, expect=expect, timeout=timeout, fail_first=fail_first,
-        from_where=from_where, linger=linger, home=home,
-    ) as proc:  # fmt: skip
-        return proc.finish()
+run_alions_consumer = _blocking(start_alions_consumer)
 
 
 def start_cpp_push_consumer(
     namesrv: str,
     topic: str,
     *,
-    group: str | None = None,
-    tags: str = "*",
-    expect: int | None = None,
-    timeout: float = 60.0,
-    fail_first: int = 0,
-    linger: float = 0.0,
     threads: int = 1,
+    timeout: float = 60.0,
     home: Path | None = None,
+    **flags: Unpack[ConsumerFlags],
 ) -> DriverProcess:
     """A C++ push consumer in the background (always CONSUME_FROM_LAST_OFFSET for a new group)."""
-    args = _consumer_args(
-        namesrv, topic, group=group, tags=tags, expect=expect, timeout=timeout, fail_first=fail_first,
-        linger=linger,
-    )  # fmt: skip
-    args += ["--threads", str(threads)]
+    args = [*_consumer_args(namesrv, topic, timeout, flags), "--threads", str(threads)]
+    linger = flags.get("linger", 0.0)
     return start_driver("cpp", "cpp_push_consumer.py", args, timeout=timeout + linger, home=home)
 
 
-def run_cpp_push_consumer(
-    namesrv: str,
-    topic: str,
-    *,
-    group: str | None = None,
-    tags: str = "*",
-    expect: int | None = None,
-    timeout: float = 60.0,
-    fail_first: int = 0,
-    linger: float = 0.0,
-    threads: int = 1,
-    home: Path | None = None,
-) -> DriverResult:
-    with start_cpp_push_consumer(
-        namesrv, topic, group=group, tags=tags, expect=expect, timeout=timeout, fail_first=fail_first,
-        linger=linger, threads=threads, home=home,
-    ) as proc:  # fmt: skip
-        return proc.finish()
+run_cpp_push_consumer = _blocking(start_cpp_push_consumer)
 
 
 def run_cpp_pull_consumer(

@@ -175,9 +175,7 @@ class DlqScreen(LiveScreen[DlqView]):
         self.query_one("#browse", DataTable).focus()
 
     def focus_object(self, name: str) -> None:
-        table = self.query_one("#special", DataTable)
-        if name in table.rows:
-            table.move_cursor(row=table.get_row_index(name))
+        self.query_one("#special", LiveTable).move_to(name)
         self.select(name)
 
     def back(self) -> None:

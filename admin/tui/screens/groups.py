@@ -34,9 +34,7 @@ from admin.models import (
 from admin.timeparse import parse_time
 from admin.tui.fmt import ms_time, num, state
 from admin.tui.live import LiveScreen
-from admin.tui.screens.confirm import ConfirmScreen
-from admin.tui.screens.form import FormScreen
-from admin.tui.table import LiveTable, Row, selected_key
+from admin.tui.table import LiveTable, Row
 from admin.units import duration
 
 if TYPE_CHECKING:
@@ -270,32 +268,21 @@ class GroupsScreen(LiveScreen[GroupsView]):
 
     # -- actions (hidden with --read-only) ----------------------------------------------------------
     def _group(self) -> str | None:
-        """The group chosen (enter or a jump), else the one under the cursor; None, with a word why."""
-        group = self.selected or selected_key(self.query_one("#groups", DataTable))
-        if group is None:
-            self.notify("select a group first", severity="warning")
-        return group
+        return self.chosen(self.selected, "groups", "group")
 
     def action_reset(self) -> None:
         group = self._group()
         if group is None:
             return
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None:
-                return
-            try:
-                target = reset_target(values["to"])
-            except AdminError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            self._preview_reset(group, target, values["topic"] or None)
+        def reset(values: dict[str, str]) -> None:
+            self._preview_reset(group, reset_target(values["to"]), values["topic"] or None)
 
         fields = [
             ("to", "To: earliest, latest, offset N, or a time (-1h, 2026-11-27T10:00, epoch ms)", "earliest"),
             ("topic", "Topic (empty: every topic the group consumes)", ""),
         ]
-        self.app.push_screen(FormScreen(f"Reset the offsets of {group}", fields), chosen)
+        self.ask(f"Reset the offsets of {group}", fields, reset)
 
     def action_skip(self) -> None:
         group = self._group()
@@ -336,34 +323,26 @@ class GroupsScreen(LiveScreen[GroupsView]):
                 [f"Move the offsets of {group} {where}:", *lines[:PREVIEW_LINES]]
                 + ([f"  ... and {more} more queue(s)"] if more > 0 else [])
             )
-
-            def confirmed(ok: bool | None) -> None:
-                if ok:
-                    self.act(
-                        lambda s: move(s, False),
-                        lambda r: f"offsets of {group} moved on {len(r.queues)} queue(s)",
-                    )
-
-            self.app.push_screen(ConfirmScreen(text, group), confirmed)
+            self.confirm(
+                text,
+                group,
+                lambda s: move(s, False),
+                lambda r: f"offsets of {group} moved on {len(r.queues)} queue(s)",
+            )
 
         self.run_worker(preview, group="action", exit_on_error=False)  # type: ignore[arg-type]
 
     def action_new(self) -> None:
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None or not values["name"]:
-                return
-            try:
+        def create(values: dict[str, str]) -> None:
+            if values["name"]:
                 spec = GroupSpec(values["name"], retry_max_times=number(values["retry"], "retry max times"))
-            except AdminError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            self.act(
-                lambda s: s.group_create(spec),
-                lambda c: f"group {c.group} created on {len(c.addresses)} broker(s)",
-            )
+                self.act(
+                    lambda s: s.group_create(spec),
+                    lambda c: f"group {c.group} created on {len(c.addresses)} broker(s)",
+                )
 
         fields = [("name", "Group name", ""), ("retry", "Retry max times (then the DLQ)", "16")]
-        self.app.push_screen(FormScreen("New consumer group", fields), chosen)
+        self.ask("New consumer group", fields, create)
 
     def action_update(self) -> None:
         group = self._group()
@@ -373,18 +352,12 @@ class GroupsScreen(LiveScreen[GroupsView]):
             next((g for g in self.latest.groups.groups if g.name == group), None) if self.latest else None
         )
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None:
-                return
-            try:
-                spec = GroupSpec(
-                    group,
-                    consume_enable=values["consume"].lower() in ("yes", "y", "true", "on"),
-                    retry_max_times=number(values["retry"], "retry max times"),
-                )
-            except AdminError as exc:
-                self.notify(str(exc), severity="error")
-                return
+        def update(values: dict[str, str]) -> None:
+            spec = GroupSpec(
+                group,
+                consume_enable=values["consume"].lower() in ("yes", "y", "true", "on"),
+                retry_max_times=number(values["retry"], "retry max times"),
+            )
             self.act(lambda s: s.group_update(spec), lambda c: f"group {c.group} updated")
 
         fields = [
@@ -395,19 +368,17 @@ class GroupsScreen(LiveScreen[GroupsView]):
                 "yes" if current is None or current.consume_enable else "no",
             ),
         ]
-        self.app.push_screen(FormScreen(f"Update consumer group {group}", fields), chosen)
+        self.ask(f"Update consumer group {group}", fields, update)
 
     def action_delete(self) -> None:
         group = self._group()
         if group is None:
             return
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.act(lambda s: s.group_delete(group), lambda d: f"group {d.group} deleted")
-
-        self.app.push_screen(
-            ConfirmScreen(f"Delete consumer group {group} and its offsets.", group), confirmed
+        self.confirm(
+            f"Delete consumer group {group} and its offsets.",
+            group,
+            lambda s: s.group_delete(group),
+            lambda d: f"group {d.group} deleted",
         )
 
     def action_toggle_system(self) -> None:
@@ -432,9 +403,7 @@ class GroupsScreen(LiveScreen[GroupsView]):
         self.action_refresh_now()
 
     def focus_object(self, name: str) -> None:
-        table = self.query_one("#groups", DataTable)
-        if name in table.rows:
-            table.move_cursor(row=table.get_row_index(name))
+        self.query_one("#groups", LiveTable).move_to(name)
         self.select(name)
 
     def back(self) -> None:

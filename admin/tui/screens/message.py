@@ -15,7 +15,6 @@ from admin.errors import NotFound
 from admin.models import DirectDelivery, MessageTracks
 from admin.tui.fmt import body_view, ms_time
 from admin.tui.live import LiveScreen
-from admin.tui.screens.form import FormScreen
 from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
@@ -96,8 +95,8 @@ class MessageScreen(LiveScreen[MessageTracks]):
         msg_id, topic = m.offset_msg_id, m.topic
         groups = [t.group for t in self.latest.tracks]
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None or not values["group"]:
+        def deliver_to(values: dict[str, str]) -> None:
+            if not values["group"]:
                 return
             group, client = values["group"], values["client"]
 
@@ -116,7 +115,7 @@ class MessageScreen(LiveScreen[MessageTracks]):
             ("group", "Consumer group", groups[0] if groups else ""),
             ("client", "Client id (empty: the group's first online client)", ""),
         ]
-        self.app.push_screen(FormScreen("Deliver this message to one client", fields), chosen)
+        self.ask("Deliver this message to one client", fields, deliver_to)
 
     def action_body_mode(self) -> None:
         self.body_mode = BODY_MODES[(BODY_MODES.index(self.body_mode) + 1) % len(BODY_MODES)]

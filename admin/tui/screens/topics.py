@@ -13,14 +13,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from admin.errors import AdminError, NotFound
+from admin.errors import NotFound
 from admin.models import OutgoingMessage, TopicDescription, TopicKind, TopicList, TopicSpec, perm_text
 from admin.tui.fmt import ms_time, num
 from admin.tui.live import LiveScreen
-from admin.tui.screens.confirm import ConfirmScreen
-from admin.tui.screens.form import FormScreen
 from admin.tui.screens.groups import number
-from admin.tui.table import LiveTable, Row, selected_key
+from admin.tui.table import LiveTable, Row
 
 if TYPE_CHECKING:
     from admin.service import AdminService
@@ -167,26 +165,17 @@ class TopicsScreen(LiveScreen[TopicsView]):
 
     # -- actions (hidden with --read-only) ----------------------------------------------------------
     def _topic(self) -> str | None:
-        """The topic chosen (enter or a jump), else the one under the cursor; None, with a word why."""
-        topic = self.selected or selected_key(self.query_one("#topics", DataTable))
-        if topic is None:
-            self.notify("select a topic first", severity="warning")
-        return topic
+        return self.chosen(self.selected, "topics", "topic")
 
     def action_new(self) -> None:
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None or not values["name"]:
-                return
-            try:
+        def create(values: dict[str, str]) -> None:
+            if values["name"]:
                 queues = number(values["queues"], "queues")
-            except AdminError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            spec = TopicSpec(values["name"], queues, queues)
-            self.act(lambda s: s.topic_create(spec), lambda c: f"topic {c.topic} created")
+                spec = TopicSpec(values["name"], queues, queues)
+                self.act(lambda s: s.topic_create(spec), lambda c: f"topic {c.topic} created")
 
         fields = [("name", "Topic name", ""), ("queues", "Queues per broker (read and write)", "8")]
-        self.app.push_screen(FormScreen("New topic", fields), chosen)
+        self.ask("New topic", fields, create)
 
     def action_update(self) -> None:
         topic = self._topic()
@@ -196,19 +185,13 @@ class TopicsScreen(LiveScreen[TopicsView]):
             next((t for t in self.latest.topics.topics if t.name == topic), None) if self.latest else None
         )
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None:
-                return
-            try:
-                spec = TopicSpec(
-                    topic,
-                    number(values["read"], "read queues"),
-                    number(values["write"], "write queues"),
-                    number(values["perm"], "perm"),
-                )
-            except AdminError as exc:
-                self.notify(str(exc), severity="error")
-                return
+        def update(values: dict[str, str]) -> None:
+            spec = TopicSpec(
+                topic,
+                number(values["read"], "read queues"),
+                number(values["write"], "write queues"),
+                number(values["perm"], "perm"),
+            )
             self.act(lambda s: s.topic_update(spec), lambda c: f"topic {c.topic} updated")
 
         brokers = max(1, len(current.brokers)) if current else 1  # the list sums queues over brokers
@@ -217,28 +200,21 @@ class TopicsScreen(LiveScreen[TopicsView]):
             ("write", "Write queues per broker", str(current.write_queues // brokers if current else 8)),
             ("perm", "Permission: 6 read+write, 4 read, 2 write", str(current.perm or 6 if current else 6)),
         ]
-        self.app.push_screen(FormScreen(f"Update topic {topic}", fields), chosen)
+        self.ask(f"Update topic {topic}", fields, update)
 
     def action_delete(self) -> None:
         topic = self._topic()
         if topic is None:
             return
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.act(lambda s: s.topic_delete(topic), lambda d: f"topic {topic} deleted")
-
         text = f"Delete topic {topic} from its brokers and the NameServers (its messages become unreachable)."
-        self.app.push_screen(ConfirmScreen(text, topic), confirmed)
+        self.confirm(text, topic, lambda s: s.topic_delete(topic), lambda d: f"topic {topic} deleted")
 
     def action_send(self) -> None:
         topic = self._topic()
         if topic is None:
             return
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None:
-                return
+        def send(values: dict[str, str]) -> None:
             msg = OutgoingMessage(
                 topic, values["body"].encode(), values["tags"] or None, values["keys"].split()
             )
@@ -249,7 +225,7 @@ class TopicsScreen(LiveScreen[TopicsView]):
             ("tags", "Tags", ""),
             ("keys", "Keys (space separated)", ""),
         ]
-        self.app.push_screen(FormScreen(f"Send a test message to {topic}", fields), chosen)
+        self.ask(f"Send a test message to {topic}", fields, send)
 
     def action_toggle_kind(self, kind: str) -> None:
         self.kinds ^= {TopicKind(kind)}
@@ -264,14 +240,12 @@ class TopicsScreen(LiveScreen[TopicsView]):
         self.action_refresh_now()
 
     def focus_object(self, name: str) -> None:
-        table = self.query_one("#topics", DataTable)
         if self.latest is not None and all(
             t.name != name for t in self.latest.topics.topics if t.kind in self.kinds
         ):
             self.kinds = set(TopicKind)
             self.redraw()
-        if name in table.rows:
-            table.move_cursor(row=table.get_row_index(name))
+        self.query_one("#topics", LiveTable).move_to(name)
         self.select(name)
 
     def back(self) -> None:

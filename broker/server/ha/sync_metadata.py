@@ -145,7 +145,7 @@ class SlaveSynchronize:
             topics.table = {name: cfg for name, cfg in wrapper.topicConfigTable.items() if name}
             topics.data_version = wrapper.dataVersion
             topics.refresh_policies()
-            await broker.read(topics.persist)
+            topics.save()  # the broker's one saver of the file: a second writer would race its .tmp
             broker.registration.trigger()
         groups = broker.groups
         version = DataVersion.from_obj(groups_doc.get("dataVersion") or {})
@@ -153,7 +153,7 @@ class SlaveSynchronize:
             table = groups_doc.get("subscriptionGroupTable") or {}
             groups.table = {name: SubscriptionGroupConfig.from_obj(cfg) for name, cfg in table.items()}
             groups.data_version = version
-            await broker.read(groups.persist)
+            groups.save()
         for key, queues in decode_offset_file(offsets_doc).items():
             topic, _, group = key.rpartition("@")
             for queue_id, offset in queues.items():

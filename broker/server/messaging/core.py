@@ -7,23 +7,20 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from broker.protocol.codes import ResponseCode
 from broker.protocol.headers import EndTransactionRequestHeader
 from broker.protocol.javahash import tags_code
 from broker.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE, MessageRecord
 from broker.server.config import BrokerConfig
-from broker.server.consumer_offset import ConsumerOffsetManager
-from broker.server.long_polling import PullHoldService
 from broker.server.messaging.send import SendService
-from broker.server.pop_service import AckStatus, InFlight, InitMode, Popped, PopService
+from broker.server.pop_service import AckStatus, ConsumeParts, InFlight, InitMode, Popped, PopService
 from broker.server.rebalance_history import RebalanceHistory
-from broker.server.store_access import StoreAccess
-from broker.server.subscription_group import SubscriptionGroupManager, group_name_problem
-from broker.server.topic_config import PERM_READ, TopicConfigManager, topic_name_problem
+from broker.server.subscription_group import group_name_problem
+from broker.server.topic_config import PERM_READ, topic_name_problem
 from broker.store.consume_queue import Boundary
-from broker.store.message_store import GetResult, MessageStore
+from broker.store.message_store import GetResult
 
 log = logging.getLogger(__name__)
 
@@ -50,36 +47,17 @@ class Transactions(Protocol):
     def resume(self, offset: int) -> str | None: ...
 
 
-class BrokerParts(StoreAccess, Protocol):
+class BrokerParts(ConsumeParts, Protocol):
     """The parts of the broker the core uses."""
 
     @property
     def config(self) -> BrokerConfig: ...
 
     @property
-    def store(self) -> MessageStore: ...
-
-    @property
-    def topics(self) -> TopicConfigManager: ...
-
-    @property
-    def groups(self) -> SubscriptionGroupManager: ...
-
-    @property
-    def offsets(self) -> ConsumerOffsetManager: ...
-
-    @property
-    def holds(self) -> PullHoldService: ...
-
-    @property
     def rebalances(self) -> RebalanceHistory: ...
 
     @property
     def transactions(self) -> Transactions: ...
-
-    async def read_queue(
-        self, topic: str, queue_id: int, offset: int, fn: Callable[..., T], *args: Any
-    ) -> T: ...
 
 
 class ConsumeRejected(Exception):

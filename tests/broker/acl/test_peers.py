@@ -19,16 +19,14 @@ def _env(credentials: Credentials) -> dict[str, str]:
 
 
 def _produce(c: AclCluster, topic: str, credentials: Credentials, count: int = 3) -> object:
-    args = _producer_args(c.namesrv, topic, group="acl-ons-pg", count=count, tags=None, key_prefix=None,
-                          body="acl", body_size=0, delay_level=0, timeout=20)  # fmt: skip
+    args = _producer_args(c.namesrv, topic, 20, {"group": "acl-ons-pg", "count": count, "body": "acl"})
     return run_driver("alions", "alions_producer.js", args, timeout=20, env=_env(credentials))
 
 
 def test_alions_right_key_pair_sends_and_consumes(acl_cluster: AclCluster) -> None:
     install.ensure_ali_ons()
     c = acl_cluster
-    args = _consumer_args(c.namesrv, TOPIC, group="acl-ons-cg", tags="*", expect=3, timeout=60, fail_first=0,
-                          linger=0)  # fmt: skip
+    args = _consumer_args(c.namesrv, TOPIC, 60, {"group": "acl-ons-cg", "expect": 3})
     with start_driver(
         "alions", "alions_consumer.js", [*args, "--from", "first"], timeout=60, env=_env(APP)
     ) as con:
@@ -61,11 +59,10 @@ def test_alions_is_refused(acl_cluster: AclCluster, topic: str, credentials: Cre
 def test_cpp_producer_signs_with_its_key_pair(
     acl_cluster: AclCluster, tmp_path: Path, credentials: Credentials, sent: int
 ) -> None:
-    args = _producer_args(acl_cluster.namesrv, TOPIC, group="acl-cpp-pg", count=2, tags=None, key_prefix=None,
-                          body="acl", body_size=0, delay_level=0, timeout=20)  # fmt: skip
+    args = _producer_args(acl_cluster.namesrv, TOPIC, 20, {"group": "acl-cpp-pg", "count": 2, "body": "acl"})
     result = run_driver("cpp", "cpp_producer.py", args, timeout=20, home=tmp_path, env=_env(credentials))
-    assert len(result.sent) == sent  # type: ignore[attr-defined]
-    assert (result.returncode == 0) == (sent == 2)  # type: ignore[attr-defined]
+    assert len(result.sent) == sent
+    assert (result.returncode == 0) == (sent == 2)
 
 
 def test_python5_client_needs_credentials(acl_cluster: AclCluster, monkeypatch: pytest.MonkeyPatch) -> None:

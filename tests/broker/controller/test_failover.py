@@ -196,9 +196,6 @@ async def _controller_losses(tmp: Path) -> dict[str, object]:
         await cluster.stop()
 
 
-@pytest.mark.skip(
-    reason="known defect: three controllers sometimes never form the first SyncStateSet of all three brokers"
-)
 def test_three_controllers_survive_a_dead_leader_but_not_a_lost_majority(tmp_path: Path) -> None:
     figures = asyncio.run(asyncio.wait_for(_controller_losses(tmp_path), 400))
     assert figures["last_is_master"] is False

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.broker.grpc.conftest import GrpcCluster, run5
+from tests.broker.grpc.conftest import GrpcCluster, Run, run5
 from tests.peers import runner
 
 
@@ -16,40 +16,29 @@ def _bodies(events: list[dict[str, object]]) -> list[str]:
     return [str(e["body"]) for e in events]
 
 
+def send5(c: GrpcCluster, topic: str, *args: str, client: str = "py5") -> Run:
+    """A 5.x client's producer driver sending to ``topic`` over gRPC; fails the test unless it succeeds."""
+    script = "py5_producer.py" if client == "py5" else "node5_producer.js"
+    return run5(client, script, "--endpoints", c.endpoints, "--topic", topic, *args).check()
+
+
+def receive5(
+    c: GrpcCluster, topic: str, group: str, expect: int, *args: str, client: str = "py5", kind: str = "simple"
+) -> Run:
+    """A 5.x client's ``kind`` (simple or push) consumer driver run until ``expect`` messages came."""
+    script = f"py5_{kind}_consumer.py" if client == "py5" else f"node5_{kind}_consumer.js"
+    common = ["--endpoints", c.endpoints, "--topic", topic, "--group", group, "--expect", str(expect)]
+    return run5(client, script, *common, *args)
+
+
 def test_python_producer_tags_keys_to_simple_consumer(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Normal")
-    sent = run5(
-        "py5",
-        "py5_producer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Normal",
-        "--count",
-        "4",
-        "--tag",
-        "TagA",
-        "--key-prefix",
-        "key-",
-        "--property",
-        "color=blue",
-    ).check()
+    sent = send5(
+        c, "G5Normal", "--count", "4", "--tag", "TagA", "--key-prefix", "key-", "--property", "color=blue"
+    )
     assert len(sent.of("sent")) == 4
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Normal",
-        "--group",
-        "G5Simple",
-        "--expect",
-        "4",
-        "--tag",
-        "TagA",
-    ).check()
+    got = receive5(c, "G5Normal", "G5Simple", 4, "--tag", "TagA").check()
     received = got.of("received")
     assert sorted(_bodies(received)) == [f"py5-{i}" for i in range(4)]
     assert {e["tag"] for e in received} == {"TagA"}
@@ -65,26 +54,9 @@ def test_python_producer_tags_keys_to_simple_consumer(grpc_cluster: GrpcCluster)
 def test_redelivery_after_invisible_time(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Redeliver", queues=2)
-    run5(
-        "py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Redeliver", "--count", "2"
-    ).check()
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Redeliver",
-        "--group",
-        "G5Redeliver",
-        "--expect",
-        "2",
-        "--mode",
-        "redeliver",
-        "--invisible",
-        "2",
-        "--timeout",
-        "30",
+    send5(c, "G5Redeliver", "--count", "2")
+    got = receive5(
+        c, "G5Redeliver", "G5Redeliver", 2, "--mode", "redeliver", "--invisible", "2", "--timeout", "30"
     ).check()
     attempts: dict[str, list[int]] = defaultdict(list)
     for e in got.of("received"):
@@ -95,25 +67,10 @@ def test_redelivery_after_invisible_time(grpc_cluster: GrpcCluster) -> None:
 def test_change_invisible_duration(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Change", queues=1)
-    run5("py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Change", "--count", "1").check()
+    send5(c, "G5Change", "--count", "1")
     started = time.monotonic()
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Change",
-        "--group",
-        "G5Change",
-        "--expect",
-        "1",
-        "--mode",
-        "change",
-        "--invisible",
-        "60",
-        "--timeout",
-        "30",
+    got = receive5(
+        c, "G5Change", "G5Change", 1, "--mode", "change", "--invisible", "60", "--timeout", "30"
     ).check()
     assert [e["delivery_attempt"] for e in got.of("received")] == [1, 2]
     assert len(got.of("changed")) == 1
@@ -123,34 +80,8 @@ def test_change_invisible_duration(grpc_cluster: GrpcCluster) -> None:
 def test_fifo_topic_delivers_message_groups_in_order(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Fifo", queues=2, message_type="FIFO")
-    run5(
-        "py5",
-        "py5_producer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Fifo",
-        "--count",
-        "8",
-        "--kind",
-        "fifo",
-        "--message-groups",
-        "2",
-    ).check()
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Fifo",
-        "--group",
-        "G5Fifo",
-        "--expect",
-        "8",
-        "--batch",
-        "4",
-    ).check()
+    send5(c, "G5Fifo", "--count", "8", "--kind", "fifo", "--message-groups", "2")
+    got = receive5(c, "G5Fifo", "G5Fifo", 8, "--batch", "4").check()
     per_group: dict[str, list[int]] = defaultdict(list)
     for e in got.of("received"):
         per_group[str(e["message_group"])].append(int(str(e["body"]).split("-")[1]))
@@ -160,35 +91,9 @@ def test_fifo_topic_delivers_message_groups_in_order(grpc_cluster: GrpcCluster) 
 def test_delay_message_by_delivery_timestamp(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Delay", queues=1, message_type="DELAY")
-    sent = run5(
-        "py5",
-        "py5_producer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Delay",
-        "--count",
-        "1",
-        "--kind",
-        "delay",
-        "--delay-ms",
-        "3000",
-    ).check()
+    sent = send5(c, "G5Delay", "--count", "1", "--kind", "delay", "--delay-ms", "3000")
     sent_at = float(sent.of("sent")[0]["t"])
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Delay",
-        "--group",
-        "G5Delay",
-        "--expect",
-        "1",
-        "--timeout",
-        "30",
-    ).check()
+    got = receive5(c, "G5Delay", "G5Delay", 1, "--timeout", "30").check()
     (msg,) = got.of("received")
     assert float(msg["t"]) - sent_at >= 2.5
     assert msg["delivery_timestamp"]
@@ -212,22 +117,21 @@ def _update_broker_config(c: GrpcCluster, values: dict[str, str]) -> None:
 def test_python_producer_recalls_delay_messages(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Recall", queues=1, message_type="DELAY")
-    base = ["--endpoints", c.endpoints, "--topic", "G5Recall", "--kind", "delay"]
     # recallMessageEnable is off by default: the client is told recall is forbidden (the message is
     # due long after this test, so it stays out of the counts below)
-    refused = run5("py5", "py5_producer.py", *base, "--delay-ms", "600000", "--recall").check()
+    refused = send5(c, "G5Recall", "--kind", "delay", "--delay-ms", "600000", "--recall")
     (error,) = refused.of("recall_error")
     assert "recallMessageEnable" in error["error"], error
-    args = [*base, "--delay-ms", "3000"]
+    args = ["--kind", "delay", "--delay-ms", "3000"]
     _update_broker_config(c, {"recallMessageEnable": "true"})
     try:
-        recalled = run5("py5", "py5_producer.py", *args, "--count", "2", "--recall").check()
+        recalled = send5(c, "G5Recall", *args, "--count", "2", "--recall")
     finally:
         _update_broker_config(c, {"recallMessageEnable": "false"})
     ids = [e["message_id"] for e in recalled.of("sent")]
     assert [e["message_id"] for e in recalled.of("recalled")] == ids
     assert all(e["recall_handle"] for e in recalled.of("sent"))
-    kept = run5("py5", "py5_producer.py", *args, "--count", "1", "--body-prefix", "kept-").check()
+    kept = send5(c, "G5Recall", *args, "--count", "1", "--body-prefix", "kept-")
     # the kept message is due after the recalled ones: once it is in the topic, they were dropped
     deadline = time.monotonic() + 30
     while c.max_offset("G5Recall") < 1:
@@ -242,12 +146,8 @@ def test_transactional_producer(grpc_cluster: GrpcCluster, mode: str) -> None:
     c = grpc_cluster
     topic = f"G5Tx{mode.replace('-', '')}"
     c.create_topic(topic, queues=1, message_type="TRANSACTION")
-    sent = run5(
-        "py5",
-        "py5_producer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
+    sent = send5(
+        c,
         topic,
         "--count",
         "1",
@@ -257,23 +157,10 @@ def test_transactional_producer(grpc_cluster: GrpcCluster, mode: str) -> None:
         mode,
         "--linger",
         "15" if mode.startswith("check") else "0",
-    ).check()
+    )
     if mode.startswith("check"):
         assert sent.of("checked"), "the broker never asked the checker"
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        topic,
-        "--group",
-        f"G5Tx{mode}",
-        "--expect",
-        "1",
-        "--timeout",
-        "4" if mode == "rollback" else "20",
-    )
+    got = receive5(c, topic, f"G5Tx{mode}", 1, "--timeout", "4" if mode == "rollback" else "20")
     if mode == "rollback":
         assert not got.of("received")
     else:
@@ -284,21 +171,8 @@ def test_transactional_producer(grpc_cluster: GrpcCluster, mode: str) -> None:
 def test_push_consumer_consumes_everything(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Push")
-    run5("py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5Push", "--count", "6").check()
-    got = run5(
-        "py5",
-        "py5_push_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Push",
-        "--group",
-        "G5Push",
-        "--expect",
-        "6",
-        "--timeout",
-        "30",
-    ).check()
+    send5(c, "G5Push", "--count", "6")
+    got = receive5(c, "G5Push", "G5Push", 6, "--timeout", "30", kind="push").check()
     assert sorted(set(_bodies(got.of("consumed")))) == [f"py5-{i}" for i in range(6)]
 
 
@@ -307,24 +181,8 @@ def test_push_consumer_failures_end_in_dead_letter_queue(grpc_cluster: GrpcClust
     c.create_topic("G5PushFail", queues=1)
     policy = {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 1000, 1000]}}
     c.create_group("G5PushFail", retryMaxTimes=2, groupRetryPolicy=policy)
-    run5(
-        "py5", "py5_producer.py", "--endpoints", c.endpoints, "--topic", "G5PushFail", "--count", "2"
-    ).check()
-    got = run5(
-        "py5",
-        "py5_push_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5PushFail",
-        "--group",
-        "G5PushFail",
-        "--expect",
-        "2",
-        "--fail",
-        "--timeout",
-        "9",
-    ).check()
+    send5(c, "G5PushFail", "--count", "2")
+    got = receive5(c, "G5PushFail", "G5PushFail", 2, "--fail", "--timeout", "9", kind="push").check()
     attempts: dict[str, set[int]] = defaultdict(set)
     for e in got.of("consumed"):
         attempts[str(e["body"])].add(int(e["delivery_attempt"]))
@@ -338,35 +196,9 @@ def test_push_consumer_failures_end_in_dead_letter_queue(grpc_cluster: GrpcClust
 def test_node_producer_and_simple_consumer(grpc_cluster: GrpcCluster) -> None:
     c = grpc_cluster
     c.create_topic("G5Node")
-    sent = run5(
-        "node5",
-        "node5_producer.js",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Node",
-        "--count",
-        "3",
-        "--tag",
-        "NodeTag",
-        "--key-prefix",
-        "nk",
-    ).check()
+    sent = send5(c, "G5Node", "--count", "3", "--tag", "NodeTag", "--key-prefix", "nk", client="node5")
     assert len(sent.of("sent")) == 3
-    got = run5(
-        "node5",
-        "node5_simple_consumer.js",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Node",
-        "--group",
-        "G5Node",
-        "--expect",
-        "3",
-        "--tag",
-        "NodeTag",
-    ).check()
+    got = receive5(c, "G5Node", "G5Node", 3, "--tag", "NodeTag", client="node5").check()
     received = got.of("received")
     assert sorted(_bodies(received)) == ["node5-0", "node5-1", "node5-2"]
     assert {e["tag"] for e in received} == {"NodeTag"}
@@ -377,20 +209,7 @@ def test_grpc_to_remoting_and_back(grpc_cluster: GrpcCluster) -> None:
     c.create_topic("G5Cross")
     c.wait_routed("G5Cross")
     # gRPC (Python 5.x) -> remoting (ali-ons push consumer)
-    run5(
-        "py5",
-        "py5_producer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Cross",
-        "--count",
-        "3",
-        "--tag",
-        "X",
-        "--body-prefix",
-        "grpc-",
-    ).check()
+    send5(c, "G5Cross", "--count", "3", "--tag", "X", "--body-prefix", "grpc-")
     consumed = runner.run_alions_consumer(c.namesrv, "G5Cross", group="G5CrossOns", expect=3, timeout=40)
     consumed.check()
     assert sorted(m.body for m in consumed.consumed) == [b"grpc-0", b"grpc-1", b"grpc-2"]
@@ -398,33 +217,9 @@ def test_grpc_to_remoting_and_back(grpc_cluster: GrpcCluster) -> None:
     c.create_topic("G5Cross2")
     c.wait_routed("G5Cross2")
     runner.run_alions_producer(c.namesrv, "G5Cross2", count=3, tags="Y", body="ons").check()
-    got = run5(
-        "py5",
-        "py5_simple_consumer.py",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Cross2",
-        "--group",
-        "G5X2",
-        "--expect",
-        "3",
-        "--tag",
-        "Y",
-    ).check()
+    got = receive5(c, "G5Cross2", "G5X2", 3, "--tag", "Y").check()
     assert len(got.of("received")) == 3 and {e["tag"] for e in got.of("received")} == {"Y"}
-    got = run5(
-        "node5",
-        "node5_simple_consumer.js",
-        "--endpoints",
-        c.endpoints,
-        "--topic",
-        "G5Cross2",
-        "--group",
-        "G5X2Node",
-        "--expect",
-        "3",
-    ).check()
+    got = receive5(c, "G5Cross2", "G5X2Node", 3, client="node5").check()
     assert len(got.of("received")) == 3
 
 
@@ -455,10 +250,7 @@ def test_one_pop_group_over_remoting_and_grpc(grpc_cluster: GrpcCluster) -> None
         return [m.body.decode() for m in (first, second)]
 
     assert c.loop.run(receive_two()) == ["acked-over-remoting", "handed-back"]
-    got = run5(
-        "py5", "py5_simple_consumer.py", "--endpoints", c.endpoints, "--topic", "G5Shared",
-        "--group", "G5SharedGroup", "--expect", "1", "--timeout", "30",
-    ).check()  # fmt: skip
+    got = receive5(c, "G5Shared", "G5SharedGroup", 1, "--timeout", "30").check()
     received = got.of("received")
     assert [(e["body"], e["delivery_attempt"]) for e in received] == [("handed-back", 2)]
 

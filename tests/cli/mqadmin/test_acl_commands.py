@@ -3,8 +3,6 @@ updateGlobalWhiteAddr, getAclConfig) against a NameServer + broker with ACL on, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import pytest
 
 from broker.acl import config as acl_config
 from tests.broker.acl.conftest import ACL_YAML, ADMIN, SECRETS, AclCluster, seed, start_node
-from tests.cli.mqadmin.conftest import Run
+from tests.cli.mqadmin.conftest import Run, captured
 
 Mqadmin = Callable[..., Run]
 
@@ -40,13 +38,7 @@ def mqadmin(cluster: AclCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.setenv("RMQ_ACCESS_KEY", ADMIN.access_key)
     monkeypatch.setenv("RMQ_SECRET_KEY", ADMIN.secret_key)
 
-    def invoke(*args: object) -> Run:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([str(a) for a in args])
-        return Run(code, out.getvalue(), err.getvalue())
-
-    return invoke
+    return lambda *args: captured(main, *args)
 
 
 def _failed_with_one_line(run: Run, code: int, *needles: str) -> None:

@@ -4,9 +4,7 @@ sent and consumed by traced SDK clients."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import io
 import json
 import re
 import time
@@ -17,13 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeFrom, Message, MessageExt, Producer, PushConsumer
-from broker.namesrv.config import NamesrvConfig
-from broker.node import Node, NodePlan
+from broker.node import Node
 from broker.protocol.trace import TRACE_TOPIC
-from broker.server.config import BrokerConfig
-from broker.store.config import StoreConfig
-from tests.cli.mqadmin.conftest import Run
-from tests.cli.online.conftest import Cluster, _start_loop
+from tests.cli.mqadmin.conftest import Run, captured
+from tests.cli.online.conftest import Cluster, _start_loop, node_plan
 
 if TYPE_CHECKING:
     from admin.models.traces import TraceEntry
@@ -41,20 +36,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     from admin.models import TopicSpec
     from admin.service import AdminService
 
-    store = tmp_path_factory.mktemp("trace-store")
-    plan = NodePlan(
-        namesrv=NamesrvConfig(
-            listen_port=0, kv_config_path=store / "kv.json", config_store_path=store / "namesrv.properties"
-        ),
-        broker=BrokerConfig(
-            broker_name="broker-a", listen_host="127.0.0.1", listen_port=0, http_port=0, ha_listen_port=0,
-            grpc_port=-1,
-        ),
-        store=StoreConfig(
-            store_path=store, mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue_units=1000,
-            max_hash_slot_num=1000, max_index_num=4000,
-        ),
-    )  # fmt: skip
+    plan = node_plan(tmp_path_factory.mktemp("trace-store"), http=False, ha_listen_port=0, grpc_port=-1)
     node = Node(plan)
     loop = _start_loop()
 
@@ -110,13 +92,7 @@ def rmq(node: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Calla
     monkeypatch.setenv("RMQ_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("NAMESRV_ADDR", node.namesrv)
 
-    def invoke(*args: str) -> Run:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-        return Run(code, out.getvalue(), err.getvalue())
-
-    return invoke
+    return lambda *args: captured(main, *args)
 
 
 def _line(*cells: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -106,15 +107,18 @@ def _start_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def node_plan(store: Path) -> NodePlan:
-    """A NameServer and broker ``broker-a`` on free loopback ports, keeping everything in ``store``."""
+def node_plan(store: Path, *, http: bool = True, **broker: Any) -> NodePlan:
+    """A NameServer and broker ``broker-a`` on free loopback ports, keeping everything in ``store``;
+    ``broker`` overrides settings of the broker (``grpc_port=-1`` ...), ``http`` the HTTP endpoint."""
     return NodePlan(
         namesrv=NamesrvConfig(
             listen_port=0,
             kv_config_path=store / "namesrv" / "kvConfig.json",
             config_store_path=store / "namesrv" / "namesrv.properties",
         ),
-        broker=BrokerConfig(broker_name="broker-a", listen_host="127.0.0.1", listen_port=0, http_port=0),
+        broker=BrokerConfig(
+            broker_name="broker-a", listen_host="127.0.0.1", listen_port=0, http_port=0, **broker
+        ),
         store=StoreConfig(
             store_path=store,
             mapped_file_size_commit_log=1 << 20,
@@ -123,33 +127,29 @@ def node_plan(store: Path) -> NodePlan:
             max_index_num=4000,
         ),
         http_host="127.0.0.1",
-        http_port=0,
+        http_port=0 if http else None,
     )
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One node for the whole session with topic ``Orders`` (4 queues, 12 messages) and group
-    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat)."""
+@contextlib.contextmanager
+def seeded_cluster(plan: NodePlan) -> Iterator[Cluster]:
+    """``plan`` running on a loop of its own, with topic ``Orders`` (4 queues, 12 messages) and group
+    ``orders-cg`` (offsets committed up to 2 per queue, online through a heartbeat); stopped on exit."""
+    from admin.models import GroupSpec, TopicSpec
     from admin.service import AdminService
+    from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 
-    store = tmp_path_factory.mktemp("online-store")
-    node = Node(node_plan(store))
+    node = Node(plan)
     loop = _start_loop()
-    client_box: list[RemotingClient] = []
+    client = RemotingClient()
 
     async def setup() -> tuple[list[SendMessageResponseHeader], list[str]]:
         await node.start()
         assert node.namesrv is not None and node.broker is not None
-        namesrv = f"127.0.0.1:{node.namesrv.port}"
-        async with AdminService([namesrv], 10) as service:
+        async with AdminService([f"127.0.0.1:{node.namesrv.port}"], 10) as service:
             await service.wait_ready(20)
-            from admin.models import GroupSpec, TopicSpec
-
             await service.topic_create(TopicSpec(TOPIC, 4, 4))
             await service.group_create(GroupSpec(GROUP))
-        client = RemotingClient()
-        client_box.append(client)
         gen = UniqKeyGenerator()
         sent, keys = [], []
         for i in range(MESSAGES):
@@ -161,8 +161,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                     TAGS="even" if i % 2 == 0 else "odd", KEYS=f"order-{i} all", UNIQ_KEY=key,
                 )
             )  # fmt: skip
-        from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
-
         for qid in range(4):
             header = UpdateConsumerOffsetRequestHeader(
                 consumerGroup=GROUP, topic=TOPIC, queueId=qid, commitOffset=2
@@ -175,29 +173,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         return sent, keys
 
     sent, keys = asyncio.run_coroutine_threadsafe(setup(), loop).result(60)
-    assert node.namesrv is not None and node.broker is not None and node.http is not None
+    assert node.namesrv is not None and node.broker is not None
     beating = asyncio.run_coroutine_threadsafe(
-        keep_heartbeating(client_box[0], node.broker.address, "10.0.0.9@test", GROUP, TOPIC), loop
+        keep_heartbeating(client, node.broker.address, "10.0.0.9@test", GROUP, TOPIC), loop
     )
-    yield Cluster(
-        node,
-        loop,
-        f"127.0.0.1:{node.namesrv.port}",
-        node.broker.address,
-        f"127.0.0.1:{node.http.port}",
-        sent,
-        keys,
-    )
-
+    http = "" if node.http is None else f"127.0.0.1:{node.http.port}"
+    yield Cluster(node, loop, f"127.0.0.1:{node.namesrv.port}", node.broker.address, http, sent, keys)
     beating.cancel()
 
     async def teardown() -> None:
-        for c in client_box:
-            await c.close()
+        await client.close()
         await node.stop()
 
     asyncio.run_coroutine_threadsafe(teardown(), loop).result(60)
     loop.call_soon_threadsafe(loop.stop)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One node for the whole session, with its HTTP endpoint and the data of :func:`seeded_cluster`."""
+    with seeded_cluster(node_plan(tmp_path_factory.mktemp("online-store"))) as running:
+        assert running.http
+        yield running
 
 
 @pytest.fixture
@@ -208,6 +205,12 @@ def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("NAMESRV_ADDR", "RMQ_PROFILE", "RMQ_OUTPUT", "RMQ_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     return path
+
+
+def json_out(result: Result) -> Any:
+    """The JSON a successful ``rmq … -o json`` printed."""
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
 
 
 @pytest.fixture

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import Result
 
-from tests.cli.online.conftest import Cluster
+from tests.cli.online.conftest import Cluster, json_out
 
 Rmq = Callable[..., Result]
 PASSWORD = "pw-Auth-91xq"
 OTHER_PASSWORD = "pw-Other-37kd"
-
-
-def _json(result: Result) -> Any:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def _failed(result: Result, code: int, *needles: str) -> None:
@@ -39,17 +32,17 @@ def ns(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
 def test_user_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tuple[str, ...],
                                             tmp_path: Path) -> None:  # fmt: skip
     created = rmq("auth", "user", "create", "cli-alice", "--password-env", "AUTH_TEST_PW", *ns, "-o", "json")
-    assert _json(created) == {"username": "cli-alice", "action": "created", "targets": [cluster.broker]}
+    assert json_out(created) == {"username": "cli-alice", "action": "created", "targets": [cluster.broker]}
     secret = tmp_path / "pw.txt"
     secret.write_text(OTHER_PASSWORD + "\n")
     root = rmq("auth", "user", "create", "cli-root", "--password-file", secret, "--type", "super", *ns)
     assert root.exit_code == 0, root.output
     assert "cli-root" in root.stdout and "created on" in root.stdout
 
-    got = _json(rmq("auth", "user", "get", "cli-alice", *ns, "-o", "json"))
+    got = json_out(rmq("auth", "user", "get", "cli-alice", *ns, "-o", "json"))
     alice = {"username": "cli-alice", "userType": "Normal", "userStatus": "enable"}
     assert got == [{"broker": "broker-a", "address": cluster.broker, "users": [alice]}]
-    [view] = _json(rmq("auth", "user", "list", "--filter", "cli-", *ns, "-o", "json"))
+    [view] = json_out(rmq("auth", "user", "list", "--filter", "cli-", *ns, "-o", "json"))
     assert {u["username"]: u["userType"] for u in view["users"]} == {
         "cli-alice": "Normal",
         "cli-root": "Super",
@@ -61,7 +54,7 @@ def test_user_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tupl
         "auth", "user", "update", "cli-alice", "--status", "DISABLE", "--password-file", secret, *ns
     )
     assert updated.exit_code == 0, updated.output
-    [view] = _json(rmq("auth", "user", "get", "cli-alice", *ns, "-o", "json"))
+    [view] = json_out(rmq("auth", "user", "get", "cli-alice", *ns, "-o", "json"))
     assert view["users"][0]["userStatus"] == "disable"
 
     everything = "".join(
@@ -69,7 +62,7 @@ def test_user_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tupl
     )
     assert PASSWORD not in everything and OTHER_PASSWORD not in everything
 
-    deleted = _json(rmq("auth", "user", "delete", "cli-alice", "--yes", *ns, "-o", "json"))
+    deleted = json_out(rmq("auth", "user", "delete", "cli-alice", "--yes", *ns, "-o", "json"))
     assert deleted == {"username": "cli-alice", "action": "deleted", "targets": [cluster.broker]}
     _failed(rmq("auth", "user", "get", "cli-alice", *ns), 1, "cli-alice")
     _failed(rmq("auth", "user", "delete", "cli-alice", "--yes", *ns), 1, "cli-alice")
@@ -101,10 +94,10 @@ def test_acl_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tuple
     assert rmq("auth", "user", "create", "cli-bob", "--password-env", "AUTH_TEST_PW", *ns).exit_code == 0
     created = rmq("auth", "acl", "create", "User:cli-bob", "-r", "topic:Orders,Group:orders-*", "-a", "pub",
                   "-a", "Sub", "-d", "allow", "-i", "10.0.0.0/8", *ns, "-o", "json")  # fmt: skip
-    assert _json(created) == {"subject": "User:cli-bob", "action": "created", "targets": [cluster.broker],
+    assert json_out(created) == {"subject": "User:cli-bob", "action": "created", "targets": [cluster.broker],
                               "resource": None}  # fmt: skip
 
-    [view] = _json(rmq("auth", "acl", "get", "cli-bob", *ns, "-o", "json"))  # a bare name is a user
+    [view] = json_out(rmq("auth", "acl", "get", "cli-bob", *ns, "-o", "json"))  # a bare name is a user
     assert (view["broker"], view["address"]) == ("broker-a", cluster.broker)
     [acl] = view["acls"]
     assert acl["subject"] == "User:cli-bob"
@@ -119,13 +112,13 @@ def test_acl_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tuple
         "auth", "acl", "update", "User:cli-bob", "-r", "Topic:Orders", "-a", "Sub", "-d", "Deny", *ns
     )
     assert changed.exit_code == 0 and "updated on" in changed.stdout, changed.output
-    [view] = _json(rmq("auth", "acl", "get", "User:cli-bob", *ns, "-o", "json"))
+    [view] = json_out(rmq("auth", "acl", "get", "User:cli-bob", *ns, "-o", "json"))
     entries = {e["resource"]: e for p in view["acls"][0]["policies"] for e in p["entries"]}
     assert entries["Topic:Orders"]["actions"] == ["Sub"] and entries["Topic:Orders"]["decision"] == "Deny"
     assert entries["Topic:Orders"]["sourceIps"] == []
     assert entries["Group:orders-*"]["decision"] == "Allow"  # the other entry stays
 
-    [listed] = _json(rmq("auth", "acl", "list", "-s", "cli-bob", "-r", "Group", *ns, "-o", "json"))
+    [listed] = json_out(rmq("auth", "acl", "list", "-s", "cli-bob", "-r", "Group", *ns, "-o", "json"))
     assert [e["resource"] for a in listed["acls"] for p in a["policies"] for e in p["entries"]] == [
         "Group:orders-*"
     ]
@@ -135,10 +128,12 @@ def test_acl_create_get_list_update_delete(cluster: Cluster, rmq: Rmq, ns: tuple
         for line in text.stdout.splitlines()
     ), text.stdout
 
-    one = _json(rmq("auth", "acl", "delete", "cli-bob", "-r", "group:orders-*", "--yes", *ns, "-o", "json"))
+    one = json_out(
+        rmq("auth", "acl", "delete", "cli-bob", "-r", "group:orders-*", "--yes", *ns, "-o", "json")
+    )
     assert one == {"subject": "User:cli-bob", "action": "deleted", "targets": [cluster.broker],
                    "resource": "Group:orders-*"}  # fmt: skip
-    [view] = _json(rmq("auth", "acl", "get", "cli-bob", *ns, "-o", "json"))
+    [view] = json_out(rmq("auth", "acl", "get", "cli-bob", *ns, "-o", "json"))
     assert [e["resource"] for p in view["acls"][0]["policies"] for e in p["entries"]] == ["Topic:Orders"]
     assert rmq("auth", "acl", "delete", "cli-bob", "--yes", *ns).exit_code == 0
     _failed(rmq("auth", "acl", "get", "cli-bob", *ns), 1, "cli-bob")
@@ -174,14 +169,14 @@ def test_copy_onto_a_broker_that_has_them(cluster: Cluster, rmq: Rmq, ns: tuple[
     acl = ("auth", "acl", "create", "cli-dan", "-r", "Topic:Orders", "-a", "Get", "-d", "Allow", *ns)
     assert rmq(*acl).exit_code == 0
     where = ("--from", cluster.broker, "--to", cluster.broker, *ns, "-o", "json")
-    users = _json(rmq("auth", "user", "copy", "cli-dan", "cli-nobody", *where))
+    users = json_out(rmq("auth", "user", "copy", "cli-dan", "cli-nobody", *where))
     assert users == {
         "source": cluster.broker,
         "target": cluster.broker,
         "created": [],
         "updated": ["cli-dan"],
     }
-    acls = _json(rmq("auth", "acl", "copy", "cli-dan", *where))
+    acls = json_out(rmq("auth", "acl", "copy", "cli-dan", *where))
     assert acls == {
         "source": cluster.broker,
         "target": cluster.broker,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import re
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import RequestCode
 from broker.protocol.headers import UpdateConsumerOffsetRequestHeader
 from broker.protocol.remoting import make_request
-from tests.cli.online.conftest import Cluster, send
+from tests.cli.online.conftest import Cluster, json_out, send
 
 Rmq = Callable[..., Result]
 pytestmark = pytest.mark.servers
@@ -58,16 +57,10 @@ def lagging(cluster: Cluster) -> float:
     return cluster.call(setup())
 
 
-def _json(result: Result) -> dict[str, object]:
-    assert result.exit_code == 0, result.output
-    doc: dict[str, object] = json.loads(result.stdout)
-    return doc
-
-
 def test_group_list_shows_messages_and_time_behind(cluster: Cluster, rmq: Rmq, lagging: float) -> None:
     groups = {
-        g["name"]: g for g in _json(rmq("group", "list", "-n", cluster.namesrv, "-o", "json"))["groups"]
-    }  # type: ignore[attr-defined]
+        g["name"]: g for g in json_out(rmq("group", "list", "-n", cluster.namesrv, "-o", "json"))["groups"]
+    }
     mine = groups[GROUP]
     waited_ms = (time.time() - lagging) * 1000
     assert mine["lag"] == 2 and 0 < mine["lagMs"] <= waited_ms + 1000
@@ -78,10 +71,10 @@ def test_group_list_shows_messages_and_time_behind(cluster: Cluster, rmq: Rmq, l
 
 def test_group_lag_all_and_its_limits(cluster: Cluster, rmq: Rmq, lagging: float) -> None:
     ns = ("-n", cluster.namesrv)
-    every = _json(rmq("group", "lag", "--all", *ns, "-o", "json"))
-    assert GROUP in [g["name"] for g in every["groups"]]  # type: ignore[attr-defined]
-    one = _json(rmq("group", "lag", GROUP, "-t", TOPIC, *ns, "-o", "json"))
-    behind = [q for q in one["queues"] if q["diff"]]  # type: ignore[attr-defined]
+    every = json_out(rmq("group", "lag", "--all", *ns, "-o", "json"))
+    assert GROUP in [g["name"] for g in every["groups"]]
+    one = json_out(rmq("group", "lag", GROUP, "-t", TOPIC, *ns, "-o", "json"))
+    behind = [q for q in one["queues"] if q["diff"]]
     assert [(q["queueId"], q["diff"]) for q in behind] == [(0, 2)] and behind[0]["lagMs"] > 0
     assert one["lagMs"] == behind[0]["lagMs"]
     over = rmq("group", "lag", "--all", "--max-lag", "1", *ns)

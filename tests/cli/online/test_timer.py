@@ -3,10 +3,8 @@ time, cancelled by message id or key without a recall handle, and a cancelled ti
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from typer.testing import Result
@@ -14,7 +12,7 @@ from typer.testing import Result
 from broker.client.remoting_client import RemotingClient
 from broker.protocol.msgid import UniqKeyGenerator
 from tests.broker.server.delivery.conftest import pull_all
-from tests.cli.online.conftest import TOPIC, Cluster, send
+from tests.cli.online.conftest import TOPIC, Cluster, json_out, send
 
 pytestmark = pytest.mark.servers
 
@@ -41,11 +39,6 @@ def _park(cluster: Cluster, delays_ms: list[int], key: str) -> list[str]:
     return ids
 
 
-def _json(result: Result) -> Any:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 def _delivered(cluster: Cluster, ids: list[str]) -> list[str]:
     async def go() -> list[str]:
         client = RemotingClient()
@@ -64,7 +57,7 @@ def test_list_and_cancel_by_id_and_key(cluster: Cluster, rmq: Rmq) -> None:
     ids = _park(cluster, [600_000, 601_000, 602_000, SOON_MS], "batch-a")
     deadline = time.monotonic() + 60
     while True:  # stored, then on the broker's wheel a moment later (longer on a busy machine)
-        listed = _json(rmq("timer", "list", "-t", TOPIC, "--from", "+1m", *ns))
+        listed = json_out(rmq("timer", "list", "-t", TOPIC, "--from", "+1m", *ns))
         far = [t for t in listed["timers"] if t["msgId"] in ids]
         if len(far) >= 3 or time.monotonic() > deadline:
             break
@@ -72,15 +65,15 @@ def test_list_and_cancel_by_id_and_key(cluster: Cluster, rmq: Rmq) -> None:
     assert [t["msgId"] for t in far] == ids[:3]  # by due time; the one due soon is outside --from
     assert far[0]["keys"] == f"batch-a {ids[0]}" and far[0]["queueId"] == QUEUE and far[0]["topic"] == TOPIC
     assert far[0]["deliverTimestamp"] >= int(time.time() * 1000) + 590_000
-    assert _json(rmq("timer", "list", "-t", TOPIC, "--limit", "1", *ns))["more"] is True
+    assert json_out(rmq("timer", "list", "-t", TOPIC, "--limit", "1", *ns))["more"] is True
 
-    by_id = _json(rmq("timer", "cancel", TOPIC, "--id", ids[0], "-y", *ns))
+    by_id = json_out(rmq("timer", "cancel", TOPIC, "--id", ids[0], "-y", *ns))
     assert [t["msgId"] for t in by_id["cancelled"]] == [ids[0]]
-    by_key = _json(rmq("timer", "cancel", TOPIC, "--key", ids[1], "-y", *ns))
+    by_key = json_out(rmq("timer", "cancel", TOPIC, "--key", ids[1], "-y", *ns))
     assert [t["msgId"] for t in by_key["cancelled"]] == [ids[1]]
-    soon = _json(rmq("timer", "cancel", TOPIC, "--id", ids[3], "-y", *ns))
+    soon = json_out(rmq("timer", "cancel", TOPIC, "--id", ids[3], "-y", *ns))
     assert [t["msgId"] for t in soon["cancelled"]] == [ids[3]]
-    left = _json(rmq("timer", "list", "-t", TOPIC, *ns))
+    left = json_out(rmq("timer", "list", "-t", TOPIC, *ns))
     assert [t["msgId"] for t in left["timers"] if t["msgId"] in ids] == [ids[2]]
 
     again = rmq("timer", "cancel", TOPIC, "--id", ids[0], "-y", *ns)

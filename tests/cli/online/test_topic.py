@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from typer.testing import Result
 
-from tests.cli.online.conftest import MESSAGES, TOPIC, Cluster
+from tests.cli.online.conftest import MESSAGES, TOPIC, Cluster, json_out
 
 Rmq = Callable[..., Result]
 
 
-def _json(result: Result) -> dict[str, object]:
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
-    assert isinstance(doc, dict)
-    return doc
-
-
 def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq) -> None:
-    doc = _json(rmq("topic", "list", "-n", cluster.namesrv, "-o", "json"))
-    topics = {t["name"]: t for t in doc["topics"]}  # type: ignore[attr-defined]
+    doc = json_out(rmq("topic", "list", "-n", cluster.namesrv, "-o", "json"))
+    topics = {t["name"]: t for t in doc["topics"]}
     assert topics[TOPIC] == {
         "name": TOPIC,
         "kind": "normal",
@@ -34,8 +26,8 @@ def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq)
         "attributes": {},
     }
     assert {t["kind"] for t in topics.values()} == {"normal"}
-    every = _json(rmq("topic", "list", "-a", "-n", cluster.namesrv, "-o", "json"))
-    kinds = {t["name"]: t["kind"] for t in every["topics"]}  # type: ignore[attr-defined]
+    every = json_out(rmq("topic", "list", "-a", "-n", cluster.namesrv, "-o", "json"))
+    kinds = {t["name"]: t["kind"] for t in every["topics"]}
     assert kinds["TBW102"] == "system" and kinds["%RETRY%orders-cg"] == "retry"
     assert kinds["DefaultCluster"] == "system" and kinds["broker-a"] == "system"
     text = rmq("topic", "list", "-n", cluster.namesrv, "-o", "text")
@@ -43,39 +35,39 @@ def test_list_shows_normal_topics_and_all_with_kinds(cluster: Cluster, rmq: Rmq)
 
 
 def test_describe_route_status(cluster: Cluster, rmq: Rmq) -> None:
-    doc = _json(rmq("topic", "describe", TOPIC, "-n", cluster.namesrv, "-o", "json"))
+    doc = json_out(rmq("topic", "describe", TOPIC, "-n", cluster.namesrv, "-o", "json"))
     assert sorted(doc) == ["attributes", "compaction", "groups", "kind", "route", "status", "topic"]
-    assert "orders-cg" in doc["groups"]  # type: ignore[operator]
-    route = _json(rmq("topic", "route", TOPIC, "-n", cluster.namesrv, "-o", "json"))
+    assert "orders-cg" in doc["groups"]
+    route = json_out(rmq("topic", "route", TOPIC, "-n", cluster.namesrv, "-o", "json"))
     assert route["brokers"] == [
         {"addresses": {"0": cluster.broker}, "brokerName": "broker-a", "cluster": "DefaultCluster"}
     ]
     assert route["queues"] == [
         {"brokerName": "broker-a", "perm": 6, "readQueues": 4, "topicSysFlag": 0, "writeQueues": 4}
     ]
-    status = _json(rmq("topic", "status", TOPIC, "-n", cluster.namesrv, "-o", "json"))
+    status = json_out(rmq("topic", "status", TOPIC, "-n", cluster.namesrv, "-o", "json"))
     queues = status["queues"]
-    assert [q["queueId"] for q in queues] == [0, 1, 2, 3]  # type: ignore[attr-defined]
-    assert set(queues[0]) == {"brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated"}  # type: ignore[index]
-    assert status["totalMessages"] >= MESSAGES  # type: ignore[operator]
+    assert [q["queueId"] for q in queues] == [0, 1, 2, 3]
+    assert set(queues[0]) == {"brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated"}
+    assert status["totalMessages"] >= MESSAGES
     table = rmq("topic", "status", TOPIC, "-n", cluster.namesrv)
     assert table.exit_code == 0 and "last updated" in table.stdout
 
 
 def test_create_update_order_and_delete(cluster: Cluster, rmq: Rmq) -> None:
     ns = ("-n", cluster.namesrv, "-o", "json")
-    created = _json(rmq("topic", "create", "Ordered", "-r", "2", "-w", "2", "--order", *ns))
+    created = json_out(rmq("topic", "create", "Ordered", "-r", "2", "-w", "2", "--order", *ns))
     assert created["addresses"] == [cluster.broker] and created["orderConf"] == "broker-a:2"
     again = rmq("topic", "create", "Ordered", *ns)
     assert again.exit_code == 1 and "already exists" in again.stderr
-    kv = _json(rmq("namesrv", "kv", "get", "ORDER_TOPIC_CONFIG", "Ordered", *ns))
+    kv = json_out(rmq("namesrv", "kv", "get", "ORDER_TOPIC_CONFIG", "Ordered", *ns))
     assert kv["entries"] == {"Ordered": "broker-a:2"}
-    updated = _json(rmq("topic", "update", "Ordered", "-w", "3", "--no-order", *ns))
+    updated = json_out(rmq("topic", "update", "Ordered", "-w", "3", "--no-order", *ns))
     assert (updated["readQueues"], updated["writeQueues"], updated["order"]) == (2, 3, False)
     assert rmq("namesrv", "kv", "get", "ORDER_TOPIC_CONFIG", "Ordered", *ns).exit_code == 1
     refused = rmq("topic", "delete", "Ordered", *ns)
     assert refused.exit_code == 2 and "--yes" in refused.stderr
-    deleted = _json(rmq("topic", "delete", "Ordered", "--yes", *ns))
+    deleted = json_out(rmq("topic", "delete", "Ordered", "--yes", *ns))
     assert deleted == {"topic": "Ordered", "addresses": [cluster.broker], "namesrvs": [cluster.namesrv]}
     gone = rmq("topic", "describe", "Ordered", *ns)
     assert gone.exit_code == 1 and "topic Ordered not found" in gone.stderr

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from broker.client.remoting_client import RemotingClient
 from broker.namesrv.config import NamesrvConfig
 from broker.namesrv.server import NameServer
 from broker.server.broker import Broker
@@ -58,6 +59,21 @@ async def namesrv(tmp: Path) -> AsyncIterator[NameServer]:
         yield server
     finally:
         await server.stop()
+
+
+@asynccontextmanager
+async def running(*brokers: Broker) -> AsyncIterator[RemotingClient]:
+    """``brokers`` started in order, and a client to talk to them; on exit the client closes and every
+    broker stops, in reverse order (started or not)."""
+    client = RemotingClient()
+    try:
+        for broker in brokers:
+            await broker.start()
+        yield client
+    finally:
+        await client.close()
+        for broker in reversed(brokers):
+            await broker.stop()
 
 
 async def wait_for(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:

@@ -17,7 +17,14 @@ from broker.protocol.remoting import make_request
 from broker.server.broker import Broker
 from broker.store.message_store import MessageStore, PutMessage
 from tests.broker.server.conftest import async_test, pull, send
-from tests.broker.server.ha.conftest import commitlogs_identical, ha_broker, namesrv, store_config, wait_for
+from tests.broker.server.ha.conftest import (
+    commitlogs_identical,
+    ha_broker,
+    namesrv,
+    running,
+    store_config,
+    wait_for,
+)
 
 TOPIC = "HaTopic"
 
@@ -39,10 +46,7 @@ async def test_sync_master_replicates_byte_for_byte(tmp_path: Path) -> None:
     async with namesrv(tmp_path) as ns:
         master = ha_broker(ns.address, tmp_path / "m", "SYNC_MASTER")
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE")
-        client = RemotingClient()
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave) as client:
             await wait_for(lambda: _connected(master), what="the slave to connect")
             assert set(await _send_many(client, master, 120)) == {ResponseCode.SUCCESS}
             top = master.store.commitlog.max_offset
@@ -61,10 +65,6 @@ async def test_sync_master_replicates_byte_for_byte(tmp_path: Path) -> None:
             )
             assert status.master and status.inSyncSlaveNums == 1
             assert status.haConnectionInfo[0].slaveAckOffset == top
-        finally:
-            await client.close()
-            await slave.stop()
-            await master.stop()
         assert commitlogs_identical(tmp_path / "m", tmp_path / "s")
 
 
@@ -72,15 +72,10 @@ async def test_sync_master_replicates_byte_for_byte(tmp_path: Path) -> None:
 async def test_sync_master_without_slave_answers_slave_not_available(tmp_path: Path) -> None:
     async with namesrv(tmp_path) as ns:
         master = ha_broker(ns.address, tmp_path / "m", "SYNC_MASTER")
-        client = RemotingClient()
-        try:
-            await master.start()
+        async with running(master) as client:
             response = await send(client, master, TOPIC)
             assert response.code == ResponseCode.SLAVE_NOT_AVAILABLE
             assert response.ext_fields.get("msgId")  # stored on the master all the same
-        finally:
-            await client.close()
-            await master.stop()
 
 
 @async_test
@@ -89,10 +84,7 @@ async def test_slow_slave_answers_flush_slave_timeout(tmp_path: Path) -> None:
         master = ha_broker(ns.address, tmp_path / "m", "SYNC_MASTER")
         master.store_config.sync_flush_timeout_ms = 200
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE")
-        client = RemotingClient()
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave) as client:
             await wait_for(lambda: _connected(master), what="the slave to connect")
             assert slave.ha_client is not None
             original = slave.ha_client._apply
@@ -106,10 +98,6 @@ async def test_slow_slave_answers_flush_slave_timeout(tmp_path: Path) -> None:
             slave.ha_client._apply = slow  # type: ignore[method-assign]
             response = await send(client, master, TOPIC)
             assert response.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
-        finally:
-            await client.close()
-            await slave.stop()
-            await master.stop()
 
 
 def test_records_split_across_frames_are_dispatched_once_complete(tmp_path: Path) -> None:
@@ -143,13 +131,8 @@ def test_records_split_across_frames_are_dispatched_once_complete(tmp_path: Path
 
 async def _standalone_writes(store: Path, ns: str, n: int, tag: str) -> None:
     broker = ha_broker(ns, store, "ASYNC_MASTER")
-    client = RemotingClient()
-    try:
-        await broker.start()
+    async with running(broker) as client:
         assert set(await _send_many(client, broker, n, tag)) == {ResponseCode.SUCCESS}
-    finally:
-        await client.close()
-        await broker.stop()
 
 
 @async_test
@@ -161,16 +144,11 @@ async def test_diverged_slave_truncates_to_the_master_and_catches_up(tmp_path: P
         await _standalone_writes(tmp_path / "s", ns.address, 50, "other")  # a tail the master never had
         master = ha_broker(ns.address, tmp_path / "m", "ASYNC_MASTER")
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE")
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave):
             top = master.store.commitlog.max_offset
             await wait_for(lambda: slave.store.commitlog.max_offset == top, what="the slave to catch up")
             assert slave.ha_client is not None and slave.ha_client.truncated_bytes > 0
             assert "cut" in slave.ha_client.status().lastTruncate
-        finally:
-            await slave.stop()
-            await master.stop()
         assert commitlogs_identical(tmp_path / "m", tmp_path / "s")
 
 
@@ -182,9 +160,7 @@ async def test_slave_ahead_of_a_restarted_master_cuts_its_tail(tmp_path: Path) -
         await _standalone_writes(tmp_path / "s", ns.address, 20, "lost")  # bytes the master lost
         master = ha_broker(ns.address, tmp_path / "m", "ASYNC_MASTER")
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE")
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave):
             top = master.store.commitlog.max_offset
             # the CommitLog is cut first, then its queues (on the store-writer thread): wait for both
             await wait_for(
@@ -194,9 +170,6 @@ async def test_slave_ahead_of_a_restarted_master_cuts_its_tail(tmp_path: Path) -
                 ),
                 what="the slave to cut",
             )
-        finally:
-            await slave.stop()
-            await master.stop()
         assert commitlogs_identical(tmp_path / "m", tmp_path / "s")
 
 
@@ -205,10 +178,7 @@ async def test_metadata_follows_the_master(tmp_path: Path) -> None:
     async with namesrv(tmp_path) as ns:
         master = ha_broker(ns.address, tmp_path / "m", "ASYNC_MASTER")
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE")
-        client = RemotingClient()
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave) as client:
             await _send_many(client, master, 8)
             master.offsets.commit("CG1", TOPIC, 2, 1)
             master.schedule.offsets[3] = 0
@@ -217,7 +187,3 @@ async def test_metadata_follows_the_master(tmp_path: Path) -> None:
             answer = await client.invoke(master.address, make_request(RequestCode.GET_ALL_DELAY_OFFSET))
             assert lenient_json.loads(answer.body or b"{}")["offsetTable"]
             await asyncio.sleep(0)
-        finally:
-            await client.close()
-            await slave.stop()
-            await master.stop()

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.client.remoting_client import RemotingClient
 from broker.protocol.codes import ResponseCode
 from tests.broker.server.conftest import async_test, pull, send
-from tests.broker.server.ha.conftest import ha_broker, namesrv, wait_for
+from tests.broker.server.ha.conftest import ha_broker, namesrv, running, wait_for
 
 pytestmark = pytest.mark.servers
 
@@ -22,10 +21,7 @@ async def test_slave_serves_pulls_only_with_slave_read_enable(tmp_path: Path) ->
     async with namesrv(tmp_path) as ns:
         master = ha_broker(ns.address, tmp_path / "m", "ASYNC_MASTER")
         slave = ha_broker(ns.address, tmp_path / "s", "SLAVE", slave_read_enable=False)
-        client = RemotingClient()
-        try:
-            await master.start()
-            await slave.start()
+        async with running(master, slave) as client:
             assert (await send(client, master, TOPIC, b"x", queue_id=0)).code == ResponseCode.SUCCESS
             await wait_for(lambda: slave.store.max_offset(TOPIC, 0) == 1, what="the message on the slave")
             assert slave.ha_client is not None
@@ -38,7 +34,3 @@ async def test_slave_serves_pulls_only_with_slave_read_enable(tmp_path: Path) ->
             slave.config.slave_read_enable = True
             served = await pull(client, slave, TOPIC, 0, 0)
             assert served.code == ResponseCode.SUCCESS and served.body
-        finally:
-            await client.close()
-            await slave.stop()
-            await master.stop()
