@@ -382,15 +382,22 @@ def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
 # frames
 
 
-def encode_command(cmd: RemotingCommand, serialize_type: SerializeType | None = None) -> bytes:
-    """A complete frame; ``serialize_type`` overrides the command's own (servers reply in theirs)."""
+def encode_frame(cmd: RemotingCommand, serialize_type: SerializeType | None = None) -> tuple[bytes, bytes]:
+    """A complete frame as (everything before the body, the body): a transport writes both as they
+    are, so a pull answer's megabyte of records is not copied once more to be framed (and a heap
+    that grows and shrinks by such copies costs page faults on every answer)."""
     stype = cmd.serialize_type if serialize_type is None else serialize_type
     header = encode_binary_header(cmd) if stype is SerializeType.ROCKETMQ else encode_json_header(cmd)
     body = cmd.body or b""
     length = 4 + len(header) + len(body)
     if length + 4 > MAX_FRAME_LENGTH:
         raise ProtocolError(f"frame of {length + 4} bytes exceeds the {MAX_FRAME_LENGTH}-byte maximum")
-    return b"".join((_I32.pack(length), mark_serialize_type(stype, len(header)), header, body))
+    return b"".join((_I32.pack(length), mark_serialize_type(stype, len(header)), header)), body
+
+
+def encode_command(cmd: RemotingCommand, serialize_type: SerializeType | None = None) -> bytes:
+    """A complete frame; ``serialize_type`` overrides the command's own (servers reply in theirs)."""
+    return b"".join(encode_frame(cmd, serialize_type))
 
 
 def mark_serialize_type(serialize_type: SerializeType, header_length: int) -> bytes:

@@ -25,7 +25,7 @@ from broker.protocol.remoting import (
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
-    encode_command,
+    encode_frame,
     make_response,
 )
 from broker.remoting.errors import RemotingClosedError, RemotingTimeoutError
@@ -92,7 +92,7 @@ class RemotingChannel(asyncio.Protocol):
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
         self._backlog: deque[RemotingCommand] = deque()  # requests read while max_inflight were running
-        self._outgoing: list[bytes] = []  # frames waiting for the flush scheduled in this loop turn
+        self._outgoing: list[bytes] = []  # frame parts waiting for the flush scheduled in this loop turn
         self._write_paused = False
         self._writable: list[asyncio.Future[None]] = []  # senders waiting for the socket buffer to drain
         self._reading = True  # False once shutdown() stopped taking requests
@@ -161,16 +161,19 @@ class RemotingChannel(asyncio.Protocol):
 
     async def send(self, cmd: RemotingCommand) -> None:
         """Queue one frame for this loop turn's write; wait while the socket buffer is full."""
-        self._queue(encode_command(cmd, self.serialize_type))
+        self._queue(encode_frame(cmd, self.serialize_type))
         if self._write_paused:
             await self._wait_writable()
 
-    def _queue(self, frame: bytes) -> None:
+    def _queue(self, frame: tuple[bytes, bytes]) -> None:
         if self._is_closed:
             raise RemotingClosedError(self.remote_addr)
         if not self._outgoing:
             self._loop.call_soon(self._flush)
-        self._outgoing.append(frame)
+        head, body = frame
+        self._outgoing.append(head)
+        if body:
+            self._outgoing.append(body)
         self._last_activity = self._loop.time()
 
     def _flush(self) -> None:
@@ -192,7 +195,7 @@ class RemotingChannel(asyncio.Protocol):
         """Send a request and wait for the response with the same opaque."""
         if self.rpc_hook is not None:
             self.rpc_hook(request)
-        frame = encode_command(request, self.serialize_type)
+        frame = encode_frame(request, self.serialize_type)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         opaque = request.opaque
         self._pending[opaque] = future
@@ -307,10 +310,10 @@ class RemotingChannel(asyncio.Protocol):
         response.flag |= RESPONSE_FLAG
         try:
             try:
-                frame = encode_command(response, self.serialize_type)
+                frame = encode_frame(response, self.serialize_type)
             except ProtocolError as exc:  # e.g. a body beyond the frame limit
                 log.error("cannot encode response to %s: %s", name_of(request.code), exc)
-                frame = encode_command(
+                frame = encode_frame(
                     make_response(request, ResponseCode.SYSTEM_ERROR, str(exc)), self.serialize_type
                 )
             self._queue(frame)

@@ -1,4 +1,5 @@
-"""A serving node settles the garbage collector once it is up (see broker.node.settle_gc)."""
+"""A serving node settles the garbage collector and the C heap once it is up (see broker.node.settle_gc and
+settle_heap)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,53 @@ def test_run_until_signal_settles_gc_after_start(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == str(GC_THRESHOLDS)
+
+
+# Two ~1 MB blocks alive at once, as a pull answer's records and its frame were; after a smaller block
+# was freed first, glibc's own thresholds give the heap back after each answer and fault it in again.
+HEAP_PATTERN = """
+import resource
+def faults_per_answer():
+    small = bytes(300_000)
+    del small
+    data = bytes(1_000_000)
+    def answer():
+        a = data[1:]; b = a[1:]; del a, b
+    for _ in range(5): answer()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(100): answer()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 100
+"""
+
+
+def _faults(tmp_path: Path, serve: bool) -> float:
+    script = HEAP_PATTERN + textwrap.dedent(
+        f"""
+        import asyncio, os, signal
+        from pathlib import Path
+        from broker.namesrv.config import NamesrvConfig
+        from broker.node import Node, NodePlan, run_until_signal
+
+        seen = []
+        def started(node):
+            seen.append(faults_per_answer())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        if {serve!r}:
+            namesrv = NamesrvConfig.in_folder(Path({str(tmp_path)!r}))
+            namesrv.listen_port = 0
+            asyncio.run(run_until_signal(Node(NodePlan(namesrv=namesrv)), None, started))
+        else:
+            seen.append(faults_per_answer())
+        print(seen[0])
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_serving_node_keeps_freed_heap_for_the_next_large_answer(tmp_path: Path) -> None:
+    assert _faults(tmp_path, serve=False) > 100  # the C library's own thresholds: a fault per page
+    assert _faults(tmp_path, serve=True) < 1
