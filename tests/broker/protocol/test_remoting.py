@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from broker.protocol.codes import LanguageCode, RequestCode, SerializeType
 from broker.protocol.remoting import (
     MAX_FRAME_LENGTH,
+    SEPARATE_BODY_BYTES,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -17,6 +18,7 @@ from broker.protocol.remoting import (
     decode_json_header,
     encode_binary_header,
     encode_command,
+    encode_frame,
     encode_json_header,
     make_request,
     make_response,
@@ -326,3 +328,16 @@ def test_json_header_with_non_string_ext_values_still_encodes() -> None:
         b'{"code":0,"extFields":{"a":true,"b":2},"flag":0,"language":"JAVA","opaque":7,'
         b'"serializeTypeCurrentRPC":"JSON","version":' + str(cmd.version).encode() + b"}"
     )
+
+
+@pytest.mark.parametrize("size", [0, 1024, SEPARATE_BODY_BYTES - 1, SEPARATE_BODY_BYTES, 1 << 20])
+def test_a_large_body_is_framed_without_a_copy(size: int) -> None:
+    body = bytes(size)
+    cmd = make_request(RequestCode.PULL_MESSAGE, body=body)
+    first, rest = encode_frame(cmd)
+    assert first + rest == encode_command(cmd)
+    assert (decode_frame((first + rest)[4:]).body or b"") == body
+    if size >= SEPARATE_BODY_BYTES:
+        assert rest is body  # written as it is, not copied into the frame
+    else:
+        assert rest == b""  # one buffer to write
