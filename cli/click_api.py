@@ -18,6 +18,10 @@ first, saying which:
 - :func:`declared`: what a parameter was declared as (typer keeps it as ``type_descriptor``);
 - :func:`adopt`: an option or argument as typer built it made an instance of a subclass that only adds
   methods (cli/parameters.py), by taking that class.
+
+The rest of the CLI takes typer's own modules from here too (``typer.core``'s classes, ``typer.models``'
+``CommandInfo``/``OptionInfo`` and ``typer.main``'s builders), so this module is the one place that
+names them.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.main import get_command, get_command_name, get_group
+from typer.models import CommandInfo, OptionInfo
 
 try:
     from typer._click.core import Command, Context
@@ -35,13 +41,22 @@ except ImportError as exc:  # a typer outside the range pyproject.toml pins
 
 __all__ = [
     "Command",
+    "CommandInfo",
     "Context",
     "Declared",
     "MissingParameter",
     "NoArgsIsHelpError",
+    "OptionInfo",
+    "TyperArgument",
+    "TyperCommand",
+    "TyperGroup",
+    "TyperOption",
     "UsageError",
     "adopt",
     "declared",
+    "get_command",
+    "get_command_name",
+    "get_group",
 ]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.click_api import Context, declared
+from cli.click_api import Context, declared, get_command
 from cli.completion import NAMES_COMMAND, Shell
 
 FILES = {Shell.BASH: "rmq.bash", Shell.ZSH: "_rmq", Shell.FISH: "rmq.fish"}
@@ -69,11 +69,9 @@ def collect(command: Any, path: str = "") -> list[Node]:
 
 
 def _tree() -> list[Node]:
-    import typer
-
     from cli.main import app
 
-    return collect(typer.main.get_command(app))
+    return collect(get_command(app))
 
 
 # -- bash and zsh: the same data functions (POSIX case statements) ---------------------------------

@@ -10,6 +10,7 @@ import typer
 
 from admin.timeparse import parse_time
 from admin.units import duration
+from cli.click_api import OptionInfo
 from cli.connect import (
     ClusterOpt,
     Conn,
@@ -52,8 +53,8 @@ RetryQueuesOpt = Annotated[int | None, typer.Option("--retry-queues", help="Retr
 _PROGRESS_MIN = 4  # brokers or topic/broker pairs
 
 
-def _bool_opt(name: str, help_: str) -> typer.models.OptionInfo:
-    info: typer.models.OptionInfo = typer.Option(f"--{name}/--no-{name}", help=help_, show_default=False)
+def _bool_opt(name: str, help_: str) -> OptionInfo:
+    info: OptionInfo = typer.Option(f"--{name}/--no-{name}", help=help_, show_default=False)
     return info
 
 

@@ -7,7 +7,7 @@ help or completion lists them all; a noun's group (:func:`verbs`) builds only th
 that runs, because typer reads the signature of every command function of a group to build it. Every
 command and group built is one of the CLI's ``cls=`` subclasses of typer's ``TyperCommand`` and
 ``TyperGroup`` (cli/parameters.py). Besides those, what is used of typer is ``Typer`` and what it
-registered, and ``typer.main.get_command``/``get_group``.
+registered, and typer's ``get_command``/``get_group`` (through cli/click_api.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
-from typer.models import CommandInfo
 
-from cli.click_api import Command, Context, UsageError
+from cli.click_api import (
+    Command,
+    CommandInfo,
+    Context,
+    TyperCommand,
+    TyperGroup,
+    UsageError,
+    get_command,
+    get_command_name,
+    get_group,
+)
 from cli.parameters import Command as LeafCommand
 from cli.parameters import OwnParameters
 
@@ -69,7 +77,7 @@ def single(function: Callable[..., Any], name: str, *, hidden: bool = False, **s
     """A typer command function as a click command."""
     holder = typer.Typer(add_completion=False)  # `rmq completion` is the way, not per-command flags
     holder.command(name, cls=LeafCommand, hidden=hidden, **settings)(function)
-    return typer.main.get_command(holder)
+    return get_command(holder)
 
 
 def verbs(app: typer.Typer) -> Command:
@@ -79,7 +87,7 @@ def verbs(app: typer.Typer) -> Command:
     bare.registered_groups = []
     bare.info = copy.copy(app.info)
     bare.info.cls = LazyGroup
-    group = typer.main.get_group(bare)
+    group = get_group(bare)
     assert isinstance(group, LazyGroup)
     for info in app.registered_commands:
         group.builders[_name(info)] = _command_builder(app, info)
@@ -91,7 +99,7 @@ def verbs(app: typer.Typer) -> Command:
 
 def _name(info: CommandInfo) -> str:
     assert info.callback is not None
-    return info.name or typer.main.get_command_name(info.callback.__name__)
+    return info.name or get_command_name(info.callback.__name__)
 
 
 def _command_builder(app: typer.Typer, info: CommandInfo) -> Builder:
@@ -101,7 +109,7 @@ def _command_builder(app: typer.Typer, info: CommandInfo) -> Builder:
         if info.cls in (None, TyperCommand):  # typer's default: the same with the CLI's parameters
             own.cls = LeafCommand
         holder.registered_commands = [own]
-        return typer.main.get_command(holder)
+        return get_command(holder)
 
     return build
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.click_api import Command, Context
+from cli.click_api import Command, Context, get_command
 from cli.errors import run
 from cli.lazy import LazyGroup, builders, single
 
@@ -169,5 +169,5 @@ def root(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script ``rmq``: run the command line, return its exit code."""
-    code: int = typer.main.get_command(app).main(argv, PROG, standalone_mode=False)
+    code: int = get_command(app).main(argv, PROG, standalone_mode=False)
     return code

@@ -27,10 +27,17 @@ from enum import Enum
 from typing import Any
 
 from typer import BadParameter
-from typer.core import TyperArgument, TyperCommand, TyperOption
 
 from cli.click_api import Command as ClickCommand
-from cli.click_api import Context, MissingParameter, adopt, declared
+from cli.click_api import (
+    Context,
+    MissingParameter,
+    TyperArgument,
+    TyperCommand,
+    TyperOption,
+    adopt,
+    declared,
+)
 from cli.help_format import reflow
 
 Convert = Callable[[Any, Any, Context], Any]  # (value, parameter, context) -> converted value
