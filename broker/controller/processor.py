@@ -138,6 +138,9 @@ class ControllerProcessor:
             header.registerCheckCode,
         )
         await self.controller.journal.commit(decision.events)
+        R.check_granted(
+            self.controller.journal.state, header.brokerName, header.appliedBrokerId, header.registerCheckCode
+        )
         answer = C.ApplyBrokerIdResponseHeader(clusterName=header.clusterName, brokerName=header.brokerName)
         return make_response(request, header=answer)
 

@@ -87,6 +87,18 @@ def apply_broker_id(
     return Decision([event])
 
 
+def check_granted(state: ReplicaState, broker_name: str, broker_id: int, check_code: str) -> None:
+    """After an APPLY_BROKER_ID was committed: refuse it when the log gave the id to another broker
+    that applied at the same moment (that broker asks again for the next id)."""
+    group = state.groups.get(broker_name)
+    entry = None if group is None else group.brokers.get(broker_id)
+    if entry is None or entry.check_code != check_code:
+        raise Refused(
+            ResponseCode.CONTROLLER_BROKER_ID_INVALID,
+            f"broker id {broker_id} of {broker_name} went to another broker that applied at the same time",
+        )
+
+
 def register_broker(state: ReplicaState, broker_name: str, broker_id: int, address: str) -> Decision:
     """REGISTER_BROKER_TO_CONTROLLER: a known id announces its (maybe new) address."""
     group = _group(state, broker_name)

@@ -82,7 +82,9 @@ class ReplicaState:
         name = event["brokerName"]
         if kind == APPLY_BROKER_ID:
             group = self.groups.setdefault(name, GroupState(event["clusterName"], name))
-            group.brokers[event["brokerId"]] = BrokerEntry(event["address"], event["checkCode"])
+            # two brokers that asked for the same id at once both pass the leader's check while their
+            # events replicate: the first in the log keeps it, on every replica alike
+            group.brokers.setdefault(event["brokerId"], BrokerEntry(event["address"], event["checkCode"]))
             return
         group_or_none = self.groups.get(name)
         if group_or_none is None:

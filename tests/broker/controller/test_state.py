@@ -107,6 +107,23 @@ def test_broker_ids_are_granted_in_order_and_once() -> None:
         R.apply_broker_id(state, "c", "g", 5, "b:2;6")
 
 
+def test_two_brokers_applying_for_one_id_at_once_get_it_once() -> None:
+    """Three controllers decide before the log applies: both applications pass the check, the first in
+    the log keeps the id and the second broker is told to ask again."""
+    state = ReplicaState()
+    _apply(state, R.apply_broker_id(state, "c", "g", 1, "m:1;1"))
+    first = R.apply_broker_id(state, "c", "g", 2, "a:2;5")
+    second = R.apply_broker_id(state, "c", "g", 2, "b:3;6")
+    _apply(state, first)
+    _apply(state, second)
+    assert state.groups["g"].brokers[2].address == "a:2"
+    R.check_granted(state, "g", 2, "a:2;5")
+    with pytest.raises(R.Refused) as lost:
+        R.check_granted(state, "g", 2, "b:3;6")
+    assert lost.value.code == ResponseCode.CONTROLLER_BROKER_ID_INVALID
+    assert R.next_broker_id(state, "g") == 3
+
+
 def test_a_snapshot_restores_the_same_state() -> None:
     live = HeartbeatTable(Clock())
     state = _group(live)
